@@ -1,0 +1,135 @@
+// The main job: trains a CNN on Fashion-MNIST with the policies chosen on the command line, then prints
+// a classification report and writes RUN_DIR/summary.json.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <policytrain/detail/torch_compat.hpp>
+#include <policytrain/policytrain.hpp>
+
+#include "model.hpp"
+
+namespace pt = policytrain;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Config {
+  fs::path data = pt::data::default_fashion_mnist_dir();
+  fs::path run_dir = "runs/fashion_mnist";
+  int64_t epochs = 3;
+  int64_t batch_size = 64;
+  double lr = 2e-3;
+  std::string optimizer = "adamw";
+  double weight_decay = 5e-4;
+  double momentum = 0.9;
+  uint64_t seed = 0;
+  int threads = 0;
+  int workers = 0;
+  int64_t limit_train_batches = -1;
+  int64_t limit_val_batches = -1;
+  int64_t width = 32;
+  int progress_tty = -1;
+};
+
+void add_core_flags(CLI::App& app, Config& c) {
+  app.add_option("--data", c.data, "Directory with the Fashion-MNIST IDX files (gzipped or raw)")->check(CLI::ExistingDirectory);
+  app.add_option("--run-dir", c.run_dir, "Directory for summary.json and checkpoints");
+  app.add_option("--epochs", c.epochs, "Epochs to train")->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", c.batch_size, "Micro-batch size")->check(CLI::PositiveNumber);
+  app.add_option("--lr", c.lr, "Peak learning rate")->check(CLI::PositiveNumber);
+  app.add_option("--optimizer", c.optimizer, "Optimizer")->check(CLI::IsMember({"sgd", "adamw"}));
+  app.add_option("--weight-decay", c.weight_decay, "Weight decay")->check(CLI::NonNegativeNumber);
+  app.add_option("--momentum", c.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--seed", c.seed, "Seed of the weights' initialisation and the data order");
+  app.add_option("--threads", c.threads, "Intra-op threads (0: LibTorch's default)")->check(CLI::NonNegativeNumber);
+  app.add_option("--workers", c.workers, "Loader worker threads (0: batches assembled on the training thread)")->check(CLI::NonNegativeNumber);
+  app.add_option("--limit-train-batches", c.limit_train_batches, "Micro-batches per epoch at most (-1: all)");
+  app.add_option("--limit-val-batches", c.limit_val_batches, "Test batches evaluated at most (-1: all)");
+  app.add_option("--width", c.width, "Channels of the first convolution")->check(CLI::PositiveNumber);
+  app.add_option("--progress-tty", c.progress_tty, "Progress display: -1 detect, 0 plain lines, 1 terminal");
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Config& c, torch::nn::Module& m) {
+  if (c.optimizer == "sgd")
+    return std::make_unique<torch::optim::SGD>(
+        m.parameters(), torch::optim::SGDOptions(c.lr).momentum(c.momentum).nesterov(true).weight_decay(c.weight_decay));
+  return std::make_unique<torch::optim::AdamW>(m.parameters(),
+                                               torch::optim::AdamWOptions(c.lr).weight_decay(c.weight_decay));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Trains a CNN on Fashion-MNIST with policytrain"};
+  Config cfg;
+  add_core_flags(app, cfg);
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    const auto wall0 = std::chrono::steady_clock::now();
+    if (cfg.threads > 0) torch::set_num_threads(cfg.threads);
+    torch::manual_seed(cfg.seed);
+    fs::create_directories(cfg.run_dir);
+
+    auto train = pt::data::load_fashion_mnist(cfg.data, /*train=*/true);
+    auto test = pt::data::load_fashion_mnist(cfg.data, /*train=*/false);
+    pt::data::TensorLoader train_loader(train.x, train.y, {.batch_size = cfg.batch_size, .shuffle = true, .seed = cfg.seed});
+    pt::data::TensorLoader test_loader(test.x, test.y, {.batch_size = 1000, .shuffle = false});
+    std::printf("Fashion-MNIST: %lld train, %lld test images from %s; %d threads\n",
+                static_cast<long long>(train.x.size(0)), static_cast<long long>(test.x.size(0)),
+                cfg.data.string().c_str(), torch::get_num_threads());
+
+    fmnist::Classifier task(cfg.width);
+    auto optimizer = make_optimizer(cfg, task.module());
+
+    pt::callbacks::ProgressBar progress({.force_tty = cfg.progress_tty});
+    pt::Trainer trainer(task, *optimizer, std::move(progress));
+
+    const pt::FitOptions fit{.epochs = cfg.epochs,
+                             .limit_train_batches = cfg.limit_train_batches,
+                             .limit_val_batches = cfg.limit_val_batches};
+    auto result = trainer.fit(train_loader, test_loader, fit);
+    auto metrics = trainer.evaluate(test_loader, cfg.limit_val_batches);
+    const auto report = metrics.report(pt::data::fashion_mnist_labels());
+    std::printf("\nClassification report (test set)\n%s\n", report.to_string().c_str());
+
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    nlohmann::json summary{
+        {"test_accuracy", metrics.accuracy},
+        {"test_loss", metrics.loss},
+        {"epochs_run", result.epochs_run},
+        {"global_steps", result.global_steps},
+        {"skipped_steps", result.skipped_steps},
+        {"train_samples_per_second", result.samples_per_second()},
+        {"wall_seconds", wall},
+        {"stopped_early", result.stopped_early},
+        {"params_sha256", pt::io::params_sha256(task.module())},
+        {"torch_version", pt::detail::torch_version()},
+        {"threads", torch::get_num_threads()},
+        {"classification_report", report.to_json()},
+        {"policies",
+         {{"precision", {{"name", "precision::Fp32"}}},
+          {"optimizer", {{"name", cfg.optimizer}, {"lr", cfg.lr}, {"weight_decay", cfg.weight_decay}}},
+          {"batch_size", cfg.batch_size},
+          {"seed", cfg.seed}}},
+    };
+    nlohmann::json history = nlohmann::json::array();
+    for (const auto& m : result.validation) history.push_back({{"loss", m.loss}, {"accuracy", m.accuracy}});
+    summary["validation_history"] = history;
+    const auto path = cfg.run_dir / "summary.json";
+    std::ofstream(path) << summary.dump(2) << "\n";
+    std::printf("test accuracy %.4f, loss %.4f, %.0f train samples/s, %.1f s; summary: %s\n", metrics.accuracy,
+                metrics.loss, result.samples_per_second(), wall, path.string().c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fashion_mnist: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,110 @@
+#pragma once
+/// \file
+/// callbacks::ProgressBar — progress of each epoch (it/s, ETA, loss, lr, and the loss scale when a precision
+/// policy scales), and one summary line per epoch with the validation metrics.
+/// On a terminal it redraws one line; otherwise (CI logs, files) it prints plain lines every `every` steps
+/// (default: about ten per epoch). Prints on the main rank only.
+/// Hooks: on_fit_begin, on_epoch_begin, after_step, on_validation_end, on_epoch_end. Cost: a clock read per
+/// step, and one loss read (a device sync) per printed line.
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <policytrain/core/category.hpp>
+#include <policytrain/core/metrics.hpp>
+
+namespace policytrain::callbacks {
+
+class ProgressBar {
+ public:
+  static constexpr std::string_view name = "ProgressBar";
+  struct Options {
+    int64_t every = 0;        ///< plain mode: print every N optimizer steps (0: about ten lines per epoch)
+    double refresh_hz = 10;   ///< terminal mode: redraws per second at most
+    int force_tty = -1;       ///< -1: detect; 0: plain lines; 1: terminal mode
+    std::FILE* out = stdout;
+  };
+  ProgressBar() = default;
+  explicit ProgressBar(Options o) : o_(o) {}
+
+  template <class Ctx>
+  void on_fit_begin(Ctx&) {
+    tty_ = o_.force_tty >= 0 ? o_.force_tty == 1 : ::isatty(::fileno(o_.out)) == 1;
+  }
+  template <class Ctx>
+  void on_epoch_begin(Ctx& ctx) {
+    t0_ = last_draw_ = Clock::now();
+    steps0_ = ctx.state().global_step;
+    batches_ = ctx.epoch_batches();
+  }
+  template <class Ctx>
+  void after_step(Ctx& ctx, bool /*stepped*/) {
+    if (!ctx.is_main()) return;
+    const auto now = Clock::now();
+    const int64_t done = ctx.state().batch_in_epoch;
+    if (tty_) {
+      if (std::chrono::duration<double>(now - last_draw_).count() * o_.refresh_hz < 1.0 && done != batches_) return;
+      last_draw_ = now;
+      std::fprintf(o_.out, "\r%s\033[K", line(ctx, now).c_str());
+      std::fflush(o_.out);
+    } else {
+      const int64_t every = o_.every > 0 ? o_.every : (batches_ > 0 ? std::max<int64_t>(1, batches_ / 10) : 100);
+      const int64_t s = ctx.state().global_step - steps0_;
+      if (s % every != 0 && done != batches_) return;
+      std::fprintf(o_.out, "%s\n", line(ctx, now).c_str());
+      std::fflush(o_.out);
+    }
+  }
+  template <class Ctx>
+  void on_validation_end(Ctx& ctx, const Metrics& m) {
+    val_ = fmt::format("  val_loss {:.4f}  val_acc {:.4f}", m.loss, m.accuracy);
+  }
+  template <class Ctx>
+  void on_epoch_end(Ctx& ctx) {
+    if (!ctx.is_main()) return;
+    if (tty_) std::fprintf(o_.out, "\n");
+    const double secs = std::chrono::duration<double>(Clock::now() - t0_).count();
+    std::fprintf(o_.out, "epoch %lld/%lld  loss %.4f%s  lr %.3g  %.1fs\n",
+                 static_cast<long long>(ctx.state().epoch + 1), static_cast<long long>(ctx.options().epochs),
+                 ctx.state().loss_value(), val_.c_str(), ctx.lr(), secs);
+    std::fflush(o_.out);
+    val_.clear();
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  template <class Ctx>
+  std::string line(Ctx& ctx, Clock::time_point now) const {
+    const int64_t done = ctx.state().batch_in_epoch;
+    const double secs = std::chrono::duration<double>(now - t0_).count();
+    const double rate = secs > 0 ? done / secs : 0.0;
+    std::string s = fmt::format("epoch {}/{} ", ctx.state().epoch + 1, ctx.options().epochs);
+    if (batches_ > 0) {
+      constexpr int width = 24;
+      const int filled = static_cast<int>(width * done / batches_);
+      s += fmt::format("[{}{}] {}/{} ", std::string(filled, '#'), std::string(width - filled, '.'), done, batches_);
+      const double eta = rate > 0 ? (batches_ - done) / rate : 0.0;
+      s += fmt::format("{:.1f} it/s ETA {}:{:02d} ", rate, static_cast<int>(eta) / 60, static_cast<int>(eta) % 60);
+    } else {
+      s += fmt::format("{} {:.1f} it/s ", done, rate);
+    }
+    s += fmt::format("loss {:.4f} lr {:.3g}", ctx.state().loss_value(), ctx.lr());
+    if constexpr (requires { ctx.template policy<Category::precision>().loss_scale(); }) {
+      const double scale = ctx.template policy<Category::precision>().loss_scale();
+      if (scale > 0) s += fmt::format(" scale {:g}", scale);
+    }
+    return s;
+  }
+
+  Options o_;
+  bool tty_ = false;
+  Clock::time_point t0_{}, last_draw_{};
+  int64_t steps0_ = 0, batches_ = -1;
+  std::string val_;
+};
+
+}  // namespace policytrain::callbacks

@@ -1,0 +1,27 @@
+#pragma once
+/// \file
+/// A batch of inputs and targets, as the loaders yield it and a Task's steps receive it.
+#include <torch/types.h>
+
+namespace policytrain {
+
+/// Inputs `x` and targets `y`; the first dimension of both is the batch.
+struct Batch {
+  torch::Tensor x;
+  torch::Tensor y;
+  /// Number of samples (first dimension of `x`).
+  int64_t size() const { return x.defined() ? x.size(0) : 0; }
+  /// Both tensors moved to `device` (a no-op when already there).
+  Batch to(const torch::Device& device, bool non_blocking = false) const {
+    return {x.to(device, non_blocking), y.to(device, non_blocking)};
+  }
+};
+
+/// What a Task's `validation_step` returns: the mean loss of the batch and the model's output
+/// (class scores for classification, from which the Trainer builds the confusion matrix).
+struct Prediction {
+  torch::Tensor loss;
+  torch::Tensor output;
+};
+
+}  // namespace policytrain

@@ -1,0 +1,520 @@
+#pragma once
+/// \file
+/// `Trainer<Task, Policies...>`: one generic training loop whose features are compile-time policies.
+///
+/// Policies are unordered. Each declares a category (parallel, accumulation, precision, schedule,
+/// checkpoint) or none (a callback). A category that is not named gets its default, which has no hooks
+/// and so compiles to nothing. Within one hook the Trainer calls the policies in a fixed order —
+/// parallel, accumulation, precision, schedule, checkpoint, then the callbacks in the order given —
+/// so the order of the template arguments matters only among callbacks.
+///
+/// The step pipeline, fixed and correct by construction:
+///   forward (around_forward: autocast) → transform_loss (accumulation normalisation, loss scale)
+///   → should_step? → backward (around_backward: no-sync on non-final micro-steps)
+///   → [last micro-step] before_step (reduce, normalise, unscale, clip) → step (skipped on inf/NaN)
+///   → after_step (scale update, schedule, EMA, logging) → zero_grad.
+#include <chrono>
+#include <cstdint>
+#include <iterator>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include <policytrain/accumulation/none.hpp>
+#include <policytrain/checkpoint/none.hpp>
+#include <policytrain/core/batch.hpp>
+#include <policytrain/core/category.hpp>
+#include <policytrain/core/hooks.hpp>
+#include <policytrain/core/metrics.hpp>
+#include <policytrain/core/state.hpp>
+#include <policytrain/parallel/single.hpp>
+#include <policytrain/precision/fp32.hpp>
+#include <policytrain/schedule/constant.hpp>
+
+namespace policytrain {
+
+/// Run-time settings of one `fit`.
+struct FitOptions {
+  int64_t epochs = 1;                ///< epochs to train (counted from epoch 0, so a resumed run continues)
+  int64_t max_steps = -1;            ///< stop after this many optimizer steps (-1: no limit)
+  int64_t limit_train_batches = -1;  ///< micro-batches per epoch at most (-1: all)
+  int64_t limit_val_batches = -1;    ///< evaluation batches at most (-1: all)
+};
+
+/// What `fit` returns.
+struct FitResult {
+  int64_t epochs_run = 0;
+  int64_t global_steps = 0;
+  int64_t skipped_steps = 0;
+  int64_t samples_seen = 0;
+  bool stopped_early = false;
+  double train_seconds = 0;          ///< wall time in the training loops (evaluation excluded)
+  std::vector<Metrics> validation;   ///< one entry per validated epoch
+  double samples_per_second() const { return train_seconds > 0 ? samples_seen / train_seconds : 0.0; }
+};
+
+namespace detail {
+
+template <Category C, class... Ps>
+inline constexpr int count_category = ((category_of<Ps> == C ? 1 : 0) + ... + 0);
+
+/// The policy of category C among Ps, or Default. Instantiated with the whole pack so that the compiler's
+/// message names every policy involved.
+template <Category C, class Default, class... Ps>
+struct PickCategory {
+  static_assert(C != Category::parallel || count_category<C, Ps...> <= 1,
+                "policytrain::Trainer: more than one parallel policy given; keep exactly one of them "
+                "(parallel::Single or parallel::DataParallel)");
+  static_assert(C != Category::accumulation || count_category<C, Ps...> <= 1,
+                "policytrain::Trainer: more than one accumulation policy given; keep exactly one accumulate:: policy");
+  static_assert(C != Category::precision || count_category<C, Ps...> <= 1,
+                "policytrain::Trainer: more than one precision policy given; keep exactly one precision:: policy "
+                "(its dtype is a run-time option)");
+  static_assert(C != Category::schedule || count_category<C, Ps...> <= 1,
+                "policytrain::Trainer: more than one schedule policy given; keep exactly one schedule:: policy "
+                "(warmup is an option of every schedule)");
+  static_assert(C != Category::checkpoint || count_category<C, Ps...> <= 1,
+                "policytrain::Trainer: more than one checkpoint policy given; keep exactly one checkpoint:: policy");
+  template <class P, class... Rest>
+  static auto pick() {
+    if constexpr (category_of<P> == C) return std::type_identity<P>{};
+    else if constexpr (sizeof...(Rest) == 0) return std::type_identity<Default>{};
+    else return pick<Rest...>();
+  }
+  static auto pick_any() {
+    if constexpr (sizeof...(Ps) == 0) return std::type_identity<Default>{};
+    else return pick<Ps...>();
+  }
+  using type = typename decltype(pick_any())::type;
+};
+
+template <class T, class... Ps>
+inline constexpr int count_type = ((std::is_same_v<T, Ps> ? 1 : 0) + ... + 0);
+
+template <class... Ps>
+struct UniqueCallbacks {
+  static_assert(((category_of<Ps> != Category::callback || count_type<Ps, Ps...> == 1) && ...),
+                "policytrain::Trainer: the same callback type is given twice; give each callback once "
+                "(one callback can hold several settings)");
+  static constexpr bool ok = true;
+};
+
+template <class... Ps>
+using CallbackTuple = decltype(std::tuple_cat(
+    std::declval<std::conditional_t<category_of<Ps> == Category::callback, std::tuple<Ps>, std::tuple<>>>()...));
+
+template <class T, class... Args>
+constexpr size_t index_of() {
+  size_t i = 0, found = sizeof...(Args);
+  ((found = (found == sizeof...(Args) && std::is_same_v<T, std::remove_cvref_t<Args>>) ? i : found, ++i), ...);
+  return found;
+}
+
+/// The argument of type T, forwarded (moved when it was passed as an rvalue), or a default-constructed T.
+template <class T, class... Args>
+T take_or_default(std::tuple<Args&&...>& args) {
+  constexpr size_t idx = index_of<T, Args...>();
+  if constexpr (idx == sizeof...(Args)) return T{};
+  else return T(static_cast<std::tuple_element_t<idx, std::tuple<Args&&...>>>(std::get<idx>(args)));
+}
+
+template <class C>
+int64_t size_or_unknown(C& c) {
+  if constexpr (requires { std::size(c); }) return static_cast<int64_t>(std::size(c));
+  else return -1;
+}
+
+}  // namespace detail
+
+template <class Task, class... Policies>
+class Trainer;
+
+/// What a hook sees: the task, optimizer, state and the other policies. Hooks read and write through it.
+template <class TrainerT>
+class Context {
+ public:
+  explicit Context(TrainerT& t) : t_(&t) {}
+  auto& task() { return t_->task(); }
+  torch::nn::Module& module() { return t_->module(); }
+  torch::optim::Optimizer& optimizer() { return t_->optimizer(); }
+  TrainState& state() { return t_->state(); }
+  const FitOptions& options() const { return t_->options(); }
+  /// The policy of category C (its default when none was given).
+  template <Category C>
+  auto& policy() { return t_->template policy<C>(); }
+  /// A policy or callback by type (a compile error when the Trainer has none of that type).
+  template <class P>
+  P& get() { return t_->template get<P>(); }
+  /// Whether the Trainer composes a policy or callback of type P.
+  template <class P>
+  static constexpr bool has() { return TrainerT::template has<P>(); }
+  /// Micro-batches in this epoch, or -1 when the loader does not say.
+  int64_t epoch_batches() const { return t_->epoch_batches_; }
+  /// Whether the current micro-batch ends an accumulation window (an optimizer step follows its backward).
+  bool is_last_micro_step() const { return t_->last_micro_step_; }
+  /// Whether this process logs, prints and writes files (rank 0 under data parallelism).
+  bool is_main() { return t_->is_main(); }
+  /// True on every rank when `b` is true on any rank (identity on one process).
+  bool agree_any(bool b) { return t_->agree_any(b); }
+  /// The learning rate of param group `g`.
+  double lr(size_t g = 0) { return optimizer().param_groups().at(g).options().get_lr(); }
+  torch::Device device() const { return t_->device(); }
+
+ private:
+  TrainerT* t_;
+};
+
+/// The Trainer. `Task` provides `torch::Tensor training_step(const Batch&)` (the mean loss of the batch) and
+/// `torch::nn::Module& module()`; `Prediction validation_step(const Batch&)` when it is evaluated.
+template <class Task, class... Policies>
+class Trainer {
+  static_assert(TrainableTask<Task>,
+                "policytrain::Trainer: the Task lacks `torch::Tensor training_step(const policytrain::Batch&)` "
+                "or `torch::nn::Module& module()`; add both (training_step returns the batch's mean loss)");
+  static_assert(detail::UniqueCallbacks<Policies...>::ok);
+
+ public:
+  using parallel_type = typename detail::PickCategory<Category::parallel, parallel::Single, Policies...>::type;
+  using accumulation_type = typename detail::PickCategory<Category::accumulation, accumulate::None, Policies...>::type;
+  using precision_type = typename detail::PickCategory<Category::precision, precision::Fp32, Policies...>::type;
+  using schedule_type = typename detail::PickCategory<Category::schedule, schedule::Constant, Policies...>::type;
+  using checkpoint_type = typename detail::PickCategory<Category::checkpoint, checkpoint::None, Policies...>::type;
+  using callbacks_type = detail::CallbackTuple<Policies...>;
+  using context_type = Context<Trainer>;
+  /// Every policy the Trainer holds, in hook order.
+  using policies_type = decltype(std::tuple_cat(
+      std::declval<std::tuple<parallel_type, accumulation_type, precision_type, schedule_type, checkpoint_type>>(),
+      std::declval<callbacks_type>()));
+
+  /// Builds the Trainer; each policy given is moved in, every other one is default-constructed.
+  /// `policies` may be any subset of the Trainer's policies, in any order.
+  template <class... Given>
+  Trainer(Task& task, torch::optim::Optimizer& optimizer, Given&&... policies)
+      : Trainer(task, optimizer, std::forward_as_tuple(std::forward<Given>(policies)...)) {}
+
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+ private:
+  template <class... Given>
+  Trainer(Task& task, torch::optim::Optimizer& optimizer, std::tuple<Given&&...> args)
+      : task_(task),
+        optimizer_(optimizer),
+        ctx_(*this),
+        policies_([&]<size_t... I>(std::index_sequence<I...>) {
+          return policies_type{detail::take_or_default<std::tuple_element_t<I, policies_type>>(args)...};
+        }(std::make_index_sequence<std::tuple_size_v<policies_type>>{})) {
+    static_assert(((detail::count_type<std::remove_cvref_t<Given>, Policies...> == 1) && ...),
+                  "policytrain::Trainer: a constructor argument is not one of the Trainer's policies; "
+                  "name its type among the Trainer's template arguments");
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      (void)(detail::HookCheck<std::tuple_element_t<I, policies_type>, context_type>::ok && ...);
+    }(std::make_index_sequence<std::tuple_size_v<policies_type>>{});
+    static_assert(count_hook_step() <= 1,
+                  "policytrain::Trainer: more than one policy defines step(ctx); only the precision policy may "
+                  "replace the optimizer step");
+    auto params = module().parameters();
+    if (!params.empty()) device_ = params.front().device();
+  }
+
+ public:
+
+  // --- what the context exposes ---
+  Task& task() { return task_; }
+  torch::nn::Module& module() { return task_.module(); }
+  torch::optim::Optimizer& optimizer() { return optimizer_; }
+  TrainState& state() { return state_; }
+  const TrainState& state() const { return state_; }
+  const FitOptions& options() const { return options_; }
+  torch::Device device() const { return device_; }
+  context_type& context() { return ctx_; }
+
+  template <Category C>
+  auto& policy() {
+    if constexpr (C == Category::parallel) return std::get<0>(policies_);
+    else if constexpr (C == Category::accumulation) return std::get<1>(policies_);
+    else if constexpr (C == Category::precision) return std::get<2>(policies_);
+    else if constexpr (C == Category::schedule) return std::get<3>(policies_);
+    else if constexpr (C == Category::checkpoint) return std::get<4>(policies_);
+    else static_assert(C != Category::callback, "policytrain::Trainer::policy<C>: callbacks have no category; use get<T>()");
+  }
+  template <class P>
+  static constexpr bool has() {
+    return []<size_t... I>(std::index_sequence<I...>) {
+      return (std::is_same_v<P, std::tuple_element_t<I, policies_type>> || ...);
+    }(std::make_index_sequence<std::tuple_size_v<policies_type>>{});
+  }
+  template <class P>
+  P& get() {
+    static_assert(has<P>(), "policytrain::Trainer::get<P>: the Trainer has no policy of type P; add P to its template arguments");
+    return std::get<P>(policies_);
+  }
+  /// Calls `f(policy)` for every policy, in hook order.
+  template <class F>
+  void for_each_policy(F&& f) {
+    std::apply([&](auto&... p) { (f(p), ...); }, policies_);
+  }
+
+  bool is_main() {
+    if constexpr (requires(parallel_type& p) { { p.is_main() } -> std::convertible_to<bool>; })
+      return policy<Category::parallel>().is_main();
+    else return true;
+  }
+  bool agree_any(bool b) {
+    if constexpr (requires(parallel_type& p, context_type& c) { p.agree_any(c, b); })
+      return policy<Category::parallel>().agree_any(ctx_, b);
+    else return b;
+  }
+
+  /// Trains for `options.epochs` epochs (from the current state's epoch, so a resumed run continues).
+  template <class TrainData>
+  FitResult fit(TrainData& train, const FitOptions& options = {}) {
+    return fit_impl(train, nullptr, options);
+  }
+  /// Trains, and evaluates on `val` after each epoch.
+  template <class TrainData, class ValData>
+  FitResult fit(TrainData& train, ValData& val, const FitOptions& options = {}) {
+    return fit_impl(train, &val, options);
+  }
+
+  /// Evaluates the task on `data` in eval mode without gradients (under the precision policy's autocast,
+  /// with the weights a callback such as EMA chooses); metrics are reduced across ranks.
+  template <class Data>
+  Metrics evaluate(Data& data, int64_t limit_batches = -1) {
+    static_assert(EvaluableTask<Task>,
+                  "policytrain::Trainer::evaluate: the Task lacks `policytrain::Prediction validation_step(const "
+                  "policytrain::Batch&)`; add it (return the batch's mean loss and the model's output)");
+    const bool was_training = module().is_training();
+    module().eval();
+    torch::NoGradGuard no_grad;
+    auto run = [&]() -> Metrics {
+      MetricsAccumulator acc;
+      int64_t i = 0;
+      for (auto&& item : data) {
+        if (limit_batches >= 0 && i++ >= limit_batches) break;
+        Batch b = to_device(item);
+        Prediction p = wrap_forward<0>([&] { return task_.validation_step(b); });
+        acc.add(p.loss, p.output, b.y);
+      }
+      if constexpr (requires(parallel_type& p, context_type& c) { p.reduce_metrics(c, acc); })
+        policy<Category::parallel>().reduce_metrics(ctx_, acc);
+      return acc.result();
+    };
+    Metrics m = wrap_evaluate<0>(run);
+    module().train(was_training);
+    return m;
+  }
+
+ private:
+  friend class Context<Trainer>;
+
+  static constexpr int count_hook_step() {
+    return []<size_t... I>(std::index_sequence<I...>) {
+      return ((HasStep<std::tuple_element_t<I, policies_type>, context_type> ? 1 : 0) + ... + 0);
+    }(std::make_index_sequence<std::tuple_size_v<policies_type>>{});
+  }
+
+  template <class Item>
+  Batch to_device(Item&& item) {
+    Batch b = [&]() -> Batch {
+      if constexpr (std::is_convertible_v<Item, Batch>) return Batch(std::forward<Item>(item));
+      else return Batch{item.data, item.target};  // torch::data::Example<>
+    }();
+    if (b.x.device() != device_) b = b.to(device_, /*non_blocking=*/true);
+    return b;
+  }
+
+  // --- hook dispatch: one function per hook, each a fold over the policies ---
+  template <class F>
+  void each(F&& f) { std::apply([&](auto&... p) { (f(p), ...); }, policies_); }
+
+  void on_fit_begin() { each([&](auto& p) { if constexpr (HasOnFitBegin<std::remove_cvref_t<decltype(p)>, context_type>) p.on_fit_begin(ctx_); }); }
+  void on_fit_end() { each([&](auto& p) { if constexpr (HasOnFitEnd<std::remove_cvref_t<decltype(p)>, context_type>) p.on_fit_end(ctx_); }); }
+  void on_epoch_begin() { each([&](auto& p) { if constexpr (HasOnEpochBegin<std::remove_cvref_t<decltype(p)>, context_type>) p.on_epoch_begin(ctx_); }); }
+  bool on_epoch_end() {
+    bool stop = false;
+    each([&](auto& p) {
+      using P = std::remove_cvref_t<decltype(p)>;
+      if constexpr (HasOnEpochEnd<P, context_type>) {
+        if constexpr (std::is_void_v<decltype(p.on_epoch_end(ctx_))>) p.on_epoch_end(ctx_);
+        else stop = p.on_epoch_end(ctx_) || stop;
+      }
+    });
+    return stop;
+  }
+  bool on_validation_end(const Metrics& m) {
+    bool stop = false;
+    each([&](auto& p) {
+      using P = std::remove_cvref_t<decltype(p)>;
+      if constexpr (HasOnValidationEnd<P, context_type>) {
+        if constexpr (std::is_void_v<decltype(p.on_validation_end(ctx_, m))>) p.on_validation_end(ctx_, m);
+        else stop = p.on_validation_end(ctx_, m) || stop;
+      }
+    });
+    return stop;
+  }
+  torch::Tensor transform_loss(torch::Tensor loss) {
+    each([&](auto& p) {
+      if constexpr (HasTransformLoss<std::remove_cvref_t<decltype(p)>, context_type>) loss = p.transform_loss(ctx_, std::move(loss));
+    });
+    return loss;
+  }
+  bool should_step() {
+    bool step = true;
+    each([&](auto& p) {
+      if constexpr (HasShouldStep<std::remove_cvref_t<decltype(p)>, context_type>) step = p.should_step(ctx_) && step;
+    });
+    return step;
+  }
+  void before_step() { each([&](auto& p) { if constexpr (HasBeforeStep<std::remove_cvref_t<decltype(p)>, context_type>) p.before_step(ctx_); }); }
+  bool do_step() {
+    if constexpr (count_hook_step() == 0) {
+      optimizer_.step();
+      return true;
+    } else {
+      bool stepped = true;
+      each([&](auto& p) { if constexpr (HasStep<std::remove_cvref_t<decltype(p)>, context_type>) stepped = p.step(ctx_); });
+      return stepped;
+    }
+  }
+  void after_step(bool stepped) {
+    each([&](auto& p) { if constexpr (HasAfterStep<std::remove_cvref_t<decltype(p)>, context_type>) p.after_step(ctx_, stepped); });
+  }
+
+  /// Nests the around_forward hooks, the first policy outermost.
+  template <size_t I, class F>
+  decltype(auto) wrap_forward(F&& f) {
+    if constexpr (I == std::tuple_size_v<policies_type>) {
+      return f();
+    } else {
+      auto& p = std::get<I>(policies_);
+      if constexpr (HasAroundForward<std::remove_cvref_t<decltype(p)>, context_type>)
+        return p.around_forward(ctx_, [&]() -> decltype(auto) { return wrap_forward<I + 1>(f); });
+      else return wrap_forward<I + 1>(f);
+    }
+  }
+  template <size_t I, class F>
+  void wrap_backward(F&& f) {
+    if constexpr (I == std::tuple_size_v<policies_type>) {
+      f();
+    } else {
+      auto& p = std::get<I>(policies_);
+      if constexpr (HasAroundBackward<std::remove_cvref_t<decltype(p)>, context_type>)
+        p.around_backward(ctx_, [&] { wrap_backward<I + 1>(f); });
+      else wrap_backward<I + 1>(f);
+    }
+  }
+  template <size_t I, class F>
+  Metrics wrap_evaluate(F&& f) {
+    if constexpr (I == std::tuple_size_v<policies_type>) {
+      return f();
+    } else {
+      auto& p = std::get<I>(policies_);
+      if constexpr (HasAroundEvaluate<std::remove_cvref_t<decltype(p)>, context_type>)
+        return p.around_evaluate(ctx_, [&] { return wrap_evaluate<I + 1>(f); });
+      else return wrap_evaluate<I + 1>(f);
+    }
+  }
+
+  /// One micro-batch: forward, loss, backward, and the optimizer step when it ends a window.
+  void train_micro_step(Batch b) {
+    const int64_t n = b.size();
+    ++state_.micro_step;
+    ++state_.batch_in_epoch;
+    state_.window_samples += n;
+    state_.samples_seen += n;
+    torch::Tensor loss = wrap_forward<0>([&]() -> torch::Tensor { return task_.training_step(b); });
+    state_.last_loss = loss.detach();
+    loss = transform_loss(std::move(loss));
+    last_micro_step_ = should_step() || state_.batch_in_epoch == epoch_batches_;
+    wrap_backward<0>([&] { loss.backward(); });
+    if (last_micro_step_) optimizer_step();
+  }
+
+  void optimizer_step() {
+    before_step();
+    const bool stepped = do_step();
+    ++state_.global_step;
+    if (!stepped) ++state_.skipped_steps;
+    after_step(stepped);
+    optimizer_.zero_grad(/*set_to_none=*/true);
+    state_.micro_step = 0;
+    state_.window_samples = 0;
+  }
+
+  template <class TrainData, class ValData>
+  FitResult fit_impl(TrainData& train, ValData val, const FitOptions& options) {
+    options_ = options;
+    FitResult result;
+    state_.stop_requested = false;
+    module().train();
+    on_fit_begin();
+    const int64_t start_epoch = state_.epoch;
+    for (; state_.epoch < options.epochs && !state_.stop_requested; ++state_.epoch) {
+      if constexpr (requires { train.set_epoch(state_.epoch); }) train.set_epoch(state_.epoch);
+      const int64_t n = detail::size_or_unknown(train);
+      epoch_batches_ = options.limit_train_batches >= 0 && (n < 0 || options.limit_train_batches < n)
+                           ? options.limit_train_batches : n;
+      state_.batch_in_epoch = 0;
+      module().train();
+      on_epoch_begin();
+      const auto t0 = std::chrono::steady_clock::now();
+      const int64_t seen0 = state_.samples_seen;
+      for (auto&& item : train) {
+        if (epoch_batches_ >= 0 && state_.batch_in_epoch >= epoch_batches_) break;
+        train_micro_step(to_device(item));
+        if (options.max_steps >= 0 && state_.global_step >= options.max_steps) {
+          state_.stop_requested = true;
+          break;
+        }
+      }
+      // A window left open at the end of an epoch (unknown epoch length, or max_steps mid-window) is
+      // stepped with the samples it has, normalised by their count.
+      if (state_.micro_step > 0) {
+        last_micro_step_ = true;
+        optimizer_step();
+      }
+      result.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      result.samples_seen += state_.samples_seen - seen0;
+      bool stop = false;
+      if constexpr (!std::is_same_v<ValData, std::nullptr_t>) {
+        Metrics m = evaluate(*val, options.limit_val_batches);
+        stop = on_validation_end(m) || stop;
+        result.validation.push_back(std::move(m));
+      }
+      stop = on_epoch_end() || stop;
+      if (agree_any(stop)) {
+        state_.stop_requested = true;
+        result.stopped_early = state_.epoch + 1 < options.epochs;
+      }
+      result.epochs_run = state_.epoch + 1 - start_epoch;
+    }
+    on_fit_end();
+    result.global_steps = state_.global_step;
+    result.skipped_steps = state_.skipped_steps;
+    return result;
+  }
+
+  Task& task_;
+  torch::optim::Optimizer& optimizer_;
+  context_type ctx_;
+  policies_type policies_;
+  TrainState state_;
+  FitOptions options_;
+  torch::Device device_{torch::kCPU};
+  int64_t epoch_batches_ = -1;
+  bool last_micro_step_ = true;
+};
+
+/// Deduces the policies from the constructor's arguments: `Trainer trainer(task, opt, Ema{...}, ProgressBar{})`.
+template <class Task, class... Ps>
+Trainer(Task&, torch::optim::Optimizer&, Ps&&...) -> Trainer<Task, std::remove_cvref_t<Ps>...>;
+
+}  // namespace policytrain

@@ -1,0 +1,21 @@
+"""Runs the main job briefly and checks what it printed and the summary.json it wrote."""
+import json, os, subprocess, sys
+
+exe, run_dir = sys.argv[1], sys.argv[2]
+extra = sys.argv[3:]
+cmd = [exe, "--epochs", "2", "--limit-train-batches", "40", "--limit-val-batches", "3",
+       "--run-dir", run_dir, "--progress-tty", "0", "--threads", "2"] + extra
+p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+print(p.stdout[-4000:]); print(p.stderr[-4000:], file=sys.stderr)
+assert p.returncode == 0, f"exit code {p.returncode}"
+for needle in ("precision", "recall", "f1-score", "support", "macro avg", "weighted avg", "Ankle boot", "epoch 2/2"):
+    assert needle in p.stdout, f"output lacks {needle!r}"
+s = json.load(open(os.path.join(run_dir, "summary.json")))
+for key in ("test_accuracy", "test_loss", "epochs_run", "global_steps", "train_samples_per_second", "wall_seconds",
+            "stopped_early", "params_sha256", "torch_version", "policies"):
+    assert key in s, f"summary.json lacks {key}"
+assert s["epochs_run"] == 2, s["epochs_run"]
+assert s["global_steps"] == 80, s["global_steps"]
+assert 0.3 < s["test_accuracy"] <= 1.0, s["test_accuracy"]   # 80 steps of AdamW: far above chance (0.1)
+assert len(s["params_sha256"]) == 64
+print("example OK:", s["test_accuracy"])

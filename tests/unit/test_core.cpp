@@ -1,0 +1,226 @@
+// The Trainer core: equivalence with a hand-written loop, hook order, stopping, non-finite losses.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "unit/helpers.hpp"
+
+namespace pt = policytrain;
+using testing::MlpTask;
+
+namespace {
+
+/// Records every hook the Trainer calls, in order.
+struct Recorder {
+  std::vector<std::string>* log;
+  template <class C> void on_fit_begin(C&) { log->push_back("fit_begin"); }
+  template <class C> void on_fit_end(C&) { log->push_back("fit_end"); }
+  template <class C> void on_epoch_begin(C&) { log->push_back("epoch_begin"); }
+  template <class C> bool on_epoch_end(C&) { log->push_back("epoch_end"); return false; }
+  template <class C, class F> auto around_forward(C&, F&& f) { log->push_back("forward"); return f(); }
+  template <class C> torch::Tensor transform_loss(C&, torch::Tensor l) { log->push_back("loss"); return l; }
+  template <class C, class F> void around_backward(C& c, F&& f) {
+    log->push_back(c.is_last_micro_step() ? "backward(last)" : "backward");
+    f();
+  }
+  template <class C> void before_step(C&) { log->push_back("before_step"); }
+  template <class C> void after_step(C&, bool s) { log->push_back(s ? "after_step" : "after_step(skipped)"); }
+  template <class C, class F> pt::Metrics around_evaluate(C&, F&& f) { log->push_back("evaluate"); return f(); }
+  template <class C> void on_validation_end(C&, const pt::Metrics&) { log->push_back("validation_end"); }
+};
+
+/// Stops when the epoch reaches `at`.
+struct StopAt {
+  int64_t at = 1;
+  template <class C> bool on_epoch_end(C& c) { return c.state().epoch + 1 >= at; }
+};
+
+/// A precision-category policy that replaces the step and counts it.
+struct CountingStep {
+  static constexpr pt::Category category = pt::Category::precision;
+  int steps = 0;
+  template <class C> bool step(C& c) { ++steps; c.optimizer().step(); return true; }
+};
+
+/// Accumulates 2 micro-batches per step (a minimal accumulation policy, to observe should_step).
+struct EveryTwo {
+  static constexpr pt::Category category = pt::Category::accumulation;
+  template <class C> bool should_step(C& c) { return c.state().micro_step % 2 == 0; }
+};
+
+}  // namespace
+
+TEST_CASE("Trainer with all defaults computes exactly what a hand-written LibTorch loop computes") {
+  auto [x, y] = testing::toy_data(96);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 16, .shuffle = true, .seed = 3});
+
+  MlpTask a(1), b(2);
+  testing::copy_weights(b.module(), a.module());
+  REQUIRE(testing::same_params(a.module(), b.module()));
+
+  torch::optim::SGD opt_a(a.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  pt::Trainer<MlpTask> trainer(a, opt_a);
+  auto result = trainer.fit(loader, {.epochs = 3});
+
+  torch::optim::SGD opt_b(b.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  int64_t steps = 0;
+  for (int64_t epoch = 0; epoch < 3; ++epoch) {
+    loader.set_epoch(epoch);
+    for (auto batch : loader) {
+      auto loss = torch::nn::functional::cross_entropy(b.net->forward(batch.x), batch.y);
+      loss.backward();
+      opt_b.step();
+      opt_b.zero_grad();
+      ++steps;
+    }
+  }
+  CHECK(result.global_steps == steps);
+  CHECK(result.epochs_run == 3);
+  CHECK(result.samples_seen == 3 * 96);
+  CHECK_FALSE(result.stopped_early);
+  CHECK(testing::same_params(a.module(), b.module()));
+  CHECK(pt::io::params_sha256(a.module()) == pt::io::params_sha256(b.module()));
+}
+
+TEST_CASE("hooks fire in the documented order") {
+  auto [x, y] = testing::toy_data(48);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 16, .shuffle = false});
+  MlpTask task;
+  torch::optim::SGD opt(task.module().parameters(), 0.1);
+  std::vector<std::string> log;
+
+  SUBCASE("one step per batch") {
+    pt::Trainer<MlpTask, Recorder> trainer(task, opt, Recorder{&log});
+    trainer.fit(loader, loader, {.epochs = 1});
+    std::vector<std::string> expected{"fit_begin", "epoch_begin"};
+    for (int i = 0; i < 3; ++i)
+      for (auto s : {"forward", "loss", "backward(last)", "before_step", "after_step"}) expected.push_back(s);
+    expected.push_back("evaluate");
+    for (int i = 0; i < 3; ++i) expected.push_back("forward");  // evaluation batches run under around_forward too
+    for (auto s : {"validation_end", "epoch_end", "fit_end"}) expected.push_back(s);
+    CHECK(log == expected);
+  }
+  SUBCASE("accumulation: backward knows whether it is the last micro-step; an open window closes at epoch end") {
+    pt::Trainer<MlpTask, EveryTwo, Recorder> trainer(task, opt, Recorder{&log});
+    auto r = trainer.fit(loader, {.epochs = 1});
+    CHECK(r.global_steps == 2);  // 3 micro-batches: a window of 2, then the open window of 1 at epoch end
+    std::vector<std::string> expected{"fit_begin", "epoch_begin",
+                                      "forward", "loss", "backward",
+                                      "forward", "loss", "backward(last)", "before_step", "after_step",
+                                      "forward", "loss", "backward(last)", "before_step", "after_step",
+                                      "epoch_end", "fit_end"};
+    CHECK(log == expected);
+  }
+}
+
+TEST_CASE("policies are unordered: categories are found whatever the order of the template arguments") {
+  using A = pt::Trainer<MlpTask, CountingStep, EveryTwo, Recorder, StopAt>;
+  using B = pt::Trainer<MlpTask, StopAt, Recorder, EveryTwo, CountingStep>;
+  static_assert(std::is_same_v<A::precision_type, CountingStep> && std::is_same_v<B::precision_type, CountingStep>);
+  static_assert(std::is_same_v<A::accumulation_type, EveryTwo> && std::is_same_v<B::accumulation_type, EveryTwo>);
+  static_assert(std::is_same_v<A::schedule_type, pt::schedule::Constant>);
+  static_assert(std::is_same_v<A::parallel_type, pt::parallel::Single>);
+  static_assert(std::is_same_v<A::callbacks_type, std::tuple<Recorder, StopAt>>);
+  static_assert(std::is_same_v<B::callbacks_type, std::tuple<StopAt, Recorder>>);
+  // Defaults cost no storage beyond what they hold.
+  static_assert(std::is_empty_v<pt::parallel::Single> && std::is_empty_v<pt::accumulate::None> &&
+                std::is_empty_v<pt::schedule::Constant> && std::is_empty_v<pt::checkpoint::None>);
+
+  MlpTask task;
+  torch::optim::SGD opt(task.module().parameters(), 0.1);
+  auto [x, y] = testing::toy_data(32);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 8});
+  pt::Trainer trainer(task, opt, CountingStep{}, StopAt{.at = 100});  // deduced from the arguments
+  static_assert(std::is_same_v<decltype(trainer), pt::Trainer<MlpTask, CountingStep, StopAt>>);
+  trainer.fit(loader, {.epochs = 2});
+  CHECK(trainer.get<CountingStep>().steps == 8);
+  CHECK(trainer.context().get<StopAt>().at == 100);  // the argument was moved in with its settings
+}
+
+TEST_CASE("a hook returning true stops training after that epoch") {
+  MlpTask task;
+  torch::optim::SGD opt(task.module().parameters(), 0.1);
+  auto [x, y] = testing::toy_data(32);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 8});
+  pt::Trainer<MlpTask, StopAt> trainer(task, opt, StopAt{.at = 2});
+  auto r = trainer.fit(loader, {.epochs = 10});
+  CHECK(r.epochs_run == 2);
+  CHECK(r.global_steps == 8);
+  CHECK(r.stopped_early);
+  CHECK(trainer.state().epoch == 2);
+}
+
+TEST_CASE("limits: max_steps and limit_train_batches") {
+  MlpTask task;
+  torch::optim::SGD opt(task.module().parameters(), 0.1);
+  auto [x, y] = testing::toy_data(64);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 8});
+  pt::Trainer<MlpTask> trainer(task, opt);
+  SUBCASE("limit_train_batches") {
+    auto r = trainer.fit(loader, {.epochs = 3, .limit_train_batches = 3});
+    CHECK(r.global_steps == 9);
+    CHECK(r.samples_seen == 72);
+  }
+  SUBCASE("max_steps ends mid-epoch") {
+    auto r = trainer.fit(loader, {.epochs = 5, .max_steps = 11});
+    CHECK(r.global_steps == 11);
+    CHECK(r.epochs_run == 2);
+  }
+}
+
+TEST_CASE("a non-finite loss is an error naming epoch and step, or a skipped step that leaves the weights intact") {
+  struct NanAt {  // a task whose loss becomes NaN at one micro-batch
+    MlpTask inner;
+    int calls = 0, nan_at = 2;
+    torch::nn::Module& module() { return inner.module(); }
+    torch::Tensor training_step(const pt::Batch& b) {
+      auto l = inner.training_step(b);
+      return calls++ == nan_at ? l * std::numeric_limits<float>::quiet_NaN() : l;
+    }
+  };
+  auto [x, y] = testing::toy_data(64);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 8, .shuffle = false});
+  NanAt task;
+  torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+
+  SUBCASE("error (the default)") {
+    pt::Trainer<NanAt> trainer(task, opt);
+    try {
+      trainer.fit(loader, {.epochs = 1});
+      FAIL("no exception");
+    } catch (const pt::NonFiniteLoss& e) {
+      const std::string msg = e.what();
+      CHECK(msg.find("epoch 0") != std::string::npos);
+      CHECK(msg.find("step 2") != std::string::npos);
+    }
+  }
+  SUBCASE("skip: the step is skipped and counted, the weights do not move") {
+    pt::Trainer<NanAt, pt::precision::Fp32> trainer(task, opt, pt::precision::Fp32{pt::NonFinite::skip});
+    MlpTask snapshot;
+    // Train up to the NaN micro-batch, then compare the weights before and after it.
+    trainer.fit(loader, {.epochs = 1, .max_steps = 2});
+    testing::copy_weights(snapshot.module(), task.module());
+    trainer.fit(loader, {.epochs = 2, .limit_train_batches = 1});  // the third call of training_step: NaN
+    CHECK(trainer.state().skipped_steps == 1);
+    CHECK(testing::same_params(snapshot.module(), task.module()));
+    for (const auto& p : task.module().parameters()) CHECK(torch::isfinite(p).all().item<bool>());
+  }
+}
+
+TEST_CASE("evaluate: mean loss over samples and accuracy, against a direct computation") {
+  MlpTask task;
+  torch::optim::SGD opt(task.module().parameters(), 0.1);
+  auto [x, y] = testing::toy_data(50);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 16, .shuffle = false});  // 16,16,16,2: unequal batches
+  pt::Trainer<MlpTask> trainer(task, opt);
+  auto m = trainer.evaluate(loader);
+  torch::NoGradGuard g;
+  auto out = task.net->forward(x);
+  const double loss = torch::nn::functional::cross_entropy(out, y).item<double>();
+  const double acc = (out.argmax(1) == y).to(torch::kDouble).mean().item<double>();
+  CHECK(m.samples == 50);
+  CHECK(m.loss == doctest::Approx(loss).epsilon(1e-6));
+  CHECK(m.accuracy == doctest::Approx(acc));
+  CHECK(task.module().is_training());  // evaluate restores the mode
+}
