@@ -25,6 +25,7 @@
 #include <policytrain/core/batch.hpp>
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metrics.hpp>
+#include <policytrain/core/state_dict.hpp>
 
 namespace policytrain {
 
@@ -108,6 +109,9 @@ struct HookCheck {
   static_assert(!requires { &P::after_step; } || HasAfterStep<P, C>,
                 "policytrain::Trainer: a policy declares after_step, but it cannot be called as after_step(ctx, stepped); "
                 "use `template <class Ctx> void after_step(Ctx& ctx, bool stepped)`");
+  static_assert(!Stateful<P> || requires { std::string_view{P::name}; },
+                "policytrain::Trainer: a stateful policy (one with state_dict/load_state_dict) must declare "
+                "`static constexpr std::string_view name`; it prefixes the policy's entries in a checkpoint");
   static constexpr bool ok = true;
 };
 

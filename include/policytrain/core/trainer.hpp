@@ -34,6 +34,7 @@
 #include <policytrain/core/hooks.hpp>
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/state.hpp>
+#include <policytrain/core/state_dict.hpp>
 #include <policytrain/parallel/single.hpp>
 #include <policytrain/precision/fp32.hpp>
 #include <policytrain/schedule/constant.hpp>
@@ -262,6 +263,31 @@ class Trainer {
     std::apply([&](auto&... p) { (f(p), ...); }, policies_);
   }
 
+  /// The Trainer's counters and every stateful policy's state, each under "trainer/" or "<policy name>/".
+  /// Model, optimizer and RNG are not included: the checkpoint policy saves those beside it.
+  StateDict state_dict() const {
+    StateDict d{{"trainer/epoch", scalar_tensor(state_.epoch)},
+                {"trainer/global_step", scalar_tensor(state_.global_step)},
+                {"trainer/skipped_steps", scalar_tensor(state_.skipped_steps)},
+                {"trainer/batch_in_epoch", scalar_tensor(state_.batch_in_epoch)},
+                {"trainer/samples_seen", scalar_tensor(state_.samples_seen)},
+                {"trainer/best_metric", scalar_tensor(state_.best_metric)},
+                {"trainer/best_epoch", scalar_tensor(state_.best_epoch)}};
+    std::apply([&](const auto&... p) { (add_state(d, p), ...); }, policies_);
+    return d;
+  }
+  /// Restores what state_dict() returned. Throws std::invalid_argument naming a missing entry.
+  void load_state_dict(const StateDict& d) {
+    state_.epoch = state_int(d, "trainer/epoch");
+    state_.global_step = state_int(d, "trainer/global_step");
+    state_.skipped_steps = state_int(d, "trainer/skipped_steps");
+    state_.batch_in_epoch = state_int(d, "trainer/batch_in_epoch");
+    state_.samples_seen = state_int(d, "trainer/samples_seen");
+    state_.best_metric = state_double(d, "trainer/best_metric");
+    state_.best_epoch = state_int(d, "trainer/best_epoch");
+    std::apply([&](auto&... p) { (load_state(d, p), ...); }, policies_);
+  }
+
   bool is_main() {
     if constexpr (requires(parallel_type& p) { { p.is_main() } -> std::convertible_to<bool>; })
       return policy<Category::parallel>().is_main();
@@ -319,6 +345,18 @@ class Trainer {
     return []<size_t... I>(std::index_sequence<I...>) {
       return ((HasStep<std::tuple_element_t<I, policies_type>, context_type> ? 1 : 0) + ... + 0);
     }(std::make_index_sequence<std::tuple_size_v<policies_type>>{});
+  }
+
+  template <class P>
+  static std::string state_prefix() { return std::string(policy_name<P>()) + "/"; }
+  template <class P>
+  static void add_state(StateDict& d, const P& p) {
+    if constexpr (Stateful<P>)
+      for (auto& [k, v] : p.state_dict()) d.emplace(state_prefix<P>() + k, v);
+  }
+  template <class P>
+  static void load_state(const StateDict& d, P& p) {
+    if constexpr (Stateful<P>) p.load_state_dict(sub_state(d, state_prefix<P>()));
   }
 
   template <class Item>
