@@ -1,5 +1,7 @@
 include(CMakePackageConfigHelpers)
 install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# POLICYTRAIN_WITH_CUDA depends on the consumer's LibTorch, so the config file decides it, not the export.
+set_target_properties(policytrain PROPERTIES EXPORT_PROPERTIES "")
 install(TARGETS policytrain EXPORT policytrainTargets)
 set(POLICYTRAIN_CMAKEDIR ${CMAKE_INSTALL_DATADIR}/cmake/policytrain)
 install(EXPORT policytrainTargets NAMESPACE policytrain:: DESTINATION ${POLICYTRAIN_CMAKEDIR})
