@@ -96,7 +96,8 @@ int main(int argc, char** argv) {
                              .limit_train_batches = cfg.limit_train_batches,
                              .limit_val_batches = cfg.limit_val_batches};
     auto result = trainer.fit(train_loader, test_loader, fit);
-    auto metrics = trainer.evaluate(test_loader, cfg.limit_val_batches);
+    // The last epoch's validation is the final evaluation (same weights, same data): no second pass.
+    auto metrics = result.validation.empty() ? trainer.evaluate(test_loader, cfg.limit_val_batches) : result.validation.back();
     const auto report = metrics.report(pt::data::fashion_mnist_labels());
     std::printf("\nClassification report (test set)\n%s\n", report.to_string().c_str());
 
