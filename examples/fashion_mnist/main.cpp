@@ -44,7 +44,8 @@ void add_core_flags(CLI::App& app, Config& c) {
   app.add_option("--epochs", c.epochs, "Epochs to train")->check(CLI::PositiveNumber);
   app.add_option("--batch-size", c.batch_size, "Micro-batch size")->check(CLI::PositiveNumber);
   app.add_option("--lr", c.lr, "Peak learning rate")->check(CLI::PositiveNumber);
-  app.add_option("--optimizer", c.optimizer, "Optimizer")->check(CLI::IsMember({"sgd", "adamw"}));
+  app.add_option("--optimizer", c.optimizer, "Optimizer (adamw: policytrain's fused AdamW; adamw-loop: LibTorch's AdamW)")
+      ->check(CLI::IsMember({"sgd", "adamw", "adamw-loop"}));
   app.add_option("--weight-decay", c.weight_decay, "Weight decay")->check(CLI::NonNegativeNumber);
   app.add_option("--momentum", c.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", c.seed, "Seed of the weights' initialisation and the data order");
@@ -60,8 +61,9 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Config& c, torch::
   if (c.optimizer == "sgd")
     return std::make_unique<torch::optim::SGD>(
         m.parameters(), torch::optim::SGDOptions(c.lr).momentum(c.momentum).nesterov(true).weight_decay(c.weight_decay));
-  return std::make_unique<torch::optim::AdamW>(m.parameters(),
-                                               torch::optim::AdamWOptions(c.lr).weight_decay(c.weight_decay));
+  const auto opts = torch::optim::AdamWOptions(c.lr).weight_decay(c.weight_decay);
+  if (c.optimizer == "adamw-loop") return std::make_unique<torch::optim::AdamW>(m.parameters(), opts);
+  return std::make_unique<pt::optim::FusedAdamW>(m.parameters(), opts);
 }
 
 }  // namespace

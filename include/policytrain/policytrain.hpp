@@ -22,3 +22,5 @@
 #include <policytrain/data/loader.hpp>
 
 #include <policytrain/io/digest.hpp>
+
+#include <policytrain/optim/fused_adamw.hpp>
