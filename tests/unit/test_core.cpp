@@ -224,3 +224,32 @@ TEST_CASE("evaluate: mean loss over samples and accuracy, against a direct compu
   CHECK(m.accuracy == doctest::Approx(acc));
   CHECK(task.module().is_training());  // evaluate restores the mode
 }
+
+TEST_CASE("Trainer::state_dict holds the counters and every stateful policy's state, and loads back") {
+  struct Tally {
+    static constexpr std::string_view name = "Tally";
+    int64_t n = 0;
+    template <class C> void after_step(C&, bool) { ++n; }
+    pt::StateDict state_dict() const { return {{"n", pt::scalar_tensor(n)}}; }
+    void load_state_dict(const pt::StateDict& d) { n = pt::state_int(d, "n"); }
+  };
+  MlpTask task;
+  torch::optim::SGD opt(task.module().parameters(), 0.1);
+  auto [x, y] = testing::toy_data(40);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 8});
+  pt::Trainer<MlpTask, Tally> trainer(task, opt);
+  trainer.fit(loader, {.epochs = 2});
+  auto d = trainer.state_dict();
+  CHECK(pt::state_int(d, "trainer/global_step") == 10);
+  CHECK(pt::state_int(d, "trainer/epoch") == 2);
+  CHECK(pt::state_int(d, "trainer/samples_seen") == 80);
+  CHECK(pt::state_int(d, "Tally/n") == 10);
+
+  pt::Trainer<MlpTask, Tally> fresh(task, opt);
+  fresh.load_state_dict(d);
+  CHECK(fresh.state().global_step == 10);
+  CHECK(fresh.state().epoch == 2);
+  CHECK(fresh.get<Tally>().n == 10);
+  d.erase("Tally/n");
+  CHECK_THROWS_WITH_AS(fresh.load_state_dict(d), doctest::Contains("no entry 'n'"), std::invalid_argument);
+}
