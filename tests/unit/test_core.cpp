@@ -49,6 +49,15 @@ struct EveryTwo {
   template <class C> bool should_step(C& c) { return c.state().micro_step % 2 == 0; }
 };
 
+/// A stateful callback: counts optimizer steps, saves and restores the count.
+struct Tally {
+  static constexpr std::string_view name = "Tally";
+  int64_t n = 0;
+  template <class C> void after_step(C&, bool) { ++n; }
+  pt::StateDict state_dict() const { return {{"n", pt::scalar_tensor(n)}}; }
+  void load_state_dict(const pt::StateDict& d) { n = pt::state_int(d, "n"); }
+};
+
 }  // namespace
 
 TEST_CASE("Trainer with all defaults computes exactly what a hand-written LibTorch loop computes") {
@@ -226,13 +235,6 @@ TEST_CASE("evaluate: mean loss over samples and accuracy, against a direct compu
 }
 
 TEST_CASE("Trainer::state_dict holds the counters and every stateful policy's state, and loads back") {
-  struct Tally {
-    static constexpr std::string_view name = "Tally";
-    int64_t n = 0;
-    template <class C> void after_step(C&, bool) { ++n; }
-    pt::StateDict state_dict() const { return {{"n", pt::scalar_tensor(n)}}; }
-    void load_state_dict(const pt::StateDict& d) { n = pt::state_int(d, "n"); }
-  };
   MlpTask task;
   torch::optim::SGD opt(task.module().parameters(), 0.1);
   auto [x, y] = testing::toy_data(40);
