@@ -13,6 +13,7 @@
 #include <policytrain/detail/torch_compat.hpp>
 #include <policytrain/policytrain.hpp>
 
+#include "flags_precision.hpp"
 #include "model.hpp"
 
 namespace pt = policytrain;
@@ -72,6 +73,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Trains a CNN on Fashion-MNIST with policytrain"};
   Config cfg;
   add_core_flags(app, cfg);
+  fmnist::PrecisionFlags precision_flags;
+  precision_flags.add(app);
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -92,7 +95,7 @@ int main(int argc, char** argv) {
     auto optimizer = make_optimizer(cfg, task.module());
 
     pt::callbacks::ProgressBar progress({.force_tty = cfg.progress_tty});
-    pt::Trainer trainer(task, *optimizer, std::move(progress));
+    pt::Trainer trainer(task, *optimizer, precision_flags.make(), std::move(progress));
 
     const pt::FitOptions fit{.epochs = cfg.epochs,
                              .limit_train_batches = cfg.limit_train_batches,
@@ -118,7 +121,7 @@ int main(int argc, char** argv) {
         {"threads", torch::get_num_threads()},
         {"classification_report", report.to_json()},
         {"policies",
-         {{"precision", {{"name", "precision::Fp32"}}},
+         {{"precision", precision_flags.describe()},
           {"optimizer", {{"name", cfg.optimizer}, {"lr", cfg.lr}, {"weight_decay", cfg.weight_decay}}},
           {"batch_size", cfg.batch_size},
           {"seed", cfg.seed}}},

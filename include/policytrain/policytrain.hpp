@@ -12,7 +12,10 @@
 #include <policytrain/accumulation/none.hpp>
 #include <policytrain/checkpoint/none.hpp>
 #include <policytrain/parallel/single.hpp>
+#include <policytrain/precision/autocast.hpp>
+#include <policytrain/precision/autocast_guard.hpp>
 #include <policytrain/precision/fp32.hpp>
+#include <policytrain/precision/loss_scaler.hpp>
 #include <policytrain/schedule/constant.hpp>
 
 #include <policytrain/callbacks/progress_bar.hpp>

@@ -1,0 +1,168 @@
+#pragma once
+/// \file
+/// precision::Autocast — mixed precision: the forward under autocast (bf16 or fp16, on CPU or CUDA), and dynamic
+/// loss scaling with GradScaler's semantics (precision::LossScaler), by default for fp16 only. The dtype, the
+/// device type and the loss scaling are run-time options; dtype fp32 turns autocast off, so one composed Trainer
+/// runs fp32, bf16 and fp16 (e.g. from a command line).
+///
+/// Hooks (category precision):
+///   around_forward  the forward (and every evaluation forward) inside an AutocastGuard; backward runs outside it.
+///   transform_loss  scaling: loss * S. Otherwise: the non-finite check of precision::Fp32 (`on_nonfinite`).
+///   before_step     scaling: unscales the gradients once, so the callbacks that run after the precision policy
+///                   (gradient clipping) see true gradients.
+///   step            scaling: skips the optimizer step when a gradient is inf/NaN; otherwise skips it when a loss
+///                   of the window was non-finite and `on_nonfinite` is skip. Returns false when skipped: the
+///                   Trainer counts it in TrainState::skipped_steps and every after_step receives stepped=false,
+///                   so schedules and EMA do not advance.
+///   after_step      scaling: updates the scale.
+///   state_dict      the scaler's scale, growth tracker and skip count (also when scaling is off, so that a
+///                   checkpoint's keys do not depend on the dtype).
+/// Shows: `loss_scale()` (0 when not scaling) in callbacks::ProgressBar.
+/// Requires: fp32 parameters (autocast keeps the master weights in fp32). Conflicts: any other precision policy.
+/// Cost: with dtype fp32 and no scaling, the same as precision::Fp32 (one read of the loss per micro-batch, none
+/// with NonFinite::ignore). With scaling: one multiply per loss, one pass over the gradients and one read of the
+/// inf flag per step. Example: examples/fashion_mnist (`--precision`, `--loss-scale`), tests/unit/test_precision.cpp.
+#include <optional>
+#include <stdexcept>
+#include <string_view>
+
+#include <c10/core/DeviceType.h>
+#include <c10/core/ScalarType.h>
+#include <fmt/format.h>
+#include <torch/types.h>
+
+#include <policytrain/core/category.hpp>
+#include <policytrain/core/state_dict.hpp>
+#include <policytrain/precision/autocast_guard.hpp>
+#include <policytrain/precision/fp32.hpp>
+#include <policytrain/precision/loss_scaler.hpp>
+
+namespace policytrain::precision {
+
+/// When precision::Autocast scales the loss.
+enum class LossScaling {
+  automatic,  ///< for fp16 only (bf16 has fp32's exponent range and needs none)
+  on,         ///< always, whatever the dtype
+  off,        ///< never
+};
+
+constexpr std::string_view to_string(LossScaling s) {
+  switch (s) {
+    case LossScaling::on: return "on";
+    case LossScaling::off: return "off";
+    default: return "auto";
+  }
+}
+
+class Autocast {
+ public:
+  static constexpr Category category = Category::precision;
+  static constexpr std::string_view name = "precision::Autocast";
+
+  struct Options {
+    /// bf16 or fp16 under autocast; fp32 (torch::kFloat) turns autocast off. Default: the device type's
+    /// autocast dtype (CPU bf16, CUDA fp16), as torch.autocast.
+    std::optional<c10::ScalarType> dtype{};
+    /// The device type autocast applies to. Default: that of the model's parameters (the Trainer's device).
+    std::optional<c10::DeviceType> device{};
+    LossScaling loss_scaling = LossScaling::automatic;
+    LossScaler::Options scaler{};
+    /// What a non-finite loss does when the loss is not scaled (with scaling, the scaler skips the step).
+    NonFinite on_nonfinite = NonFinite::error;
+    /// Cache the low-precision casts of the weights within one forward (torch.autocast's cache_enabled).
+    bool cache_enabled = true;
+  };
+
+  Autocast() : Autocast(Options{}) {}
+  explicit Autocast(Options o) : o_(o), scaler_(o.scaler) {
+    if (o_.dtype && *o_.dtype != c10::ScalarType::Float && *o_.dtype != c10::ScalarType::BFloat16 &&
+        *o_.dtype != c10::ScalarType::Half)
+      throw std::invalid_argument(fmt::format("policytrain::precision::Autocast: dtype {} is not supported; "
+                                              "use torch::kFloat (off), torch::kBFloat16 or torch::kHalf",
+                                              c10::toString(*o_.dtype)));
+  }
+
+  const Options& options() const { return o_; }
+  /// The dtype in effect (torch::kFloat when autocast is off). Known once a forward ran or fit began.
+  c10::ScalarType dtype() const { return dtype_; }
+  c10::DeviceType device_type() const { return device_; }
+  /// Whether the loss is scaled (known once a forward ran or fit began).
+  bool scaling() const { return scaling_; }
+  /// The current loss scale, 0 when the loss is not scaled.
+  double loss_scale() const { return scaling_ ? scaler_.scale_value() : 0.0; }
+  const LossScaler& scaler() const { return scaler_; }
+
+  template <class Ctx>
+  void on_fit_begin(Ctx& ctx) {
+    resolve(ctx.device().type());
+    window_ok_ = true;
+  }
+
+  template <class Ctx, class F>
+  auto around_forward(Ctx& ctx, F&& fn) {
+    if (!resolved_) resolve(ctx.device().type());
+    if (dtype_ == c10::ScalarType::Float) return fn();
+    AutocastGuard guard(device_, dtype_, /*enabled=*/true, o_.cache_enabled);
+    return fn();
+  }
+
+  template <class Ctx>
+  torch::Tensor transform_loss(Ctx& ctx, torch::Tensor loss) {
+    if (scaling_) return scaler_.scale(loss);
+    window_ok_ = detail::check_loss(ctx, loss, o_.on_nonfinite) && window_ok_;
+    return loss;
+  }
+
+  template <class Ctx>
+  void before_step(Ctx& ctx) {
+    if (scaling_) scaler_.unscale(ctx.optimizer());
+  }
+
+  template <class Ctx>
+  bool step(Ctx& ctx) {
+    if (scaling_) return scaler_.step(ctx.optimizer());
+    const bool ok = window_ok_;
+    window_ok_ = true;
+    if (ok) ctx.optimizer().step();
+    return ok;
+  }
+
+  template <class Ctx>
+  void after_step(Ctx& ctx, bool /*stepped*/) {
+    if (scaling_) scaler_.update();
+  }
+
+  StateDict state_dict() const { return scaler_.state_dict(); }
+  void load_state_dict(const StateDict& d) { scaler_.load_state_dict(d); }
+
+ private:
+  void resolve(c10::DeviceType trainer_device) {
+    device_ = o_.device.value_or(trainer_device);
+    dtype_ = o_.dtype.value_or(default_autocast_dtype(device_));
+    if (dtype_ != c10::ScalarType::Float && !autocast_supports(device_, dtype_))
+      throw std::invalid_argument(fmt::format(
+          "policytrain::precision::Autocast: autocast on {} with dtype {} is not supported; use bf16 or fp16 on "
+          "CPU or CUDA, or fp32 to turn autocast off",
+          c10::DeviceTypeName(device_), c10::toString(dtype_)));
+#ifndef POLICYTRAIN_WITH_CUDA
+    // Without CUDA kernels an autocast scope for CUDA would silently change nothing.
+    if (device_ == c10::DeviceType::CUDA && dtype_ != c10::ScalarType::Float)
+      throw std::invalid_argument(
+          "policytrain::precision::Autocast: device CUDA requested, but this build's LibTorch has no CUDA; "
+          "use the CPU, or build against a CUDA LibTorch");
+#endif
+    scaling_ = o_.loss_scaling == LossScaling::on ||
+               (o_.loss_scaling == LossScaling::automatic && dtype_ == c10::ScalarType::Half);
+    resolved_ = true;
+  }
+
+  Options o_;
+  LossScaler scaler_;
+  c10::DeviceType device_ = c10::DeviceType::CPU;
+  c10::ScalarType dtype_ = c10::ScalarType::Float;
+  bool scaling_ = false;
+  bool resolved_ = false;
+  bool window_ok_ = true;
+};
+
+}  // namespace policytrain::precision

@@ -1,0 +1,206 @@
+#pragma once
+/// \file
+/// precision::LossScaler — dynamic loss scaling with the semantics of PyTorch's `torch.amp.GradScaler`.
+///
+/// Per optimizer step: `scale(loss)` multiplies each micro-batch's loss by the scale S before backward;
+/// `unscale(opt)` multiplies every gradient by 1/S once and records whether any is inf/NaN
+/// (`at::_amp_foreach_non_finite_check_and_unscale_`, one call per device and dtype); `step(opt)` calls
+/// `opt.step()` only when every gradient was finite; `update()` then adjusts S
+/// (`at::_amp_update_scale_`):
+///   - a non-finite gradient: S *= backoff_factor, growth tracker = 0;
+///   - otherwise tracker += 1, and when it reaches growth_interval: S *= growth_factor (kept only if finite),
+///     tracker = 0.
+/// Defaults as GradScaler: S = 2^16, growth 2, backoff 0.5, interval 2000.
+///
+/// Used by precision::Autocast (before_step: unscale, step: step, after_step: update); usable alone with one
+/// optimizer. Cost per step: one multiply per loss, one fused pass over the gradients, one read of the
+/// inf flag per device (a device sync on CUDA, as in GradScaler).
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/ops/_amp_foreach_non_finite_check_and_unscale.h>
+#include <ATen/ops/_amp_update_scale.h>
+#include <fmt/format.h>
+#include <torch/optim/optimizer.h>
+#include <torch/types.h>
+
+#include <policytrain/core/state_dict.hpp>
+
+namespace policytrain::precision {
+
+class LossScaler {
+ public:
+  struct Options {
+    double init_scale = 65536.0;    ///< the first scale, 2^16
+    double growth_factor = 2.0;     ///< applied after growth_interval consecutive finite steps; > 1
+    double backoff_factor = 0.5;    ///< applied on a step with a non-finite gradient; in (0, 1)
+    int64_t growth_interval = 2000; ///< consecutive finite steps before growing; > 0
+  };
+
+  LossScaler() : LossScaler(Options{}) {}
+  explicit LossScaler(Options o) : o_(o) { validate(o_); }
+
+  const Options& options() const { return o_; }
+
+  /// `loss * S`. The scale lives on the device of the first loss it scales.
+  torch::Tensor scale(const torch::Tensor& loss) {
+    if (!scale_.defined()) lazy_init(loss.device());
+    return loss * (scale_.device() == loss.device() ? scale_ : scale_.to(loss.device(), /*non_blocking=*/true));
+  }
+
+  /// Divides the gradients of `opt`'s parameters by S in place and records non-finite ones. Once per step:
+  /// a second call before update() is an error, as in GradScaler.
+  void unscale(torch::optim::Optimizer& opt) {
+    if (stage_ == Stage::unscaled)
+      throw std::logic_error("policytrain::precision::LossScaler::unscale: already called since the last update(); "
+                             "unscale once per optimizer step");
+    if (stage_ == Stage::stepped)
+      throw std::logic_error("policytrain::precision::LossScaler::unscale: called after step(); call update() first");
+    require_scale("unscale");
+    // The reciprocal in double, as GradScaler, so that 1/S is exact for every power of two.
+    const torch::Tensor inv_scale = scale_.to(torch::kDouble).reciprocal().to(torch::kFloat);
+
+    struct Group {
+      torch::Device device;
+      c10::ScalarType dtype;
+      std::vector<torch::Tensor> grads;
+    };
+    std::vector<Group> groups;
+    for (auto& group : opt.param_groups())
+      for (auto& p : group.params()) {
+        torch::Tensor g = p.grad();
+        if (!g.defined()) continue;
+        if (g.scalar_type() == torch::kHalf)
+          throw std::invalid_argument(
+              "policytrain::precision::LossScaler::unscale: a parameter's gradient is fp16 (the parameter is fp16); "
+              "keep the parameters in fp32 and let autocast run the forward in fp16");
+        if (g.is_sparse()) g = g._values();
+        auto it = std::find_if(groups.begin(), groups.end(),
+                               [&](const Group& x) { return x.device == g.device() && x.dtype == g.scalar_type(); });
+        if (it == groups.end()) groups.push_back({g.device(), g.scalar_type(), {g}});
+        else it->grads.push_back(g);
+      }
+
+    found_inf_.clear();
+    for (auto& grp : groups) {
+      auto it = std::find_if(found_inf_.begin(), found_inf_.end(),
+                             [&](const PerDevice& x) { return x.found_inf.device() == grp.device; });
+      if (it == found_inf_.end()) {
+        found_inf_.push_back({torch::zeros({}, torch::dtype(torch::kFloat).device(grp.device)),
+                              inv_scale.to(grp.device, /*non_blocking=*/true)});
+        it = std::prev(found_inf_.end());
+      }
+      at::_amp_foreach_non_finite_check_and_unscale_(grp.grads, it->found_inf, it->inv_scale);
+    }
+    stage_ = Stage::unscaled;
+  }
+
+  /// Unscales (when unscale() was not called this step), then steps `opt` unless a gradient was inf/NaN.
+  /// Returns whether it stepped.
+  bool step(torch::optim::Optimizer& opt) {
+    if (stage_ == Stage::stepped)
+      throw std::logic_error("policytrain::precision::LossScaler::step: already called since the last update(); "
+                             "call update() after each step");
+    if (stage_ == Stage::ready) unscale(opt);
+    if (found_inf_.empty())
+      throw std::logic_error("policytrain::precision::LossScaler::step: no gradients were checked (no parameter of "
+                             "the optimizer has a gradient); call backward on the scaled loss before stepping");
+    double inf = 0;
+    for (const auto& d : found_inf_) inf += d.found_inf.item<double>();
+    const bool stepped = inf == 0;
+    if (stepped) opt.step();
+    else ++skipped_;
+    stage_ = Stage::stepped;
+    return stepped;
+  }
+
+  /// Updates the scale from this step's inf checks (all devices combined); readies the next step.
+  void update() {
+    require_scale("update");
+    if (found_inf_.empty())
+      throw std::logic_error("policytrain::precision::LossScaler::update: no inf checks were recorded; "
+                             "call unscale() or step() before update()");
+    torch::Tensor combined = found_inf_.front().found_inf.to(scale_.device(), /*non_blocking=*/true);
+    for (size_t i = 1; i < found_inf_.size(); ++i) combined = combined + found_inf_[i].found_inf.to(scale_.device(), true);
+    at::_amp_update_scale_(scale_, tracker_, combined, o_.growth_factor, o_.backoff_factor, o_.growth_interval);
+    found_inf_.clear();
+    stage_ = Stage::ready;
+  }
+
+  /// The current scale (the initial one before the first scale()); reads it from the device.
+  double scale_value() const { return scale_.defined() ? scale_.item<double>() : o_.init_scale; }
+  /// Consecutive finite steps since the scale last changed.
+  int64_t growth_tracker() const { return tracker_.defined() ? tracker_.item<int64_t>() : init_tracker_; }
+  /// Steps skipped because a gradient was inf/NaN.
+  int64_t skipped_steps() const { return skipped_; }
+  /// Whether the last unscale() found an inf/NaN gradient (false before any unscale in this step).
+  bool found_inf() const {
+    double inf = 0;
+    for (const auto& d : found_inf_) inf += d.found_inf.item<double>();
+    return inf != 0;
+  }
+
+  /// Scale, growth tracker, skip count and the options (GradScaler's state_dict also carries the options).
+  StateDict state_dict() const {
+    return {{"scale", scalar_tensor(scale_value())},
+            {"growth_factor", scalar_tensor(o_.growth_factor)},
+            {"backoff_factor", scalar_tensor(o_.backoff_factor)},
+            {"growth_interval", scalar_tensor(o_.growth_interval)},
+            {"growth_tracker", scalar_tensor(growth_tracker())},
+            {"skipped_steps", scalar_tensor(skipped_)}};
+  }
+  void load_state_dict(const StateDict& d) {
+    Options o{state_double(d, "scale"), state_double(d, "growth_factor"), state_double(d, "backoff_factor"),
+              state_int(d, "growth_interval")};
+    validate(o);
+    o_ = o;
+    init_tracker_ = state_int(d, "growth_tracker");
+    skipped_ = state_int(d, "skipped_steps");
+    if (scale_.defined()) {
+      scale_.fill_(o_.init_scale);
+      tracker_.fill_(init_tracker_);
+    }
+    found_inf_.clear();
+    stage_ = Stage::ready;
+  }
+
+ private:
+  enum class Stage { ready, unscaled, stepped };
+  struct PerDevice {
+    torch::Tensor found_inf, inv_scale;
+  };
+
+  static void validate(const Options& o) {
+    if (!(o.init_scale > 0) || !(o.growth_factor > 1.0) || !(o.backoff_factor > 0 && o.backoff_factor < 1.0) ||
+        o.growth_interval <= 0)
+      throw std::invalid_argument(fmt::format(
+          "policytrain::precision::LossScaler: options init_scale {}, growth_factor {}, backoff_factor {}, "
+          "growth_interval {} are invalid; expected init_scale > 0, growth_factor > 1, 0 < backoff_factor < 1, "
+          "growth_interval > 0",
+          o.init_scale, o.growth_factor, o.backoff_factor, o.growth_interval));
+  }
+  void lazy_init(torch::Device device) {
+    // GradScaler's dtypes: the update kernel requires a float32 scale and an int32 tracker.
+    scale_ = torch::full({}, o_.init_scale, torch::dtype(torch::kFloat).device(device));
+    tracker_ = torch::full({}, init_tracker_, torch::dtype(torch::kInt).device(device));
+  }
+  void require_scale(const char* what) const {
+    if (!scale_.defined())
+      throw std::logic_error(fmt::format("policytrain::precision::LossScaler::{}: the scale was never used; "
+                                         "call scale(loss) and backward on its result first", what));
+  }
+
+  Options o_;
+  torch::Tensor scale_, tracker_;
+  int64_t init_tracker_ = 0;
+  int64_t skipped_ = 0;
+  std::vector<PerDevice> found_inf_;
+  Stage stage_ = Stage::ready;
+};
+
+}  // namespace policytrain::precision
