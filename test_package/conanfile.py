@@ -6,12 +6,14 @@ from conan.tools.build import can_run
 from conan.tools.cmake import CMake, cmake_layout
 
 
+# [snippet:consumer]
 class PolicytrainTestConan(ConanFile):
     settings = "os", "arch", "compiler", "build_type"
     generators = "CMakeDeps", "CMakeToolchain"
 
     def requirements(self):
         self.requires(self.tested_reference_str)
+    # [/snippet:consumer]
 
     def layout(self):
         cmake_layout(self)

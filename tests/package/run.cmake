@@ -1,6 +1,6 @@
 # Builds and runs tests/package/consumer against policytrain consumed in one way, from scratch:
 #   cmake -DMODE=<find_package|add_subdirectory|fetchcontent> -DSOURCE_DIR=<policytrain tree> -DWORK_DIR=<dir>
-#         -DPREFIX_PATH=<a|b|...> [-DGENERATOR=...] [-DLAUNCHER=ccache] [-DCXX=...] -P run.cmake
+#         -DPREFIX_PATH=<a|b|...> [-DGENERATOR=...] [-DLAUNCHER=ccache] [-DCXX=...] [-DSTOP_BEFORE_CONSUMER=ON] -P run.cmake
 # find_package mode configures and installs policytrain with the options of the vcpkg port
 # (ports/policytrain/portfile.cmake) into a staging prefix, copies that prefix elsewhere, deletes the
 # original and the build tree, checks that no installed file names a path of the build, and consumes the copy.
@@ -67,10 +67,30 @@ if(MODE STREQUAL "find_package")
       message(FATAL_ERROR "run.cmake: the installed package lacks ${f}")
     endif()
   endforeach()
-  file(STRINGS "${moved}/share/cmake/policytrain/policytrainConfigVersion.cmake" arch REGEX "CMAKE_SIZEOF_VOID_P")
-  if(arch)
-    message(FATAL_ERROR "run.cmake: policytrainConfigVersion.cmake tests the architecture; a header-only package must not")
-  endif()
+  # The version file must accept a consumer of another architecture (header-only), and follow SameMinorVersion.
+  function(version_check want_version sizeof_void_p expect_compatible)
+    set(CMAKE_SIZEOF_VOID_P ${sizeof_void_p})
+    set(PACKAGE_FIND_VERSION ${want_version})
+    string(REPLACE "." ";" parts "${want_version}")
+    list(GET parts 0 PACKAGE_FIND_VERSION_MAJOR)
+    list(GET parts 1 PACKAGE_FIND_VERSION_MINOR)
+    set(PACKAGE_FIND_VERSION_PATCH 0)
+    set(PACKAGE_FIND_VERSION_COUNT 2)
+    include("${moved}/share/cmake/policytrain/policytrainConfigVersion.cmake")
+    if(PACKAGE_VERSION_UNSUITABLE OR NOT PACKAGE_VERSION_COMPATIBLE STREQUAL expect_compatible)
+      message(FATAL_ERROR "run.cmake: policytrainConfigVersion.cmake (version ${PACKAGE_VERSION}) asked for "
+              "${want_version} by a ${sizeof_void_p}-byte-pointer consumer: compatible '${PACKAGE_VERSION_COMPATIBLE}', "
+              "unsuitable '${PACKAGE_VERSION_UNSUITABLE}'; expected compatible ${expect_compatible} and suitable")
+    endif()
+  endfunction()
+  file(STRINGS "${SOURCE_DIR}/CMakeLists.txt" project_line REGEX "^project\\(policytrain VERSION")
+  string(REGEX MATCH "VERSION ([0-9]+)\\.([0-9]+)" _ "${project_line}")
+  set(major ${CMAKE_MATCH_1})
+  set(minor ${CMAKE_MATCH_2})
+  math(EXPR next_minor "${minor} + 1")
+  version_check("${major}.${minor}" 4 TRUE)
+  version_check("${major}.${minor}" 8 TRUE)
+  version_check("${major}.${next_minor}" 8 FALSE)
   list(PREPEND prefix_path "${moved}")
 elseif(MODE STREQUAL "add_subdirectory")
   list(APPEND consumer_args "-DPOLICYTRAIN_SOURCE_DIR=${SOURCE_DIR}")
@@ -90,6 +110,9 @@ else()
   message(FATAL_ERROR "run.cmake: MODE is '${MODE}'; expected find_package, add_subdirectory or fetchcontent")
 endif()
 
+if(STOP_BEFORE_CONSUMER)  # for debugging the packaging steps alone
+  return()
+endif()
 run(${CMAKE_COMMAND} -S "${CMAKE_CURRENT_LIST_DIR}/consumer" -B "${WORK_DIR}/consumer-build" ${common_args}
     ${consumer_args} "-DCMAKE_PREFIX_PATH=${prefix_path}")
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/consumer-build")
