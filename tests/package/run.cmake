@@ -115,5 +115,13 @@ if(STOP_BEFORE_CONSUMER)  # for debugging the packaging steps alone
 endif()
 run(${CMAKE_COMMAND} -S "${CMAKE_CURRENT_LIST_DIR}/consumer" -B "${WORK_DIR}/consumer-build" ${common_args}
     ${consumer_args} "-DCMAKE_PREFIX_PATH=${prefix_path}")
+if(MODE STREQUAL "find_package")
+  # The package found must be the relocated copy (not a registry entry or another installation).
+  file(STRINGS "${WORK_DIR}/consumer-build/CMakeCache.txt" found_dir REGEX "^policytrain_DIR:")
+  string(FIND "${found_dir}" "=${moved}/" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "run.cmake: the consumer found ${found_dir}; expected the package under ${moved}")
+  endif()
+endif()
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/consumer-build")
 run(${CMAKE_COMMAND} -E env OMP_NUM_THREADS=1 "${WORK_DIR}/consumer-build/consumer")
