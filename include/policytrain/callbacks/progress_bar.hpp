@@ -18,18 +18,25 @@
 
 namespace policytrain::callbacks {
 
+/// Prints training progress and one line of results per epoch; see the file's description.
 class ProgressBar {
  public:
+  /// The name in logs and checkpoints.
   static constexpr std::string_view name = "ProgressBar";
+  /// Runtime options.
   struct Options {
     int64_t every = 0;        ///< plain mode: print every N optimizer steps (0: about ten lines per epoch)
     double refresh_hz = 10;   ///< terminal mode: redraws per second at most
     int force_tty = -1;       ///< -1: detect; 0: plain lines; 1: terminal mode
+    /// where to print
     std::FILE* out = stdout;
   };
   ProgressBar() = default;
+  /// A progress bar with options `o`.
   explicit ProgressBar(Options o) : o_(o) {}
 
+  /// Called by the Trainer (the contract: core/hooks.hpp); not meant to be called directly.
+  ///@{
   template <class Ctx>
   void on_fit_begin(Ctx&) {
     tty_ = o_.force_tty >= 0 ? o_.force_tty == 1 : ::isatty(::fileno(o_.out)) == 1;
@@ -73,6 +80,7 @@ class ProgressBar {
     std::fflush(o_.out);
     val_.clear();
   }
+  ///@}
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -7,7 +7,9 @@ namespace policytrain {
 
 /// Inputs `x` and targets `y`; the first dimension of both is the batch.
 struct Batch {
+  /// Inputs, batch first.
   torch::Tensor x;
+  /// Targets, batch first (class indices for classification).
   torch::Tensor y;
   /// Number of samples (first dimension of `x`).
   int64_t size() const { return x.defined() ? x.size(0) : 0; }
@@ -20,7 +22,9 @@ struct Batch {
 /// What a Task's `validation_step` returns: the mean loss of the batch and the model's output
 /// (class scores for classification, from which the Trainer builds the confusion matrix).
 struct Prediction {
+  /// The batch's mean loss (a scalar).
   torch::Tensor loss;
+  /// The model's output for the batch ([batch, classes] scores for classification).
   torch::Tensor output;
 };
 

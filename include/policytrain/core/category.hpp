@@ -23,6 +23,7 @@ constexpr std::string_view policy_name() {
   else return "unnamed";
 }
 
+/// The name of category `c` ("parallel", "accumulation", ..., "callback").
 constexpr std::string_view to_string(Category c) {
   switch (c) {
     case Category::parallel: return "parallel";

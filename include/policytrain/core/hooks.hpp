@@ -20,6 +20,7 @@
 #include <concepts>
 #include <type_traits>
 
+#include <torch/nn/module.h>
 #include <torch/types.h>
 
 #include <policytrain/core/batch.hpp>

@@ -17,16 +17,27 @@ namespace policytrain {
 
 /// One row of a classification report.
 struct ClassScores {
+  /// The class's name (its index when no labels were given).
   std::string label;
+  /// Precision, recall and F1 score of the class (zero where a denominator is zero).
+  ///@{
   double precision = 0, recall = 0, f1 = 0;
+  ///@}
+  /// Samples of this class (in the averages: all samples).
   int64_t support = 0;
 };
 
 /// Per-class and averaged scores from a confusion matrix (rows: true class, columns: predicted).
 struct ClassificationReport {
+  /// One row per class, in class order.
   std::vector<ClassScores> classes;
+  /// Correct predictions over all samples.
   double accuracy = 0;
+  /// Unweighted and support-weighted means of the per-class scores.
+  ///@{
   ClassScores macro_avg{"macro avg"}, weighted_avg{"weighted avg"};
+  ///@}
+  /// Samples in the confusion matrix.
   int64_t total = 0;
 
   /// `confusion[t][p]` counts samples of true class t predicted as p.
@@ -86,6 +97,7 @@ struct ClassificationReport {
     return out;
   }
 
+  /// The report as JSON: {"classes": {label: scores}, "accuracy", "macro_avg", "weighted_avg"}.
   nlohmann::json to_json() const {
     nlohmann::json j;
     auto scores = [](const ClassScores& s) {
@@ -101,8 +113,11 @@ struct ClassificationReport {
 
 /// Result of an evaluation: mean loss over samples, accuracy, confusion matrix.
 struct Metrics {
+  /// Mean loss over the evaluated samples.
   double loss = 0;
+  /// Fraction of samples whose highest score is the target class (0 when the output is not [batch, classes]).
   double accuracy = 0;
+  /// Samples evaluated.
   int64_t samples = 0;
   std::vector<std::vector<int64_t>> confusion;  ///< [true][predicted]
   std::map<std::string, double> extra;          ///< further named scalars a task or policy adds
@@ -116,6 +131,7 @@ struct Metrics {
                             "'; known: loss, accuracy" + (extra.empty() ? "" : " and the task's extra metrics"));
   }
 
+  /// Per-class precision, recall and F1 from the confusion matrix, the classes named by `labels`.
   ClassificationReport report(std::vector<std::string> labels = {}) const {
     return ClassificationReport::from_confusion(confusion, std::move(labels));
   }
@@ -124,6 +140,7 @@ struct Metrics {
 /// Accumulates Metrics over batches; loss is weighted by batch size so the mean is over samples.
 class MetricsAccumulator {
  public:
+  /// Adds one batch: its mean loss, the model's output and the targets.
   void add(const torch::Tensor& mean_loss, const torch::Tensor& output, const torch::Tensor& target) {
     const int64_t n = target.size(0);
     loss_sum_ += mean_loss.detach().to(torch::kDouble).item<double>() * n;
@@ -137,6 +154,7 @@ class MetricsAccumulator {
     }
   }
 
+  /// The metrics of every batch added so far.
   Metrics result() const {
     Metrics m;
     m.samples = samples_;

@@ -51,13 +51,19 @@ struct FitOptions {
 
 /// What `fit` returns.
 struct FitResult {
+  /// Epochs trained by this call.
   int64_t epochs_run = 0;
+  /// Optimizer steps attempted since the start of training (a resumed run counts its earlier ones).
   int64_t global_steps = 0;
+  /// Of them, steps skipped on a non-finite loss or gradient.
   int64_t skipped_steps = 0;
+  /// Training samples consumed by this call.
   int64_t samples_seen = 0;
+  /// Whether a policy stopped training before the last epoch.
   bool stopped_early = false;
   double train_seconds = 0;          ///< wall time in the training loops (evaluation excluded)
   std::vector<Metrics> validation;   ///< one entry per validated epoch
+  /// Training throughput of this call (samples_seen / train_seconds).
   double samples_per_second() const { return train_seconds > 0 ? samples_seen / train_seconds : 0.0; }
 };
 
@@ -141,11 +147,17 @@ class Trainer;
 template <class TrainerT>
 class Context {
  public:
+  /// A context over trainer `t` (the Trainer builds its own; policies receive it).
   explicit Context(TrainerT& t) : t_(&t) {}
+  /// The user's task.
   auto& task() { return t_->task(); }
+  /// The task's module.
   torch::nn::Module& module() { return t_->module(); }
+  /// The optimizer being stepped.
   torch::optim::Optimizer& optimizer() { return t_->optimizer(); }
+  /// The run's counters (writable: a hook may request a stop).
   TrainState& state() { return t_->state(); }
+  /// The options of the current fit.
   const FitOptions& options() const { return t_->options(); }
   /// The policy of category C (its default when none was given).
   template <Category C>
@@ -161,11 +173,13 @@ class Context {
   /// Whether the current micro-batch ends an accumulation window (an optimizer step follows its backward).
   bool is_last_micro_step() const { return t_->last_micro_step_; }
   /// Whether this process logs, prints and writes files (rank 0 under data parallelism).
+  /// Whether this process logs, prints and writes files (rank 0 under data parallelism).
   bool is_main() { return t_->is_main(); }
   /// True on every rank when `b` is true on any rank (identity on one process).
   bool agree_any(bool b) { return t_->agree_any(b); }
   /// The learning rate of param group `g`.
   double lr(size_t g = 0) { return optimizer().param_groups().at(g).options().get_lr(); }
+  /// The device of the module's parameters (batches are moved there).
   torch::Device device() const { return t_->device(); }
 
  private:
@@ -182,6 +196,8 @@ class Trainer {
   static_assert(detail::UniqueCallbacks<Policies...>::ok);
 
  public:
+  /// The policy chosen for each category (its default when none was given), the callbacks, and the context type.
+  ///@{
   using parallel_type = typename detail::PickCategory<Category::parallel, parallel::Single, Policies...>::type;
   using accumulation_type = typename detail::PickCategory<Category::accumulation, accumulate::None, Policies...>::type;
   using precision_type = typename detail::PickCategory<Category::precision, precision::Fp32, Policies...>::type;
@@ -189,6 +205,7 @@ class Trainer {
   using checkpoint_type = typename detail::PickCategory<Category::checkpoint, checkpoint::None, Policies...>::type;
   using callbacks_type = detail::CallbackTuple<Policies...>;
   using context_type = Context<Trainer>;
+  ///@}
   /// Every policy the Trainer holds, in hook order.
   using policies_type = decltype(std::tuple_cat(
       std::declval<std::tuple<parallel_type, accumulation_type, precision_type, schedule_type, checkpoint_type>>(),
@@ -228,15 +245,24 @@ class Trainer {
  public:
 
   // --- what the context exposes ---
+  /// The user's task.
   Task& task() { return task_; }
+  /// The task's module.
   torch::nn::Module& module() { return task_.module(); }
+  /// The optimizer being stepped.
   torch::optim::Optimizer& optimizer() { return optimizer_; }
+  /// The run's counters.
   TrainState& state() { return state_; }
+  /// The run's counters.
   const TrainState& state() const { return state_; }
+  /// The options of the current (or last) fit.
   const FitOptions& options() const { return options_; }
+  /// The device of the module's parameters at construction (batches are moved there).
   torch::Device device() const { return device_; }
+  /// The context hooks receive.
   context_type& context() { return ctx_; }
 
+  /// The policy of category C (its default when none was given).
   template <Category C>
   auto& policy() {
     if constexpr (C == Category::parallel) return std::get<0>(policies_);
@@ -246,12 +272,14 @@ class Trainer {
     else if constexpr (C == Category::checkpoint) return std::get<4>(policies_);
     else static_assert(C != Category::callback, "policytrain::Trainer::policy<C>: callbacks have no category; use get<T>()");
   }
+  /// Whether the Trainer holds a policy or callback of type P (the defaults included).
   template <class P>
   static constexpr bool has() {
     return []<size_t... I>(std::index_sequence<I...>) {
       return (std::is_same_v<P, std::tuple_element_t<I, policies_type>> || ...);
     }(std::make_index_sequence<std::tuple_size_v<policies_type>>{});
   }
+  /// The policy or callback of type P (a compile error when the Trainer has none).
   template <class P>
   P& get() {
     static_assert(has<P>(), "policytrain::Trainer::get<P>: the Trainer has no policy of type P; add P to its template arguments");
@@ -288,11 +316,13 @@ class Trainer {
     std::apply([&](auto&... p) { (load_state(d, p), ...); }, policies_);
   }
 
+  /// Whether this process logs, prints and writes files (rank 0 under data parallelism).
   bool is_main() {
     if constexpr (requires(parallel_type& p) { { p.is_main() } -> std::convertible_to<bool>; })
       return policy<Category::parallel>().is_main();
     else return true;
   }
+  /// True on every rank when `b` is true on any rank (the parallel policy decides; identity on one process).
   bool agree_any(bool b) {
     if constexpr (requires(parallel_type& p, context_type& c) { p.agree_any(c, b); })
       return policy<Category::parallel>().agree_any(ctx_, b);

@@ -19,6 +19,7 @@ inline std::filesystem::path default_fashion_mnist_dir() {
   return "/usr/share/datasets/fashion-mnist";
 }
 
+/// The ten class names, in label order.
 inline const std::vector<std::string>& fashion_mnist_labels() {
   static const std::vector<std::string> labels{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                                                "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
@@ -26,10 +27,16 @@ inline const std::vector<std::string>& fashion_mnist_labels() {
 }
 
 /// Fashion-MNIST's mean and standard deviation of the training pixels (in [0, 1]).
+///@{
 inline constexpr double kFashionMnistMean = 0.2860, kFashionMnistStd = 0.3530;
+///@}
 
+/// Images and labels of one split.
 struct TensorPair {
+  /// Images [N, 1, 28, 28] (float, standardised) and labels [N] (int64).
+  ///@{
   torch::Tensor x, y;
+  ///@}
 };
 
 /// Reads one split (`train` or `test`) from `dir`; pixels scaled to [0,1] then standardised.

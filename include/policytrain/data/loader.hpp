@@ -14,17 +14,23 @@
 
 namespace policytrain::data {
 
+/// How a TensorLoader batches, orders and shards its samples.
 struct LoaderOptions {
+  /// Samples per batch.
   int64_t batch_size = 64;
+  /// Reorder the samples every epoch (from the seed and the epoch).
   bool shuffle = true;
+  /// Seed of the order.
   uint64_t seed = 0;
   bool drop_last = false;   ///< drop a last batch smaller than batch_size
   int64_t rank = 0;         ///< this process's shard
   int64_t world_size = 1;   ///< number of shards; the index list is padded by wrapping so all shards are equal
 };
 
+/// Batches of an in-memory (inputs, targets) pair; see the file's description.
 class TensorLoader {
  public:
+  /// Batches of inputs `x` and targets `y` (same first dimension); throws std::invalid_argument on bad options.
   TensorLoader(torch::Tensor x, torch::Tensor y, LoaderOptions o = {}) : x_(std::move(x)), y_(std::move(y)), o_(o) {
     if (x_.size(0) != y_.size(0))
       throw std::invalid_argument(fmt::format("policytrain::data::TensorLoader: {} inputs but {} targets", x_.size(0), y_.size(0)));
@@ -55,6 +61,7 @@ class TensorLoader {
     order_ = order;
   }
 
+  /// The epoch of the current order.
   int64_t epoch() const { return epoch_; }
   /// Samples this rank sees per epoch.
   int64_t num_samples() const { return order_.size(0); }
@@ -63,19 +70,24 @@ class TensorLoader {
     const int64_t n = num_samples();
     return static_cast<size_t>(o_.drop_last ? n / o_.batch_size : (n + o_.batch_size - 1) / o_.batch_size);
   }
+  /// The options it was built with.
   const LoaderOptions& options() const { return o_; }
   /// The sample indices of batch i of the current epoch.
   torch::Tensor indices(size_t i) const {
     const int64_t b = o_.batch_size;
     return order_.slice(0, static_cast<int64_t>(i) * b, std::min<int64_t>((static_cast<int64_t>(i) + 1) * b, num_samples()));
   }
+  /// Batch i of the current epoch.
   Batch batch(size_t i) const {
     auto idx = indices(i);
     return {x_.index_select(0, idx), y_.index_select(0, idx)};
   }
 
+  /// Input iterator over the batches of the current epoch.
   class iterator {
    public:
+    /// What std::input_iterator requires.
+    ///@{
     using value_type = Batch;
     using difference_type = std::ptrdiff_t;
     iterator() = default;
@@ -84,12 +96,16 @@ class TensorLoader {
     iterator& operator++() { ++i_; return *this; }
     iterator operator++(int) { auto t = *this; ++i_; return t; }
     bool operator==(const iterator& o) const { return i_ == o.i_; }
+    ///@}
    private:
     const TensorLoader* l_ = nullptr;
     size_t i_ = 0;
   };
+  /// The batches of the current epoch, in order.
+  ///@{
   iterator begin() const { return {this, 0}; }
   iterator end() const { return {this, size()}; }
+  ///@}
 
  private:
   torch::Tensor x_, y_, order_;

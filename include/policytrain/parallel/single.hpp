@@ -8,8 +8,11 @@ namespace policytrain::parallel {
 
 /// One process trains alone: nothing to broadcast, reduce or agree on.
 struct Single {
+  /// The category the policy fills and its name in logs and checkpoints.
+  ///@{
   static constexpr Category category = Category::parallel;
   static constexpr std::string_view name = "parallel::Single";
+  ///@}
 };
 
 }  // namespace policytrain::parallel

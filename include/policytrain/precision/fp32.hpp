@@ -46,14 +46,22 @@ namespace precision {
 
 /// Plain fp32 training.
 struct Fp32 {
+  /// The category the policy fills and its name in logs and checkpoints.
+  ///@{
   static constexpr Category category = Category::precision;
   static constexpr std::string_view name = "precision::Fp32";
+  ///@}
 
+  /// Fails on a non-finite loss (NonFinite::error).
   Fp32() = default;
+  /// Acts on a non-finite loss as `on_nonfinite` says.
   explicit Fp32(NonFinite on_nonfinite) : on_nonfinite(on_nonfinite) {}
 
+  /// What to do when a micro-batch's loss is inf or NaN.
   NonFinite on_nonfinite = NonFinite::error;
 
+  /// Called by the Trainer (the contract: core/hooks.hpp); not meant to be called directly.
+  ///@{
   template <class Ctx>
   torch::Tensor transform_loss(Ctx& ctx, torch::Tensor loss) {
     window_ok_ = detail::check_loss(ctx, loss, on_nonfinite) && window_ok_;
@@ -67,6 +75,7 @@ struct Fp32 {
     if (ok) ctx.optimizer().step();
     return ok;
   }
+  ///@}
 
  private:
   bool window_ok_ = true;
