@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -29,6 +30,13 @@ struct FastpathFlags {
   std::filesystem::path profile_dir{};
   int64_t profile_wait = 5, profile_warmup = 2, profile_active = 5;
   std::filesystem::path log_dir{};  // empty: <run-dir>/logs
+
+ private:
+  // What make_knobs / make_log resolved, for describe().
+  mutable std::optional<uint64_t> seed_{};
+  mutable std::filesystem::path resolved_log_dir_{};
+
+ public:
 
   void add(CLI::App& app) {
     app.add_option("--workers", workers, "Loader worker threads (0: batches assembled on the training thread)")
@@ -75,6 +83,7 @@ struct FastpathFlags {
     auto o = knobs;
     o.seed = seed;
     o.intra_threads = intra_threads;
+    seed_ = seed;
     return policytrain::callbacks::PerfKnobs(o);
   }
   policytrain::callbacks::GradClip make_clip() const {
@@ -84,7 +93,8 @@ struct FastpathFlags {
     return C{};
   }
   policytrain::callbacks::MetricsLog make_log(const std::filesystem::path& run_dir) const {
-    return policytrain::callbacks::MetricsLog({.dir = log_dir.empty() ? run_dir / "logs" : log_dir});
+    resolved_log_dir_ = log_dir.empty() ? run_dir / "logs" : log_dir;
+    return policytrain::callbacks::MetricsLog({.dir = resolved_log_dir_});
   }
   policytrain::callbacks::Profiler make_profiler() const {
     return policytrain::callbacks::Profiler(
@@ -93,13 +103,15 @@ struct FastpathFlags {
 
   /// For summary.json's "policies": the loader's and the callbacks' settings (knobs read back from LibTorch).
   nlohmann::json describe() const {
-    auto knobs_j = policytrain::callbacks::PerfKnobs(knobs).describe();
+    auto o = knobs;
+    o.seed = seed_;
+    auto knobs_j = policytrain::callbacks::PerfKnobs(o).describe();
     return {{"loader", {{"name", "data::PrefetchLoader"}, {"workers", workers}, {"prefetch", prefetch},
                         {"augment", augment}, {"channels_last", knobs.channels_last}}},
             {"knobs", knobs_j},
             {"grad_clip", make_clip().describe()},
             {"profiler", make_profiler().describe()},
-            {"metrics_log", {{"dir", log_dir.string()}}}};
+            {"metrics_log", {{"name", "callbacks::MetricsLog"}, {"dir", resolved_log_dir_.string()}}}};
   }
 };
 
