@@ -14,6 +14,7 @@
 #include <policytrain/policytrain.hpp>
 
 #include "flags_precision.hpp"
+#include "flags_fastpath.hpp"
 #include "model.hpp"
 
 namespace pt = policytrain;
@@ -32,7 +33,6 @@ struct Config {
   double momentum = 0.9;
   uint64_t seed = 0;
   int threads = 0;
-  int workers = 0;
   int64_t limit_train_batches = -1;
   int64_t limit_val_batches = -1;
   int64_t width = 32;
@@ -51,7 +51,6 @@ void add_core_flags(CLI::App& app, Config& c) {
   app.add_option("--momentum", c.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", c.seed, "Seed of the weights' initialisation and the data order");
   app.add_option("--threads", c.threads, "Intra-op threads (0: LibTorch's default)")->check(CLI::NonNegativeNumber);
-  app.add_option("--workers", c.workers, "Loader worker threads (0: batches assembled on the training thread)")->check(CLI::NonNegativeNumber);
   app.add_option("--limit-train-batches", c.limit_train_batches, "Micro-batches per epoch at most (-1: all)");
   app.add_option("--limit-val-batches", c.limit_val_batches, "Test batches evaluated at most (-1: all)");
   app.add_option("--width", c.width, "Channels of the first convolution")->check(CLI::PositiveNumber);
@@ -75,17 +74,20 @@ int main(int argc, char** argv) {
   add_core_flags(app, cfg);
   fmnist::PrecisionFlags precision_flags;
   precision_flags.add(app);
+  fmnist::FastpathFlags fastpath;
+  fastpath.add(app);
   CLI11_PARSE(app, argc, argv);
 
   try {
     const auto wall0 = std::chrono::steady_clock::now();
     if (cfg.threads > 0) torch::set_num_threads(cfg.threads);
-    torch::manual_seed(cfg.seed);
+    pt::seed_everything(cfg.seed);
     fs::create_directories(cfg.run_dir);
 
     auto train = pt::data::load_fashion_mnist(cfg.data, /*train=*/true);
     auto test = pt::data::load_fashion_mnist(cfg.data, /*train=*/false);
-    pt::data::TensorLoader train_loader(train.x, train.y, {.batch_size = cfg.batch_size, .shuffle = true, .seed = cfg.seed});
+    auto train_loader_ptr = fastpath.make_loader(train.x, train.y, {.batch_size = cfg.batch_size, .shuffle = true, .seed = cfg.seed});
+    auto& train_loader = *train_loader_ptr;
     pt::data::TensorLoader test_loader(test.x, test.y, {.batch_size = 1000, .shuffle = false});
     std::printf("Fashion-MNIST: %lld train, %lld test images from %s; %d threads\n",
                 static_cast<long long>(train.x.size(0)), static_cast<long long>(test.x.size(0)),
@@ -95,7 +97,9 @@ int main(int argc, char** argv) {
     auto optimizer = make_optimizer(cfg, task.module());
 
     pt::callbacks::ProgressBar progress({.force_tty = cfg.progress_tty});
-    pt::Trainer trainer(task, *optimizer, precision_flags.make(), std::move(progress));
+    pt::Trainer trainer(task, *optimizer, precision_flags.make(), std::move(progress),
+                        fastpath.make_knobs(cfg.seed, cfg.threads), fastpath.make_clip(), fastpath.make_log(cfg.run_dir),
+                        fastpath.make_profiler());
 
     const pt::FitOptions fit{.epochs = cfg.epochs,
                              .limit_train_batches = cfg.limit_train_batches,
@@ -129,6 +133,8 @@ int main(int argc, char** argv) {
     nlohmann::json history = nlohmann::json::array();
     for (const auto& m : result.validation) history.push_back({{"loss", m.loss}, {"accuracy", m.accuracy}});
     summary["validation_history"] = history;
+    summary["policies"].update(fastpath.describe());
+    summary.update(trainer.get<pt::callbacks::MetricsLog>().summary());
     const auto path = cfg.run_dir / "summary.json";
     std::ofstream(path) << summary.dump(2) << "\n";
     std::printf("test accuracy %.4f, loss %.4f, %.0f train samples/s, %.1f s; summary: %s\n", metrics.accuracy,

@@ -18,11 +18,17 @@
 #include <policytrain/precision/loss_scaler.hpp>
 #include <policytrain/schedule/constant.hpp>
 
+#include <policytrain/callbacks/grad_clip.hpp>
+#include <policytrain/callbacks/metrics_log.hpp>
+#include <policytrain/callbacks/perf_knobs.hpp>
+#include <policytrain/callbacks/profiler.hpp>
 #include <policytrain/callbacks/progress_bar.hpp>
+#include <policytrain/callbacks/step_phases.hpp>
 
 #include <policytrain/data/fashion_mnist.hpp>
 #include <policytrain/data/idx.hpp>
 #include <policytrain/data/loader.hpp>
+#include <policytrain/data/prefetch_loader.hpp>
 
 #include <policytrain/io/digest.hpp>
 

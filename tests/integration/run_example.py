@@ -18,4 +18,5 @@ assert s["epochs_run"] == 2, s["epochs_run"]
 assert s["global_steps"] == 80, s["global_steps"]
 assert 0.3 < s["test_accuracy"] <= 1.0, s["test_accuracy"]   # 80 steps of AdamW: far above chance (0.1)
 assert len(s["params_sha256"]) == 64
+assert 0.0 <= s["data_wait_fraction"] <= 1.0 and "forward" in s["step_seconds"], "summary lacks the time summary"
 print("example OK:", s["test_accuracy"])

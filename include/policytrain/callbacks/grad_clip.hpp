@@ -1,0 +1,112 @@
+#pragma once
+/// \file
+/// callbacks::GradClip — gradient clipping by total norm (any p, including inf) or by value.
+/// Hook: before_step, which the Trainer calls after the parallel and precision policies' before_step, so the
+/// gradients it sees are reduced and unscaled (a precision policy unscales in its before_step).
+/// By norm: total = ||(||g_1||_p, ..., ||g_n||_p)||_p (max for p = inf); every gradient is multiplied by
+/// clamp(max_norm / (total + 1e-6), max = 1) — the math of torch::nn::utils::clip_grad_norm_, but without
+/// reading the norm back: no host sync, so it can run inside a CUDA graph later. On CUDA
+/// (POLICYTRAIN_WITH_CUDA) the norms and the multiply are foreach kernels (one launch per group); on the CPU
+/// the same math runs per tensor. The total norm stays a tensor (`last_norm_tensor()`); `last_norm()` reads it.
+/// By value: every gradient element clamped to [-clip_value, clip_value].
+/// Cost when off (mode none): one branch per optimizer step.
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <torch/types.h>
+
+namespace policytrain::callbacks {
+
+namespace detail {
+/// Scales `grads` in place so that their total p-norm is at most max_norm; returns the total norm before
+/// clipping (a 0-dim tensor on the gradients' device, float32 or wider). Never synchronises with the device.
+inline torch::Tensor clip_grad_norm_no_sync(const std::vector<torch::Tensor>& grads, double max_norm, double p) {
+  if (grads.empty()) return torch::zeros({});
+  const bool inf = std::isinf(p);
+  std::vector<torch::Tensor> norms;
+#ifdef POLICYTRAIN_WITH_CUDA
+  if (grads.front().is_cuda()) {
+    norms = at::_foreach_norm(grads, p);
+  } else
+#endif
+  {
+    norms.reserve(grads.size());
+    for (const auto& g : grads) norms.push_back(inf ? g.abs().max() : g.norm(p));
+  }
+  for (auto& n : norms) n = n.to(grads.front().device(), torch::kFloat);
+  auto stacked = torch::stack(norms);
+  torch::Tensor total = inf ? stacked.max() : stacked.norm(p);
+  auto coef = torch::clamp(max_norm / (total + 1e-6), std::nullopt, 1.0);
+#ifdef POLICYTRAIN_WITH_CUDA
+  if (grads.front().is_cuda()) {
+    at::_foreach_mul_(grads, coef);
+    return total;
+  }
+#endif
+  for (const auto& g : grads) g.mul_(coef.to(g.scalar_type()));
+  return total;
+}
+}  // namespace detail
+
+class GradClip {
+ public:
+  static constexpr std::string_view name = "callbacks::GradClip";
+  enum class Mode { none, norm, value };
+  struct Options {
+    Mode mode = Mode::none;
+    double max_norm = 1.0;    ///< by norm: the largest total norm
+    double p = 2.0;           ///< by norm: the norm's order (> 0, or infinity)
+    double clip_value = 1.0;  ///< by value: elements clamped to [-clip_value, clip_value]
+  };
+  GradClip() = default;
+  explicit GradClip(Options o) : o_(o) {
+    if (o_.mode == Mode::norm && !(o_.max_norm > 0 && o_.p > 0))
+      throw std::invalid_argument(fmt::format(
+          "policytrain::callbacks::GradClip: max_norm {} and p {}; expected both > 0 (p may be inf)", o_.max_norm, o_.p));
+    if (o_.mode == Mode::value && !(o_.clip_value > 0))
+      throw std::invalid_argument(fmt::format("policytrain::callbacks::GradClip: clip_value {}, expected > 0", o_.clip_value));
+  }
+
+  template <class Ctx>
+  void before_step(Ctx& ctx) {
+    if (o_.mode == Mode::none) return;
+    std::vector<torch::Tensor> grads;
+    for (auto& p : ctx.module().parameters())
+      if (p.grad().defined()) grads.push_back(p.grad());
+    if (grads.empty()) return;
+    torch::NoGradGuard ng;
+    if (o_.mode == Mode::norm) {
+      last_norm_ = detail::clip_grad_norm_no_sync(grads, o_.max_norm, o_.p);
+    } else {
+      for (auto& g : grads) g.clamp_(-o_.clip_value, o_.clip_value);
+    }
+  }
+
+  const Options& options() const { return o_; }
+  bool clips_by_norm() const { return o_.mode == Mode::norm; }
+  /// The total gradient norm measured at the last step (before clipping); undefined before the first.
+  const torch::Tensor& last_norm_tensor() const { return last_norm_; }
+  /// The same as a double (synchronises with the device); NaN when not clipping by norm.
+  double last_norm() const {
+    return last_norm_.defined() ? last_norm_.item<double>() : std::numeric_limits<double>::quiet_NaN();
+  }
+  nlohmann::json describe() const {
+    switch (o_.mode) {
+      case Mode::norm: return {{"name", name}, {"mode", "norm"}, {"max_norm", o_.max_norm},
+                               {"p", std::isinf(o_.p) ? nlohmann::json("inf") : nlohmann::json(o_.p)}};
+      case Mode::value: return {{"name", name}, {"mode", "value"}, {"clip_value", o_.clip_value}};
+      default: return {{"name", name}, {"mode", "none"}};
+    }
+  }
+
+ private:
+  Options o_;
+  torch::Tensor last_norm_;
+};
+
+}  // namespace policytrain::callbacks

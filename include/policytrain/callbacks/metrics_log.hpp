@@ -1,0 +1,202 @@
+#pragma once
+/// \file
+/// callbacks::MetricsLog — a metrics log per run, and where the time went.
+/// Files in `dir` (main rank only): steps.csv and steps.jsonl, one row per optimizer step (every `every` steps):
+/// epoch, step, batch_in_epoch, loss, lr, loss_scale (when the precision policy has loss_scale()), grad_norm
+/// (when a GradClip callback clips by norm), samples, samples_per_s, step_s and its phases data_s, forward_s,
+/// backward_s, optimizer_s, and whether the step was taken; epochs.csv and epochs.jsonl, one row per epoch:
+/// train loss (mean over the epoch's logged steps), validation loss and accuracy, seconds, samples/s and the
+/// fraction of the time spent waiting for data.
+/// At the end of fit it prints a summary (data wait vs compute, and the advice that follows) and keeps it for
+/// summary.json (`summary()`: data_wait_fraction, step_seconds by phase).
+/// Phase times come from StepPhases (see its header for what each phase covers).
+/// Hooks: on_fit_begin, on_epoch_begin, around_forward, around_backward, after_step, on_validation_end,
+/// on_epoch_end, on_fit_end. Cost: four clock reads per micro-step, and per logged step one read of the loss
+/// (and of the grad norm), each a device sync on CUDA; an empty `dir` writes no files but still times.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <policytrain/callbacks/grad_clip.hpp>
+#include <policytrain/callbacks/step_phases.hpp>
+#include <policytrain/core/category.hpp>
+#include <policytrain/core/metrics.hpp>
+
+namespace policytrain::callbacks {
+
+class MetricsLog {
+ public:
+  static constexpr std::string_view name = "callbacks::MetricsLog";
+  struct Options {
+    std::filesystem::path dir{};  ///< where the logs go (empty: no files)
+    int64_t every = 1;            ///< log every N optimizer steps
+    bool print_summary = true;    ///< print the time summary at the end of fit
+    std::FILE* out = stdout;
+  };
+  MetricsLog() = default;
+  explicit MetricsLog(Options o) : o_(std::move(o)) {}
+
+  template <class Ctx>
+  void on_fit_begin(Ctx& ctx) {
+    totals_ = {};
+    steps_ = 0;
+    samples_ = 0;
+    if (o_.dir.empty() || !ctx.is_main()) return;
+    std::filesystem::create_directories(o_.dir);
+    steps_csv_.open(o_.dir / "steps.csv");
+    steps_jsonl_.open(o_.dir / "steps.jsonl");
+    epochs_csv_.open(o_.dir / "epochs.csv");
+    epochs_jsonl_.open(o_.dir / "epochs.jsonl");
+    if (!steps_csv_ || !steps_jsonl_ || !epochs_csv_ || !epochs_jsonl_)
+      throw std::runtime_error(fmt::format("policytrain::callbacks::MetricsLog: cannot write the logs in '{}'; "
+                                           "check that the directory is writable", o_.dir.string()));
+    steps_csv_ << "epoch,step,batch_in_epoch,loss,lr,loss_scale,grad_norm,samples,samples_per_s,step_s,data_s,"
+                  "forward_s,backward_s,optimizer_s,stepped\n";
+    epochs_csv_ << "epoch,train_loss,val_loss,val_accuracy,seconds,samples_per_s,data_wait_fraction\n";
+  }
+  template <class Ctx>
+  void on_epoch_begin(Ctx&) {
+    phases_.epoch_begin();
+    epoch_ = {};
+    epoch_loss_sum_ = 0;
+    epoch_loss_n_ = 0;
+    epoch_samples_ = 0;
+    val_.reset();
+  }
+  template <class Ctx, class F>
+  auto around_forward(Ctx&, F&& fn) { return phases_.forward(fn); }
+  template <class Ctx, class F>
+  void around_backward(Ctx& ctx, F&& fn) { phases_.backward(fn, ctx.is_last_micro_step()); }
+
+  template <class Ctx>
+  void after_step(Ctx& ctx, bool stepped) {
+    const PhaseTimes t = phases_.step_end();
+    const int64_t n = ctx.state().window_samples;
+    totals_ += t;
+    epoch_ += t;
+    ++steps_;
+    samples_ += n;
+    epoch_samples_ += n;
+    if (o_.every <= 0 || ctx.state().global_step % o_.every != 0) return;
+    const double loss = ctx.state().loss_value();
+    if (std::isfinite(loss)) {
+      epoch_loss_sum_ += loss;
+      ++epoch_loss_n_;
+    }
+    if (!steps_csv_.is_open()) return;
+    std::optional<double> scale, norm;
+    if constexpr (requires { ctx.template policy<Category::precision>().loss_scale(); }) {
+      const double s = ctx.template policy<Category::precision>().loss_scale();
+      if (s > 0) scale = s;
+    }
+    if constexpr (Ctx::template has<GradClip>()) {
+      auto& clip = ctx.template get<GradClip>();
+      if (clip.clips_by_norm() && clip.last_norm_tensor().defined()) norm = clip.last_norm();
+    }
+    const double total = t.total();
+    const double rate = total > 0 ? n / total : 0.0;
+    auto opt = [](const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : std::string(); };
+    steps_csv_ << fmt::format("{},{},{},{:.6g},{:.6g},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{}\n",
+                              ctx.state().epoch, ctx.state().global_step, ctx.state().batch_in_epoch, loss, ctx.lr(),
+                              opt(scale), opt(norm), n, rate, total, t.data, t.forward, t.backward, t.step,
+                              stepped ? 1 : 0);
+    nlohmann::json j{{"epoch", ctx.state().epoch}, {"step", ctx.state().global_step},
+                     {"batch_in_epoch", ctx.state().batch_in_epoch}, {"loss", finite_or_null(loss)},
+                     {"lr", ctx.lr()}, {"samples", n}, {"samples_per_s", rate}, {"step_s", total},
+                     {"data_s", t.data}, {"forward_s", t.forward}, {"backward_s", t.backward},
+                     {"optimizer_s", t.step}, {"stepped", stepped}};
+    if (scale) j["loss_scale"] = *scale;
+    if (norm) j["grad_norm"] = finite_or_null(*norm);
+    steps_jsonl_ << j.dump() << "\n";
+  }
+
+  template <class Ctx>
+  void on_validation_end(Ctx&, const Metrics& m) { val_ = m; }
+
+  template <class Ctx>
+  void on_epoch_end(Ctx& ctx) {
+    if (!epochs_csv_.is_open()) return;
+    const double train_loss = epoch_loss_n_ ? epoch_loss_sum_ / epoch_loss_n_ : std::numeric_limits<double>::quiet_NaN();
+    const double secs = epoch_.total();
+    const double wait = secs > 0 ? epoch_.data / secs : 0.0;
+    const double rate = secs > 0 ? epoch_samples_ / secs : 0.0;
+    const double vl = val_ ? val_->loss : std::numeric_limits<double>::quiet_NaN();
+    const double va = val_ ? val_->accuracy : std::numeric_limits<double>::quiet_NaN();
+    epochs_csv_ << fmt::format("{},{:.6g},{},{},{:.6g},{:.6g},{:.6g}\n", ctx.state().epoch, train_loss,
+                               val_ ? fmt::format("{:.6g}", vl) : "", val_ ? fmt::format("{:.6g}", va) : "", secs,
+                               rate, wait);
+    nlohmann::json j{{"epoch", ctx.state().epoch}, {"train_loss", finite_or_null(train_loss)}, {"seconds", secs},
+                     {"samples_per_s", rate}, {"data_wait_fraction", wait}};
+    if (val_) {
+      j["val_loss"] = finite_or_null(vl);
+      j["val_accuracy"] = va;
+    }
+    epochs_jsonl_ << j.dump() << "\n";
+    steps_csv_.flush();
+    steps_jsonl_.flush();
+    epochs_csv_.flush();
+    epochs_jsonl_.flush();
+  }
+
+  template <class Ctx>
+  void on_fit_end(Ctx& ctx) {
+    steps_csv_.close();
+    steps_jsonl_.close();
+    epochs_csv_.close();
+    epochs_jsonl_.close();
+    if (o_.print_summary && ctx.is_main()) std::fprintf(o_.out, "%s\n", summary_text().c_str());
+  }
+
+  /// Time by phase over the whole fit (seconds), and the fraction spent waiting for data.
+  const PhaseTimes& totals() const { return totals_; }
+  double data_wait_fraction() const { return totals_.total() > 0 ? totals_.data / totals_.total() : 0.0; }
+  /// For summary.json: data_wait_fraction and step_seconds by phase (totals and per optimizer step).
+  nlohmann::json summary() const {
+    const double k = steps_ > 0 ? 1.0 / steps_ : 0.0;
+    return {{"data_wait_fraction", data_wait_fraction()},
+            {"optimizer_steps", steps_},
+            {"step_seconds",
+             {{"data", totals_.data}, {"forward", totals_.forward}, {"backward", totals_.backward},
+              {"step", totals_.step}, {"total", totals_.total()}}},
+            {"step_seconds_mean",
+             {{"data", totals_.data * k}, {"forward", totals_.forward * k}, {"backward", totals_.backward * k},
+              {"step", totals_.step * k}, {"total", totals_.total() * k}}}};
+  }
+  /// The printed summary: where the time went and what to try next.
+  std::string summary_text() const {
+    const double tot = totals_.total();
+    auto pct = [&](double v) { return tot > 0 ? 100.0 * v / tot : 0.0; };
+    std::string s = fmt::format(
+        "Time per phase over {} steps ({:.2f} s): data wait {:.1f}%, forward {:.1f}%, backward {:.1f}%, "
+        "optimizer {:.1f}%\n",
+        steps_, tot, pct(totals_.data), pct(totals_.forward), pct(totals_.backward), pct(totals_.step));
+    const double w = data_wait_fraction();
+    if (w > 0.2)
+      s += "The step waits for data: add loader workers (--workers) and prefetch (--prefetch), or do less per sample.";
+    else if (w > 0.05)
+      s += "Some time goes to waiting for data: more loader workers or prefetch may help a little.";
+    else
+      s += "The step is compute-bound: try mixed precision, channels-last or a larger batch before the loader.";
+    return s;
+  }
+
+ private:
+  static nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+  Options o_;
+  StepPhases phases_;
+  PhaseTimes totals_, epoch_;
+  int64_t steps_ = 0, samples_ = 0, epoch_samples_ = 0, epoch_loss_n_ = 0;
+  double epoch_loss_sum_ = 0;
+  std::optional<Metrics> val_;
+  std::ofstream steps_csv_, steps_jsonl_, epochs_csv_, epochs_jsonl_;
+};
+
+}  // namespace policytrain::callbacks

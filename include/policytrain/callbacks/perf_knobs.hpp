@@ -1,0 +1,107 @@
+#pragma once
+/// \file
+/// callbacks::PerfKnobs — the global performance settings of LibTorch in one place, applied once and reported:
+/// channels_last (the model's 4-d parameters; inputs come channels-last from the loader, see
+/// data::PrefetchOptions::channels_last), cuDNN benchmark, TF32 for matmul and convolutions, deterministic
+/// algorithms, intra- and inter-op thread counts, and `seed_everything`.
+/// Hooks: on_fit_begin (applies the settings; idempotent, so `apply(module)` may be called earlier, before the
+/// model or the loader are built). Cost: nothing per step.
+/// Notes: inter-op threads can be set only once per process and before any inter-op work (LibTorch's rule);
+/// a second, different request is reported in describe() as not applied. TF32 and cuDNN settings only matter on
+/// CUDA, but they are global flags and are set (and read back) on every build.
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+#include <torch/nn/module.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+namespace policytrain {
+
+/// Seeds LibTorch's default generators (CPU and, where built, every CUDA device) and the C library's rand().
+inline void seed_everything(uint64_t seed) {
+  torch::manual_seed(seed);  // also seeds the CUDA generators when CUDA is available
+  std::srand(static_cast<unsigned>(seed));
+}
+
+namespace callbacks {
+
+class PerfKnobs {
+ public:
+  static constexpr std::string_view name = "callbacks::PerfKnobs";
+  struct Options {
+    bool channels_last = false;
+    bool cudnn_benchmark = false;
+    bool tf32 = false;
+    bool deterministic = false;
+    int intra_threads = 0;              ///< 0: leave LibTorch's default
+    int interop_threads = 0;            ///< 0: leave LibTorch's default
+    std::optional<uint64_t> seed{};     ///< seed_everything(seed) when set
+  };
+  PerfKnobs() = default;
+  explicit PerfKnobs(Options o) : o_(o) {}
+
+  /// Applies the global settings (threads, seed, cuDNN, TF32, determinism) and, when given, converts the module's
+  /// 4-d parameters and buffers to channels-last.
+  void apply(torch::nn::Module* module = nullptr) {
+    auto& g = at::globalContext();
+    if (!applied_) {
+      if (o_.intra_threads > 0) at::set_num_threads(o_.intra_threads);
+      if (o_.interop_threads > 0 && static_cast<int>(at::get_num_interop_threads()) != o_.interop_threads) {
+        try {
+          at::set_num_interop_threads(o_.interop_threads);
+        } catch (const std::exception& e) {
+          interop_error_ = e.what();
+        }
+      }
+      if (o_.seed) seed_everything(*o_.seed);
+      applied_ = true;
+    }
+    g.setBenchmarkCuDNN(o_.cudnn_benchmark);
+    g.setAllowTF32CuBLAS(o_.tf32);
+    g.setAllowTF32CuDNN(o_.tf32);
+    g.setDeterministicAlgorithms(o_.deterministic, /*warn_only=*/false);
+    g.setDeterministicCuDNN(o_.deterministic);
+    if (module && o_.channels_last && !converted_) {
+      torch::NoGradGuard ng;
+      for (auto& p : module->parameters())
+        if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
+      for (auto& b : module->buffers())
+        if (b.dim() == 4) b.set_data(b.data().contiguous(at::MemoryFormat::ChannelsLast));
+      converted_ = true;
+    }
+  }
+
+  template <class Ctx>
+  void on_fit_begin(Ctx& ctx) { apply(&ctx.module()); }
+
+  const Options& options() const { return o_; }
+  /// The settings requested and the values read back from LibTorch.
+  nlohmann::json describe() const {
+    auto& g = at::globalContext();
+    nlohmann::json j{{"name", name},
+                     {"channels_last", o_.channels_last},
+                     {"cudnn_benchmark", g.benchmarkCuDNN()},
+                     {"tf32_matmul", g.allowTF32CuBLAS()},
+                     {"tf32_cudnn", g.allowTF32CuDNN()},
+                     {"deterministic", g.deterministicAlgorithms()},
+                     {"intra_threads", at::get_num_threads()},
+                     {"interop_threads", at::get_num_interop_threads()}};
+    j["seed"] = o_.seed ? nlohmann::json(*o_.seed) : nlohmann::json(nullptr);
+    if (!interop_error_.empty()) j["interop_threads_error"] = interop_error_;
+    return j;
+  }
+
+ private:
+  Options o_;
+  bool applied_ = false, converted_ = false;
+  std::string interop_error_;
+};
+
+}  // namespace callbacks
+}  // namespace policytrain

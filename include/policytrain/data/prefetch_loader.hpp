@@ -1,0 +1,416 @@
+#pragma once
+/// \file
+/// data::PrefetchLoader — batches of an in-memory (inputs, targets) pair, assembled and augmented on worker
+/// threads ahead of the training step, in exactly the order of TensorLoader.
+///
+/// - Order: the batch indices come from a TensorLoader with the same LoaderOptions, so the (seed, epoch, rank,
+///   world_size) permutation and the data-parallel sharding are TensorLoader's. Workers only assemble batch i;
+///   its augmentation draws from an RNG seeded with (seed, epoch, i), never from a shared generator, so a run
+///   gives the same batches with 0, 1 or N workers.
+/// - Workers are persistent (started once, kept across epochs); `prefetch` batches per worker are in flight or
+///   ready ahead of the consumer, as PyTorch's prefetch_factor.
+/// - Assembly uses plain loops over the pixels (no ATen op per sample), so workers do not compete with the
+///   training thread for LibTorch's intra-op thread pool.
+/// - Exact resume: the iterator can be advanced without touching a batch (`++it` without `*it`), and no batch
+///   before the first one read is assembled. Reading batch i after skipping restarts the workers at i.
+/// - On CUDA (`POLICYTRAIN_WITH_CUDA`, `device` set to a CUDA device): batches are assembled in pinned host memory
+///   and copied with non-blocking copies on a side stream, one batch ahead of the step.
+/// Interface the Trainer uses: a range of policytrain::Batch, size(), set_epoch(e). One pass at a time: a new
+/// begin() (or set_epoch) ends the previous pass.
+/// Cost when unused: none (a separate class; TensorLoader is unchanged).
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <torch/types.h>
+
+#include <policytrain/core/batch.hpp>
+#include <policytrain/data/loader.hpp>
+
+#ifdef POLICYTRAIN_WITH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace policytrain::data {
+
+/// Augmentations of image batches [B, C, H, W], drawn per sample from the batch's RNG.
+struct AugmentOptions {
+  bool enabled = false;        ///< master switch (`--augment`)
+  int64_t crop_padding = 4;    ///< random crop: pad by this many pixels, then take an HxW window (0: no crop)
+  bool horizontal_flip = true; ///< flip left-right with probability 1/2
+  float fill = 0.0f;           ///< value of the padding (for standardised data: -mean/std is black)
+};
+
+/// Per-channel standardisation applied before augmentation: x = (x - mean) / std.
+struct NormalizeOptions {
+  bool enabled = false;
+  float mean = 0.0f;
+  float std = 1.0f;
+};
+
+struct PrefetchOptions {
+  int64_t workers = 0;          ///< worker threads (0: batches are assembled on the consuming thread)
+  int64_t prefetch = 2;         ///< batches in flight or ready per worker
+  AugmentOptions augment{};
+  NormalizeOptions normalize{};
+  bool channels_last = false;   ///< yield inputs in channels-last memory format
+  /// Target device. For a CUDA device (with POLICYTRAIN_WITH_CUDA) batches are pinned and copied on a side
+  /// stream one batch ahead; otherwise batches stay on the CPU and the Trainer moves them.
+  torch::Device device = torch::kCPU;
+};
+
+namespace detail {
+
+/// A 64-bit mix (splitmix64 finaliser), so nearby (seed, epoch, index) give unrelated streams.
+constexpr uint64_t mix64(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+constexpr uint64_t batch_seed(uint64_t seed, int64_t epoch, int64_t index) {
+  return mix64(mix64(mix64(seed ^ 0xA5A5A5A5ull) + static_cast<uint64_t>(epoch)) + static_cast<uint64_t>(index));
+}
+
+/// One sample's draw: shift of the window (dy, dx in [-pad, pad]) and whether to flip.
+struct SampleAug {
+  int64_t dy = 0, dx = 0;
+  bool flip = false;
+};
+
+/// The draws of batch `index` of `epoch`: one per sample, in sample order.
+inline std::vector<SampleAug> draw_augmentations(const AugmentOptions& a, uint64_t seed, int64_t epoch, int64_t index,
+                                                 int64_t n) {
+  std::vector<SampleAug> out(static_cast<size_t>(n));
+  if (!a.enabled) return out;
+  std::mt19937_64 rng(batch_seed(seed, epoch, index));
+  const int64_t p = a.crop_padding;
+  for (auto& s : out) {
+    // Fixed number of draws per sample, so the stream does not depend on which augmentations are on.
+    const uint64_t r0 = rng(), r1 = rng(), r2 = rng();
+    if (p > 0) {
+      s.dy = static_cast<int64_t>(r0 % static_cast<uint64_t>(2 * p + 1)) - p;
+      s.dx = static_cast<int64_t>(r1 % static_cast<uint64_t>(2 * p + 1)) - p;
+    }
+    s.flip = a.horizontal_flip && (r2 >> 63) != 0;
+  }
+  return out;
+}
+
+/// One HxW plane: out = flip_if(shift(in)), where shift(in)[y, x] = in[y + dy, x + dx] (`fill` outside the
+/// image), i.e. a window of the zero-padded image; normalisation (x * scale + shift) is applied to image pixels.
+inline void augment_plane(const float* in, float* out, int64_t h, int64_t w, const SampleAug& s, float fill,
+                          float scale, float shift) {
+  for (int64_t y = 0; y < h; ++y) {
+    const int64_t sy = y + s.dy;
+    float* o = out + y * w;
+    if (sy < 0 || sy >= h) {
+      std::fill(o, o + w, fill);
+      continue;
+    }
+    const float* row = in + sy * w;
+    for (int64_t x = 0; x < w; ++x) {
+      const int64_t sx = (s.flip ? w - 1 - x : x) + s.dx;
+      o[x] = (sx < 0 || sx >= w) ? fill : row[sx] * scale + shift;
+    }
+  }
+}
+
+}  // namespace detail
+
+/// Assembles batch `index` of `epoch` from `x`, `y` and its sample indices `idx`: gather, normalise, augment.
+/// Exposed so tests and benchmarks can check one batch against an independent computation.
+inline Batch assemble_batch(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& idx,
+                            const PrefetchOptions& o, uint64_t seed, int64_t epoch, int64_t index, bool pinned = false) {
+  const int64_t n = idx.size(0);
+  const auto idxc = idx.contiguous();  // a data-parallel shard's indices are a strided view
+  const auto* ip = idxc.data_ptr<int64_t>();
+  auto xs = x.sizes().vec();
+  xs[0] = n;
+  auto opts = x.options().pinned_memory(pinned);
+  torch::Tensor bx = torch::empty(xs, opts);
+  torch::Tensor by = torch::empty({n}, y.options().pinned_memory(pinned));
+  {
+    // Targets: a scalar per sample.
+    const auto yc = y.contiguous();
+    const int64_t es = yc.element_size();
+    const auto* src = static_cast<const char*>(yc.data_ptr());
+    auto* dst = static_cast<char*>(by.data_ptr());
+    for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * es, src + ip[j] * es, static_cast<size_t>(es));
+  }
+  const bool images = x.dim() == 4 && x.scalar_type() == torch::kFloat && x.is_contiguous();
+  const bool transform = o.augment.enabled || o.normalize.enabled;
+  if (transform && !images)
+    throw std::invalid_argument(fmt::format(
+        "policytrain::data::PrefetchLoader: augmentation and normalisation need contiguous float images [N, C, H, W], "
+        "got {} of {}; disable them or convert the inputs", c10::str(x.sizes()), c10::toString(x.scalar_type())));
+  const int64_t per = x.numel() / std::max<int64_t>(x.size(0), 1);
+  if (!transform) {
+    const int64_t bytes = per * x.element_size();
+    const auto xc = x.contiguous();
+    const auto* src = static_cast<const char*>(xc.data_ptr());
+    auto* dst = static_cast<char*>(bx.data_ptr());
+    for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * bytes, src + ip[j] * bytes, static_cast<size_t>(bytes));
+  } else {
+    const int64_t c = x.size(1), h = x.size(2), w = x.size(3);
+    const float scale = o.normalize.enabled ? 1.0f / o.normalize.std : 1.0f;
+    const float shift = o.normalize.enabled ? -o.normalize.mean / o.normalize.std : 0.0f;
+    const auto draws = detail::draw_augmentations(o.augment, seed, epoch, index, n);
+    const float* src = x.data_ptr<float>();
+    float* dst = bx.data_ptr<float>();
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t ch = 0; ch < c; ++ch)
+        detail::augment_plane(src + ip[j] * per + ch * h * w, dst + j * per + ch * h * w, h, w, draws[j],
+                              o.augment.fill, scale, shift);
+  }
+  if (o.channels_last && bx.dim() == 4) bx = bx.contiguous(at::MemoryFormat::ChannelsLast);
+  return {bx, by};
+}
+
+class PrefetchLoader {
+ public:
+  PrefetchLoader(torch::Tensor x, torch::Tensor y, LoaderOptions lo = {}, PrefetchOptions po = {})
+      : x_(x.contiguous()), y_(y.contiguous()), order_(x_, y_, lo), po_(po) {
+    if (po_.workers < 0 || po_.prefetch < 1)
+      throw std::invalid_argument(fmt::format(
+          "policytrain::data::PrefetchLoader: workers {} and prefetch {}; expected workers >= 0 and prefetch >= 1",
+          po_.workers, po_.prefetch));
+    if (po_.normalize.enabled && !(po_.normalize.std > 0))
+      throw std::invalid_argument(fmt::format("policytrain::data::PrefetchLoader: normalise std is {}, expected > 0",
+                                              po_.normalize.std));
+#ifdef POLICYTRAIN_WITH_CUDA
+    cuda_ = po_.device.is_cuda();
+#endif
+  }
+  PrefetchLoader(const PrefetchLoader&) = delete;
+  PrefetchLoader& operator=(const PrefetchLoader&) = delete;
+  ~PrefetchLoader() { stop_workers(); }
+
+  /// Reshuffles for `epoch`; ends any pass in progress.
+  void set_epoch(int64_t epoch) {
+    std::lock_guard lk(m_);
+    ++generation_;
+    order_.set_epoch(epoch);
+    reset_locked();
+  }
+  int64_t epoch() const { return order_.epoch(); }
+  size_t size() const { return order_.size(); }
+  int64_t num_samples() const { return order_.num_samples(); }
+  const LoaderOptions& options() const { return order_.options(); }
+  const PrefetchOptions& prefetch_options() const { return po_; }
+  /// The underlying order (TensorLoader with the same options).
+  const TensorLoader& order() const { return order_; }
+  /// Batches assembled since construction (skipped batches are not assembled).
+  int64_t assembled() const { return assembled_.load(); }
+  /// Worker threads started since construction (they persist across epochs, so at most `workers`).
+  int64_t threads_started() const { return threads_started_; }
+
+  /// Batch `i` of the current epoch, assembled on the calling thread (what a worker computes).
+  Batch assemble(size_t i) const {
+    return assemble_batch(x_, y_, order_.indices(i), po_, order_.options().seed, order_.epoch(),
+                          static_cast<int64_t>(i), pinned());
+  }
+
+  class iterator {
+   public:
+    using value_type = Batch;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    iterator(PrefetchLoader* l, size_t i) : l_(l), i_(i) {}
+    /// Waits for batch i (assembling it here when there are no workers).
+    Batch operator*() const { return l_->take(i_); }
+    iterator& operator++() { ++i_; return *this; }
+    iterator operator++(int) { auto t = *this; ++i_; return t; }
+    /// Skips n batches without assembling them.
+    iterator& operator+=(difference_type n) { i_ += static_cast<size_t>(n); return *this; }
+    bool operator==(const iterator& o) const { return i_ == o.i_; }
+    size_t index() const { return i_; }
+   private:
+    PrefetchLoader* l_ = nullptr;
+    size_t i_ = 0;
+  };
+  /// Starts a pass over the current epoch. Nothing is assembled until a batch is read.
+  iterator begin() {
+    {
+      std::lock_guard lk(m_);
+      ++generation_;
+      reset_locked();
+    }
+    return {this, 0};
+  }
+  iterator end() { return {this, size()}; }
+
+ private:
+  bool pinned() const {
+#ifdef POLICYTRAIN_WITH_CUDA
+    return cuda_;
+#else
+    return false;
+#endif
+  }
+
+  void reset_locked() {
+    ready_.clear();
+    next_ = -1;  // no pass running: workers idle until the first read
+    want_ = 0;
+#ifdef POLICYTRAIN_WITH_CUDA
+    staged_.reset();
+#endif
+    cv_work_.notify_all();
+  }
+
+  void start_workers() {
+    if (!threads_.empty() || po_.workers == 0) return;
+    for (int64_t w = 0; w < po_.workers; ++w) threads_.emplace_back([this] { worker_loop(); });
+    threads_started_ += po_.workers;
+  }
+  void stop_workers() {
+    {
+      std::lock_guard lk(m_);
+      stopping_ = true;
+    }
+    cv_work_.notify_all();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+
+  // Batches the workers may start: up to want_ + workers * prefetch - 1.
+  int64_t window_end() const { return want_ + po_.workers * po_.prefetch; }
+
+  void worker_loop() {
+    // Assembly is plain loops and memcpy; a worker never enters the intra-op pool, so no thread setting is needed.
+    std::unique_lock lk(m_);
+    for (;;) {
+      cv_work_.wait(lk, [&] {
+        return stopping_ || (next_ >= 0 && next_ < static_cast<int64_t>(order_.size()) && next_ < window_end());
+      });
+      if (stopping_) return;
+      const int64_t i = next_++;
+      const uint64_t gen = generation_;
+      auto idx = order_.indices(static_cast<size_t>(i));
+      const uint64_t seed = order_.options().seed;
+      const int64_t epoch = order_.epoch();
+      lk.unlock();
+      std::optional<Batch> b;
+      std::exception_ptr err;
+      try {
+        b = assemble_batch(x_, y_, idx, po_, seed, epoch, i, pinned());
+        ++assembled_;
+      } catch (...) {
+        err = std::current_exception();
+      }
+      lk.lock();
+      if (gen != generation_ || i < want_) continue;  // its pass has ended, or the consumer skipped it
+      ready_[i] = Slot{std::move(b), err};
+      cv_ready_.notify_all();
+    }
+  }
+
+  struct Slot {
+    std::optional<Batch> batch;
+    std::exception_ptr error;
+  };
+
+  Batch fetch_host(size_t i) {
+    if (po_.workers == 0) {
+      ++assembled_;
+      return assemble(i);
+    }
+    start_workers();
+    std::unique_lock lk(m_);
+    const auto ii = static_cast<int64_t>(i);
+    if (want_ != ii || next_ < 0) {
+      // A jump (first read of the pass, or a skip): start over at i, dropping batches that will not be read.
+      if (next_ < 0 || ii < want_ || ii >= next_) {
+        ++generation_;
+        ready_.clear();
+        next_ = ii;
+      } else {
+        ready_.erase(ready_.begin(), ready_.lower_bound(ii));
+      }
+    }
+    want_ = ii;
+    cv_work_.notify_all();
+    cv_ready_.wait(lk, [&] { return ready_.count(ii) != 0; });
+    Slot s = std::move(ready_[ii]);
+    ready_.erase(ii);
+    want_ = ii + 1;
+    cv_work_.notify_all();
+    if (s.error) std::rethrow_exception(s.error);
+    return std::move(*s.batch);
+  }
+
+  Batch take(size_t i) {
+    if (i >= size())
+      throw std::out_of_range(fmt::format("policytrain::data::PrefetchLoader: batch {} read, but the epoch has {}", i, size()));
+#ifdef POLICYTRAIN_WITH_CUDA
+    if (cuda_) return take_cuda(i);
+#endif
+    return fetch_host(i);
+  }
+
+#ifdef POLICYTRAIN_WITH_CUDA
+  struct Staged {
+    size_t index;
+    Batch batch;                 // on the device, written by the side stream
+    at::cuda::CUDAEvent copied;  // recorded on the side stream after the copy
+  };
+  // Copies batch i to the device on the side stream; the copy overlaps the step that uses batch i-1.
+  std::unique_ptr<Staged> stage(size_t i) {
+    Batch host = fetch_host(i);
+    if (!side_) side_ = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, po_.device.index());
+    auto s = std::make_unique<Staged>();
+    s->index = i;
+    c10::cuda::CUDAStreamGuard guard(*side_);
+    s->batch = host.to(po_.device, /*non_blocking=*/true);
+    s->copied.record(*side_);
+    return s;
+  }
+  Batch take_cuda(size_t i) {
+    std::unique_ptr<Staged> cur;
+    if (staged_ && staged_->index == i) cur = std::move(staged_);
+    else cur = stage(i);
+    auto consumer = c10::cuda::getCurrentCUDAStream(po_.device.index());
+    cur->copied.block(consumer);
+    // The tensors were allocated on the side stream: tell the allocator the consumer stream uses them.
+    cur->batch.x.record_stream(consumer);
+    cur->batch.y.record_stream(consumer);
+    staged_.reset();
+    if (i + 1 < size()) staged_ = stage(i + 1);
+    return std::move(cur->batch);
+  }
+  bool cuda_ = false;
+  std::optional<c10::cuda::CUDAStream> side_;
+  std::unique_ptr<Staged> staged_;
+#endif
+
+  torch::Tensor x_, y_;
+  TensorLoader order_;
+  PrefetchOptions po_;
+  std::mutex m_;
+  std::condition_variable cv_work_, cv_ready_;
+  std::vector<std::thread> threads_;
+  std::map<int64_t, Slot> ready_;
+  int64_t next_ = -1;   // next batch a worker starts (-1: idle)
+  int64_t want_ = 0;    // next batch the consumer reads
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+  std::atomic<int64_t> assembled_{0};
+  int64_t threads_started_ = 0;
+};
+
+}  // namespace policytrain::data

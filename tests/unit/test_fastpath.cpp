@@ -1,0 +1,414 @@
+// The fast path: prefetching loader (order, augmentation, persistence, skipping), gradient clipping (against
+// LibTorch's clip_grad_norm_, after unscaling), profiler trace, metrics logs, performance knobs.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "unit/helpers.hpp"
+
+namespace pt = policytrain;
+namespace pd = policytrain::data;
+using testing::MlpTask;
+
+namespace {
+
+/// Random "images" [n, c, h, w] and labels.
+std::pair<torch::Tensor, torch::Tensor> images(int64_t n = 100, int64_t c = 1, int64_t h = 28, int64_t w = 28) {
+  auto gen = torch::make_generator<at::CPUGeneratorImpl>(11);
+  return {torch::rand({n, c, h, w}, gen), torch::randint(0, 10, {n}, gen, torch::kLong)};
+}
+
+std::vector<pt::Batch> collect(pd::PrefetchLoader& l) {
+  std::vector<pt::Batch> out;
+  for (auto&& b : l) out.push_back(b);
+  return out;
+}
+
+bool same_batches(const std::vector<pt::Batch>& a, const std::vector<pt::Batch>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!torch::equal(a[i].x, b[i].x) || !torch::equal(a[i].y, b[i].y)) return false;
+  return true;
+}
+
+/// A precision-category policy that scales the loss by S and unscales the gradients in before_step, as a
+/// loss-scaling policy does; it reports its scale through loss_scale().
+struct ScaleBy {
+  static constexpr pt::Category category = pt::Category::precision;
+  static constexpr std::string_view name = "test::ScaleBy";
+  double s = 1024.0;
+  template <class C> torch::Tensor transform_loss(C&, torch::Tensor l) { return l * s; }
+  template <class C> void before_step(C& c) {
+    torch::NoGradGuard ng;
+    for (auto& p : c.module().parameters())
+      if (p.grad().defined()) p.grad().div_(s);
+  }
+  double loss_scale() const { return s; }
+};
+
+/// A loss large enough that clipping at max_norm = 0.1 acts.
+std::vector<torch::Tensor> grads_of(MlpTask& t, const pt::Batch& b) {
+  t.module().zero_grad();
+  (t.training_step(b) * 10).backward();
+  std::vector<torch::Tensor> g;
+  for (auto& p : t.module().parameters()) g.push_back(p.grad());
+  return g;
+}
+
+std::vector<std::string> read_lines(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  std::vector<std::string> out;
+  for (std::string l; std::getline(f, l);) if (!l.empty()) out.push_back(l);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("PrefetchLoader yields exactly TensorLoader's batches, in its order, with 0, 1 and 3 workers") {
+  auto [x, y] = images(100);
+  for (int64_t rank : {0, 1}) {
+    const pd::LoaderOptions lo{.batch_size = 16, .shuffle = true, .seed = 5, .rank = rank, .world_size = 2};
+    pd::TensorLoader ref(x, y, lo);
+    for (int64_t workers : {0, 1, 3}) {
+      CAPTURE(workers);
+      CAPTURE(rank);
+      pd::PrefetchLoader l(x, y, lo, {.workers = workers, .prefetch = 2});
+      REQUIRE(l.size() == ref.size());
+      for (int64_t epoch : {0, 1, 2}) {
+        ref.set_epoch(epoch);
+        l.set_epoch(epoch);
+        std::vector<pt::Batch> expected;
+        for (auto&& b : ref) expected.push_back(b);
+        CHECK(same_batches(collect(l), expected));
+      }
+    }
+  }
+}
+
+TEST_CASE("PrefetchLoader's augmentation is deterministic for a seed whatever the number of workers") {
+  auto [x, y] = images(90);
+  const pd::LoaderOptions lo{.batch_size = 16, .shuffle = true, .seed = 9};
+  pd::PrefetchOptions po{.workers = 0};
+  po.augment.enabled = true;
+  std::vector<std::vector<pt::Batch>> runs;
+  for (int64_t workers : {0, 1, 3}) {
+    po.workers = workers;
+    pd::PrefetchLoader l(x, y, lo, po);
+    l.set_epoch(1);
+    runs.push_back(collect(l));
+  }
+  CHECK(same_batches(runs[0], runs[1]));
+  CHECK(same_batches(runs[0], runs[2]));
+  // The augmentation acts (the batches differ from the plain ones) and changes with the epoch.
+  pd::TensorLoader ref(x, y, lo);
+  ref.set_epoch(1);
+  CHECK_FALSE(torch::equal(runs[0][0].x, ref.batch(0).x));
+  CHECK(torch::equal(runs[0][0].y, ref.batch(0).y));
+  pd::PrefetchLoader l2(x, y, lo, po);
+  l2.set_epoch(2);
+  ref.set_epoch(2);
+  auto e2 = collect(l2);
+  CHECK(torch::equal(e2[0].y, ref.batch(0).y));
+  CHECK_FALSE(same_batches(e2, runs[0]));
+}
+
+TEST_CASE("Augmentation: a flip is torch::flip of the input, a crop a shifted window of the zero-padded input") {
+  auto [x, y] = images(64, 2, 12, 10);
+  auto idx = torch::arange(64, torch::kLong);
+  pd::PrefetchOptions po;
+  po.augment.enabled = true;
+  SUBCASE("flip only") {
+    po.augment.crop_padding = 0;
+    auto b = pd::assemble_batch(x, y, idx, po, /*seed=*/3, /*epoch=*/0, /*index=*/0);
+    int flips = 0;
+    for (int64_t j = 0; j < 64; ++j) {
+      const bool same = torch::equal(b.x[j], x[j]);
+      const bool flipped = torch::equal(b.x[j], torch::flip(x[j], {-1}));
+      CHECK((same || flipped));
+      flips += flipped;
+    }
+    CHECK(flips > 10);  // about half of 64
+    CHECK(flips < 54);
+  }
+  SUBCASE("crop and flip against padding, slicing and flipping with ATen ops") {
+    po.augment.crop_padding = 4;
+    auto b = pd::assemble_batch(x, y, idx, po, 3, 0, 0);
+    auto padded = torch::constant_pad_nd(x, {4, 4, 4, 4}, 0.0);
+    int matched = 0, shifted = 0;
+    for (int64_t j = 0; j < 64; ++j) {
+      // Find the window (and flip) that explains the output; exactly the windows of the padded image qualify.
+      bool found = false;
+      for (int64_t dy = -4; dy <= 4 && !found; ++dy)
+        for (int64_t dx = -4; dx <= 4 && !found; ++dx)
+          for (bool f : {false, true}) {
+            auto win = padded[j].narrow(1, 4 + dy, 12).narrow(2, 4 + dx, 10);
+            if (f) win = torch::flip(win, {-1});
+            if (torch::equal(b.x[j], win)) {
+              found = true;
+              shifted += (dy != 0 || dx != 0);
+              break;
+            }
+          }
+      matched += found;
+    }
+    CHECK(matched == 64);
+    CHECK(shifted > 40);  // 1 in 81 draws is (0, 0)
+    // The same draws give the same windows as the exposed draw list says.
+    auto draws = pd::detail::draw_augmentations(po.augment, 3, 0, 0, 64);
+    for (int64_t j : {0, 7, 63}) {
+      auto win = padded[j].narrow(1, 4 + draws[j].dy, 12).narrow(2, 4 + draws[j].dx, 10);
+      if (draws[j].flip) win = torch::flip(win, {-1});
+      CHECK(torch::equal(b.x[j], win));
+    }
+  }
+  SUBCASE("normalisation, then channels-last") {
+    po.augment.enabled = false;
+    po.normalize = {.enabled = true, .mean = 0.25f, .std = 0.5f};
+    po.channels_last = true;
+    auto b = pd::assemble_batch(x, y, idx, po, 3, 0, 0);
+    CHECK(b.x.is_contiguous(at::MemoryFormat::ChannelsLast));
+    CHECK(torch::allclose(b.x, (x - 0.25) / 0.5, 1e-6, 1e-6));
+    CHECK(torch::equal(b.y, y));
+  }
+}
+
+TEST_CASE("PrefetchLoader keeps its workers across epochs and passes cut short") {
+  auto [x, y] = images(100);
+  pd::PrefetchLoader l(x, y, {.batch_size = 10, .seed = 1}, {.workers = 2, .prefetch = 2});
+  pd::TensorLoader ref(x, y, {.batch_size = 10, .seed = 1});
+  for (int64_t epoch = 0; epoch < 4; ++epoch) {
+    l.set_epoch(epoch);
+    ref.set_epoch(epoch);
+    // Odd epochs stop after 3 batches, as with --limit-train-batches.
+    int64_t i = 0;
+    for (auto&& b : l) {
+      CHECK(torch::equal(b.x, ref.batch(static_cast<size_t>(i)).x));
+      if (++i == 3 && epoch % 2 == 1) break;
+    }
+  }
+  CHECK(l.threads_started() == 2);
+}
+
+TEST_CASE("Skipping batches (exact resume) does not assemble them") {
+  auto [x, y] = images(100);
+  pd::TensorLoader ref(x, y, {.batch_size = 10, .seed = 4});
+  for (int64_t workers : {0, 2}) {
+    CAPTURE(workers);
+    pd::PrefetchLoader l(x, y, {.batch_size = 10, .seed = 4}, {.workers = workers, .prefetch = 1});
+    auto it = l.begin();
+    for (int k = 0; k < 5; ++k) ++it;  // what the Trainer does to skip batch_in_epoch batches
+    std::vector<pt::Batch> got;
+    for (; it != l.end(); ++it) got.push_back(*it);
+    REQUIRE(got.size() == 5);
+    for (size_t k = 0; k < 5; ++k) CHECK(torch::equal(got[k].x, ref.batch(5 + k).x));
+    CHECK(l.assembled() == 5);  // batches 0-4 were never assembled
+    // A skip in the middle of a pass restarts the workers at the new position.
+    auto it2 = l.begin();
+    CHECK(torch::equal((*it2).y, ref.batch(0).y));
+    it2 += 6;
+    CHECK(torch::equal((*it2).y, ref.batch(6).y));
+  }
+}
+
+TEST_CASE("A Trainer fed by PrefetchLoader (2 workers) trains exactly as one fed by TensorLoader") {
+  auto [x, y] = testing::toy_data(96);
+  const pd::LoaderOptions lo{.batch_size = 16, .shuffle = true, .seed = 3};
+  pd::TensorLoader plain(x, y, lo);
+  pd::PrefetchLoader fast(x, y, lo, {.workers = 2, .prefetch = 2});
+  MlpTask a(1), b(1);
+  torch::optim::SGD oa(a.module().parameters(), 0.1), ob(b.module().parameters(), 0.1);
+  pt::Trainer<MlpTask> ta(a, oa), tb(b, ob);
+  ta.fit(plain, {.epochs = 3, .limit_train_batches = 4});
+  tb.fit(fast, {.epochs = 3, .limit_train_batches = 4});
+  CHECK(testing::same_params(a.module(), b.module()));
+}
+
+TEST_CASE("Clipping by norm matches torch::nn::utils::clip_grad_norm_ for p = 1, 2, 3.5, inf; by value matches clamp") {
+  auto [x, y] = testing::toy_data(32);
+  const pt::Batch batch{x, y};
+  for (double p : {1.0, 2.0, 3.5, std::numeric_limits<double>::infinity()}) {
+    CAPTURE(p);
+    MlpTask a(1), b(1);
+    auto ga = grads_of(a, batch);
+    auto gb = grads_of(b, batch);
+    // Independent expectation of the total norm: the p-norm of all gradient elements together.
+    auto flat = torch::cat({gb[0].flatten(), gb[1].flatten(), gb[2].flatten(), gb[3].flatten()});
+    const double by_hand = std::isinf(p) ? flat.abs().max().item<double>() : flat.norm(p).item<double>();
+    const double ref = torch::nn::utils::clip_grad_norm_(b.module().parameters(), 0.1, p);
+    auto total = pt::callbacks::detail::clip_grad_norm_no_sync(ga, 0.1, p);
+    CHECK(total.item<double>() == doctest::Approx(ref).epsilon(1e-5));
+    CHECK(total.item<double>() == doctest::Approx(by_hand).epsilon(1e-5));
+    REQUIRE(ref > 0.1);  // the clip acted
+    for (size_t i = 0; i < ga.size(); ++i) CHECK(torch::allclose(ga[i], gb[i], 1e-5, 1e-7));
+  }
+  // Below the threshold nothing changes.
+  MlpTask c(1);
+  auto gc = grads_of(c, batch);
+  std::vector<torch::Tensor> before;
+  for (auto& g : gc) before.push_back(g.clone());
+  pt::callbacks::detail::clip_grad_norm_no_sync(gc, 1e6, 2.0);
+  for (size_t i = 0; i < gc.size(); ++i) CHECK(torch::equal(gc[i], before[i]));
+
+  // By value, through a Trainer: one SGD step equals a plain loop with clamp.
+  MlpTask d(1), e(1);
+  torch::optim::SGD od(d.module().parameters(), 0.5), oe(e.module().parameters(), 0.5);
+  using Clip = pt::callbacks::GradClip;
+  pt::Trainer<MlpTask, Clip> t(d, od, Clip({.mode = Clip::Mode::value, .clip_value = 0.01}));
+  std::vector<pt::Batch> data{batch};
+  t.fit(data, {.epochs = 1});
+  oe.zero_grad();
+  e.training_step(batch).backward();
+  for (auto& p : e.module().parameters()) p.grad().clamp_(-0.01, 0.01);
+  oe.step();
+  CHECK(testing::max_rel_diff(d.module(), e.module()) < 1e-6);
+}
+
+TEST_CASE("Clipping runs after the precision policy unscales: it sees and logs the unscaled norm") {
+  auto [x, y] = testing::toy_data(64);
+  std::vector<pt::Batch> data{{x.slice(0, 0, 32), y.slice(0, 0, 32)}, {x.slice(0, 32), y.slice(0, 32)}};
+  using Clip = pt::callbacks::GradClip;
+  MlpTask a(1), b(1);
+  torch::optim::SGD oa(a.module().parameters(), 0.5), ob(b.module().parameters(), 0.5);
+  pt::Trainer<MlpTask, ScaleBy, Clip> t(a, oa, Clip({.mode = Clip::Mode::norm, .max_norm = 0.05, .p = 2.0}));
+  t.fit(data, {.epochs = 1});
+  double last_ref = 0;
+  for (const auto& batch : data) {
+    ob.zero_grad();
+    b.training_step(batch).backward();
+    last_ref = torch::nn::utils::clip_grad_norm_(b.module().parameters(), 0.05, 2.0);
+    ob.step();
+  }
+  REQUIRE(last_ref > 0.05);
+  CHECK(t.get<Clip>().last_norm() == doctest::Approx(last_ref).epsilon(1e-4));  // not 1024x
+  CHECK(testing::max_rel_diff(a.module(), b.module()) < 1e-5);
+}
+
+TEST_CASE("Profiler writes a Chrome trace of the active window with the step phases as named ranges") {
+  auto dir = testing::temp_dir("profiler");
+  auto [x, y] = testing::toy_data(160);
+  pd::TensorLoader loader(x, y, {.batch_size = 16, .seed = 1});
+  MlpTask task(1);
+  torch::optim::SGD opt(task.module().parameters(), 0.1);
+  using Prof = pt::callbacks::Profiler;
+  pt::Trainer<MlpTask, Prof> t(task, opt, Prof({.dir = dir, .wait = 2, .warmup = 1, .active = 3}));
+  t.fit(loader, {.epochs = 1});
+  std::ifstream f(dir / "trace.json");
+  REQUIRE(f.good());
+  auto j = nlohmann::json::parse(f);
+  std::map<std::string, int> count;
+  std::vector<nlohmann::json> steps;
+  for (const auto& e : j.at("traceEvents")) {
+    const std::string n = e.at("name");
+    CHECK(e.at("ph") == "X");
+    CHECK(e.at("dur").get<double>() >= 0);
+    if (n.rfind("ProfilerStep#", 0) == 0) steps.push_back(e), ++count["ProfilerStep"];
+    else ++count[n];
+  }
+  CHECK(count["ProfilerStep"] == 3);
+  for (const char* phase : {"data", "forward", "backward", "step"}) CHECK(count[phase] == 3);
+  // The recorded steps are the 4th to 6th (wait 2, warm-up 1), and each phase lies inside its step.
+  REQUIRE(steps.size() == 3);
+  CHECK(steps[0].at("name") == "ProfilerStep#4");
+  CHECK(steps[2].at("name") == "ProfilerStep#6");
+  for (const auto& e : j.at("traceEvents")) {
+    if (!e.at("args").contains("step")) continue;
+    const auto& s = steps.at(e.at("args").at("step").get<size_t>() - 4);
+    CHECK(e.at("ts").get<double>() >= s.at("ts").get<double>() - 1e-3);
+    CHECK(e.at("ts").get<double>() + e.at("dur").get<double>() <=
+          s.at("ts").get<double>() + s.at("dur").get<double>() + 1e-3);
+  }
+}
+
+TEST_CASE("MetricsLog writes one CSV and JSONL row per step and per epoch, with the scale and grad norm") {
+  auto dir = testing::temp_dir("metrics");
+  auto [x, y] = testing::toy_data(80);
+  pd::TensorLoader train(x, y, {.batch_size = 16, .seed = 1});
+  pd::TensorLoader val(x, y, {.batch_size = 40, .shuffle = false});
+  MlpTask task(1);
+  torch::optim::SGD opt(task.module().parameters(), 0.1);
+  using Clip = pt::callbacks::GradClip;
+  using Log = pt::callbacks::MetricsLog;
+  pt::Trainer<MlpTask, ScaleBy, Clip, Log> t(task, opt, Clip({.mode = Clip::Mode::norm, .max_norm = 1.0}),
+                                             Log({.dir = dir, .print_summary = false}));
+  t.fit(train, val, {.epochs = 2});  // 5 steps per epoch
+  auto csv = read_lines(dir / "steps.csv");
+  REQUIRE(csv.size() == 11);
+  CHECK(csv[0] == "epoch,step,batch_in_epoch,loss,lr,loss_scale,grad_norm,samples,samples_per_s,step_s,data_s,"
+                  "forward_s,backward_s,optimizer_s,stepped");
+  auto jsonl = read_lines(dir / "steps.jsonl");
+  REQUIRE(jsonl.size() == 10);
+  for (size_t i = 0; i < jsonl.size(); ++i) {
+    auto r = nlohmann::json::parse(jsonl[i]);
+    CHECK(r.at("step") == static_cast<int64_t>(i + 1));
+    CHECK(r.at("loss_scale") == 1024.0);
+    CHECK(r.at("lr").get<double>() == doctest::Approx(0.1));
+    CHECK(r.at("samples") == 16);
+    CHECK(r.at("grad_norm").get<double>() > 0);
+    const double parts = r.at("data_s").get<double>() + r.at("forward_s").get<double>() +
+                         r.at("backward_s").get<double>() + r.at("optimizer_s").get<double>();
+    CHECK(r.at("step_s").get<double>() == doctest::Approx(parts).epsilon(1e-6));
+  }
+  // The last row's norm is the clip's last measured norm; its loss the last loss.
+  auto last = nlohmann::json::parse(jsonl.back());
+  CHECK(last.at("grad_norm").get<double>() == doctest::Approx(t.get<Clip>().last_norm()).epsilon(1e-5));
+  CHECK(last.at("loss").get<double>() == doctest::Approx(t.state().loss_value()).epsilon(1e-5));
+  auto epochs = read_lines(dir / "epochs.jsonl");
+  REQUIRE(epochs.size() == 2);
+  REQUIRE(read_lines(dir / "epochs.csv").size() == 3);
+  auto e1 = nlohmann::json::parse(epochs[1]);
+  CHECK(e1.at("epoch") == 1);
+  CHECK(e1.contains("val_loss"));
+  CHECK(e1.contains("val_accuracy"));
+  auto s = t.get<Log>().summary();
+  const double w = s.at("data_wait_fraction");
+  CHECK(w >= 0);
+  CHECK(w <= 1);
+  const auto& ph = s.at("step_seconds");
+  CHECK(ph.at("total").get<double>() ==
+        doctest::Approx(ph.at("data").get<double>() + ph.at("forward").get<double>() +
+                        ph.at("backward").get<double>() + ph.at("step").get<double>()));
+  CHECK(s.at("optimizer_steps") == 10);
+}
+
+TEST_CASE("PerfKnobs applies threads, determinism, cuDNN and TF32 flags, channels-last and the seed") {
+  using Knobs = pt::callbacks::PerfKnobs;
+  auto& g = at::globalContext();
+  Knobs k({.channels_last = true, .cudnn_benchmark = true, .tf32 = true, .deterministic = true,
+           .intra_threads = 1, .interop_threads = 1, .seed = 42});
+  auto conv = torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 4, 3));
+  CHECK_FALSE(conv->weight.is_contiguous(at::MemoryFormat::ChannelsLast));
+  k.apply(conv.get());
+  CHECK(at::get_num_threads() == 1);
+  CHECK(at::get_num_interop_threads() == 1);
+  CHECK(g.deterministicAlgorithms());
+  CHECK(g.benchmarkCuDNN());
+  CHECK(g.allowTF32CuBLAS());
+  CHECK(g.allowTF32CuDNN());
+  CHECK(conv->weight.is_contiguous(at::MemoryFormat::ChannelsLast));
+  auto d = k.describe();
+  CHECK(d.at("deterministic") == true);
+  CHECK(d.at("intra_threads") == 1);
+  CHECK(d.at("interop_threads") == 1);
+  CHECK(d.at("seed") == 42);
+  // The seed: the same draws as seeding LibTorch by hand.
+  auto a = torch::randn({4});
+  torch::manual_seed(42);
+  auto b = torch::randn({4});
+  CHECK(torch::equal(a, b));
+  pt::seed_everything(42);
+  CHECK(torch::equal(torch::randn({4}), b));
+  // Off again.
+  Knobs off(Knobs::Options{});
+  off.apply();
+  CHECK_FALSE(g.deterministicAlgorithms());
+  CHECK_FALSE(g.benchmarkCuDNN());
+  CHECK_FALSE(g.allowTF32CuBLAS());
+}
