@@ -9,11 +9,16 @@
 #include <policytrain/core/state_dict.hpp>
 #include <policytrain/core/trainer.hpp>
 
+#include <policytrain/accumulation/auto_batch.hpp>
+#include <policytrain/accumulation/nominal_batch.hpp>
 #include <policytrain/accumulation/none.hpp>
+#include <policytrain/accumulation/steps.hpp>
+#include <policytrain/accumulation/window_mean.hpp>
 #include <policytrain/checkpoint/none.hpp>
 #include <policytrain/parallel/single.hpp>
 #include <policytrain/precision/fp32.hpp>
 #include <policytrain/schedule/constant.hpp>
+#include <policytrain/schedule/lr.hpp>
 
 #include <policytrain/callbacks/progress_bar.hpp>
 
