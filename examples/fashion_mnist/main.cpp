@@ -13,6 +13,8 @@
 #include <policytrain/detail/torch_compat.hpp>
 #include <policytrain/policytrain.hpp>
 
+#include "flags_accumulation.hpp"
+#include "flags_schedule.hpp"
 #include "model.hpp"
 
 namespace pt = policytrain;
@@ -42,7 +44,6 @@ void add_core_flags(CLI::App& app, Config& c) {
   app.add_option("--data", c.data, "Directory with the Fashion-MNIST IDX files (gzipped or raw)")->check(CLI::ExistingDirectory);
   app.add_option("--run-dir", c.run_dir, "Directory for summary.json and checkpoints");
   app.add_option("--epochs", c.epochs, "Epochs to train")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", c.batch_size, "Micro-batch size")->check(CLI::PositiveNumber);
   app.add_option("--lr", c.lr, "Peak learning rate")->check(CLI::PositiveNumber);
   app.add_option("--optimizer", c.optimizer, "Optimizer")->check(CLI::IsMember({"sgd", "adamw"}));
   app.add_option("--weight-decay", c.weight_decay, "Weight decay")->check(CLI::NonNegativeNumber);
@@ -70,6 +71,10 @@ int main(int argc, char** argv) {
   CLI::App app{"Trains a CNN on Fashion-MNIST with policytrain"};
   Config cfg;
   add_core_flags(app, cfg);
+  fmnist::AccumulationFlags accumulation;
+  accumulation.add(app, cfg.batch_size);
+  fmnist::ScheduleFlags schedule;
+  schedule.add(app);
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -88,14 +93,15 @@ int main(int argc, char** argv) {
 
     fmnist::Classifier task(cfg.width);
     auto optimizer = make_optimizer(cfg, task.module());
+    accumulation.resolve(task, train.x, train.y, train_loader);
 
     pt::callbacks::ProgressBar progress({.force_tty = cfg.progress_tty});
-    pt::Trainer trainer(task, *optimizer, std::move(progress));
+    pt::Trainer trainer(task, *optimizer, accumulation.make(), schedule.make(), std::move(progress));
 
     const pt::FitOptions fit{.epochs = cfg.epochs,
                              .limit_train_batches = cfg.limit_train_batches,
                              .limit_val_batches = cfg.limit_val_batches};
-    auto result = trainer.fit(train_loader, test_loader, fit);
+    auto result = accumulation.fit(trainer, train_loader, train.x, train.y, test_loader, fit);
     auto metrics = trainer.evaluate(test_loader, cfg.limit_val_batches);
     const auto report = metrics.report(pt::data::fashion_mnist_labels());
     std::printf("\nClassification report (test set)\n%s\n", report.to_string().c_str());
@@ -118,6 +124,8 @@ int main(int argc, char** argv) {
          {{"precision", {{"name", "precision::Fp32"}}},
           {"optimizer", {{"name", cfg.optimizer}, {"lr", cfg.lr}, {"weight_decay", cfg.weight_decay}}},
           {"batch_size", cfg.batch_size},
+          {"accumulation", accumulation.describe()},
+          {"schedule", schedule.describe()},
           {"seed", cfg.seed}}},
     };
     nlohmann::json history = nlohmann::json::array();

@@ -34,6 +34,11 @@ struct LrLog {
   }
 };
 
+/// Interrupts a run at the end of its first epoch (a run stopped before its planned end, to be resumed).
+struct StopAfterFirstEpoch {
+  template <class C> bool on_epoch_end(C&) { return true; }
+};
+
 /// A precision policy that skips every step whose attempt index is 1 mod 3 (as a loss scaler does on inf).
 struct SkipSome {
   static constexpr pt::Category category = pt::Category::precision;
@@ -291,8 +296,9 @@ TEST_CASE("State round trip: a resumed run continues the exact lr sequence") {
     torch::optim::SGD opt(t.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
     auto loader = d.loader();
     std::vector<std::vector<double>> first;
-    pt::Trainer<MlpTask, sch::Lr, LrLog> trainer(t, opt, sch::Lr(o), LrLog{&first});
-    trainer.fit(loader, {.epochs = 1});  // 6 steps: inside the warmup
+    pt::Trainer<MlpTask, sch::Lr, LrLog, StopAfterFirstEpoch> trainer(t, opt, sch::Lr(o), LrLog{&first});
+    auto r = trainer.fit(loader, {.epochs = 4});  // interrupted after 6 steps, inside the warmup
+    CHECK(r.epochs_run == 1);
     saved = trainer.state_dict();
     CHECK(first == std::vector<std::vector<double>>(full.begin(), full.begin() + 6));
   }

@@ -14,8 +14,9 @@
 /// the decay kinds end at `lrf` on the last step); base_g is group g's lr when the first fit began.
 ///
 /// Stepping: after_step advances t only when the step updated the weights (`stepped`), never per micro-batch;
-/// reduce-on-plateau reads a validation metric at on_validation_end. state_dict holds t, the base values, the
-/// horizon and the plateau's state, so a resumed run continues the exact sequence.
+/// reduce-on-plateau reads a validation metric at on_validation_end. state_dict holds t, the base values and the
+/// plateau's state, so a resumed run (same epochs, data and accumulation) continues the exact sequence; the horizon
+/// is recomputed at the first epoch of every fit, so a later fit with more epochs stretches the decay.
 /// Hooks: on_fit_begin, on_epoch_begin, after_step, on_validation_end; state.
 /// Requires: an optimizer whose options are SGD, Adam, AdamW or RMSprop to ramp the momentum (any optimizer for the
 /// lr). The horizon (total steps, steps per epoch) comes from the fit — epochs × ceil(batches / accumulate), capped
@@ -70,7 +71,7 @@ struct LrOptions {
   // step, multistep, exponential
   Unit unit = Unit::steps;         ///< unit of step_size, milestones and the exponential decay
   double step_size = 1;            ///< step: multiply by gamma every step_size units
-  std::vector<double> milestones;  ///< multistep: multiply by gamma at each milestone (units, ascending)
+  std::vector<double> milestones{};  ///< multistep: multiply by gamma at each milestone (units, ascending)
   double gamma = 0.1;              ///< step, multistep: factor per decay; exponential: factor per unit
   // onecycle
   double pct_start = 0;            ///< fraction of the run rising from 1/div_factor to 1 (0: cosine from 1 to lrf)
@@ -92,7 +93,7 @@ struct LrOptions {
   double warmup_start_factor = 0;  ///< warmup starts at this × base lr
   double warmup_momentum = -1;     ///< ≥ 0: momentum (SGD) / beta1 (Adam) rises from this to its base value
   double warmup_bias_lr = -1;      ///< ≥ 0: the groups in bias_groups start the warmup at this lr
-  std::vector<size_t> bias_groups; ///< param groups holding biases (Ultralytics: its group 0)
+  std::vector<size_t> bias_groups{};  ///< param groups holding biases (Ultralytics: its group 0)
 };
 
 /// Steps of the run as the schedule sees them.
@@ -212,6 +213,7 @@ class Lr {
 
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
+    resolved_ = false;  // the horizon follows each fit's options (a resumed run passes the same ones)
     auto& groups = ctx.optimizer().param_groups();
     if (base_lr_.empty()) {
       for (auto& g : groups) {
@@ -274,9 +276,6 @@ class Lr {
 
   StateDict state_dict() const {
     StateDict d{{"step", scalar_tensor(t_)},
-                {"total_steps", scalar_tensor(h_.total_steps)},
-                {"steps_per_epoch", scalar_tensor(h_.steps_per_epoch)},
-                {"resolved", scalar_tensor(resolved_)},
                 {"groups", scalar_tensor(static_cast<int64_t>(base_lr_.size()))},
                 {"plateau/factor", scalar_tensor(plateau_factor_)},
                 {"plateau/best", scalar_tensor(best_)},
@@ -290,8 +289,6 @@ class Lr {
   }
   void load_state_dict(const StateDict& d) {
     t_ = state_int(d, "step");
-    h_ = {state_int(d, "total_steps"), state_int(d, "steps_per_epoch")};
-    resolved_ = state_int(d, "resolved") != 0;
     plateau_factor_ = state_double(d, "plateau/factor");
     best_ = state_double(d, "plateau/best");
     bad_ = state_int(d, "plateau/bad");
