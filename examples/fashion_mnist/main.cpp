@@ -15,6 +15,8 @@
 
 #include "flags_precision.hpp"
 #include "flags_fastpath.hpp"
+#include "flags_accumulation.hpp"
+#include "flags_schedule.hpp"
 #include "model.hpp"
 
 namespace pt = policytrain;
@@ -43,7 +45,6 @@ void add_core_flags(CLI::App& app, Config& c) {
   app.add_option("--data", c.data, "Directory with the Fashion-MNIST IDX files (gzipped or raw)")->check(CLI::ExistingDirectory);
   app.add_option("--run-dir", c.run_dir, "Directory for summary.json and checkpoints");
   app.add_option("--epochs", c.epochs, "Epochs to train")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", c.batch_size, "Micro-batch size")->check(CLI::PositiveNumber);
   app.add_option("--lr", c.lr, "Peak learning rate")->check(CLI::PositiveNumber);
   app.add_option("--optimizer", c.optimizer, "Optimizer (adamw: policytrain's fused AdamW; adamw-loop: LibTorch's AdamW)")
       ->check(CLI::IsMember({"sgd", "adamw", "adamw-loop"}));
@@ -76,6 +77,10 @@ int main(int argc, char** argv) {
   precision_flags.add(app);
   fmnist::FastpathFlags fastpath;
   fastpath.add(app);
+  fmnist::AccumulationFlags accumulation;
+  accumulation.add(app, cfg.batch_size);
+  fmnist::ScheduleFlags schedule;
+  schedule.add(app);
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -95,16 +100,17 @@ int main(int argc, char** argv) {
 
     fmnist::Classifier task(cfg.width);
     auto optimizer = make_optimizer(cfg, task.module());
+    accumulation.resolve(task, train.x, train.y, train_loader);
 
     pt::callbacks::ProgressBar progress({.force_tty = cfg.progress_tty});
-    pt::Trainer trainer(task, *optimizer, precision_flags.make(), std::move(progress),
+    pt::Trainer trainer(task, *optimizer, precision_flags.make(), accumulation.make(), schedule.make(), std::move(progress),
                         fastpath.make_knobs(cfg.seed, cfg.threads), fastpath.make_clip(), fastpath.make_log(cfg.run_dir),
                         fastpath.make_profiler());
 
     const pt::FitOptions fit{.epochs = cfg.epochs,
                              .limit_train_batches = cfg.limit_train_batches,
                              .limit_val_batches = cfg.limit_val_batches};
-    auto result = trainer.fit(train_loader, test_loader, fit);
+    auto result = accumulation.fit(trainer, train_loader, train.x, train.y, test_loader, fit);
     // The last epoch's validation is the final evaluation (same weights, same data): no second pass.
     auto metrics = result.validation.empty() ? trainer.evaluate(test_loader, cfg.limit_val_batches) : result.validation.back();
     const auto report = metrics.report(pt::data::fashion_mnist_labels());
@@ -128,6 +134,8 @@ int main(int argc, char** argv) {
          {{"precision", precision_flags.describe()},
           {"optimizer", {{"name", cfg.optimizer}, {"lr", cfg.lr}, {"weight_decay", cfg.weight_decay}}},
           {"batch_size", cfg.batch_size},
+          {"accumulation", accumulation.describe()},
+          {"schedule", schedule.describe()},
           {"seed", cfg.seed}}},
     };
     nlohmann::json history = nlohmann::json::array();

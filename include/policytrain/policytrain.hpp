@@ -9,7 +9,11 @@
 #include <policytrain/core/state_dict.hpp>
 #include <policytrain/core/trainer.hpp>
 
+#include <policytrain/accumulation/auto_batch.hpp>
+#include <policytrain/accumulation/nominal_batch.hpp>
 #include <policytrain/accumulation/none.hpp>
+#include <policytrain/accumulation/steps.hpp>
+#include <policytrain/accumulation/window_mean.hpp>
 #include <policytrain/checkpoint/none.hpp>
 #include <policytrain/parallel/single.hpp>
 #include <policytrain/precision/autocast.hpp>
@@ -17,6 +21,7 @@
 #include <policytrain/precision/fp32.hpp>
 #include <policytrain/precision/loss_scaler.hpp>
 #include <policytrain/schedule/constant.hpp>
+#include <policytrain/schedule/lr.hpp>
 
 #include <policytrain/callbacks/grad_clip.hpp>
 #include <policytrain/callbacks/metrics_log.hpp>
