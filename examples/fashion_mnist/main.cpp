@@ -13,6 +13,7 @@
 #include <policytrain/detail/torch_compat.hpp>
 #include <policytrain/policytrain.hpp>
 
+#include "flags_checkpoint.hpp"
 #include "model.hpp"
 
 namespace pt = policytrain;
@@ -70,6 +71,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Trains a CNN on Fashion-MNIST with policytrain"};
   Config cfg;
   add_core_flags(app, cfg);
+  fmnist::CheckpointFlags ckpt_flags;
+  ckpt_flags.add(app);
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -90,7 +93,10 @@ int main(int argc, char** argv) {
     auto optimizer = make_optimizer(cfg, task.module());
 
     pt::callbacks::ProgressBar progress({.force_tty = cfg.progress_tty});
-    pt::Trainer trainer(task, *optimizer, std::move(progress));
+    const std::string settings = nlohmann::json{{"argv", std::vector<std::string>(argv, argv + argc)}}.dump();
+    pt::Trainer trainer(task, *optimizer, pt::precision::Fp32(ckpt_flags.on_nonfinite()),
+                        ckpt_flags.make_checkpoint(cfg.run_dir, settings), ckpt_flags.make_rollback(),
+                        ckpt_flags.make_ema(), ckpt_flags.make_early_stopping(), std::move(progress));
 
     const pt::FitOptions fit{.epochs = cfg.epochs,
                              .limit_train_batches = cfg.limit_train_batches,
@@ -110,6 +116,9 @@ int main(int argc, char** argv) {
         {"train_samples_per_second", result.samples_per_second()},
         {"wall_seconds", wall},
         {"stopped_early", result.stopped_early},
+        {"best_epoch", trainer.state().best_epoch},
+        {"best_metric", trainer.state().best_metric},
+        {"resumed_from", trainer.get<pt::checkpoint::Disk>().resumed_from().string()},
         {"params_sha256", pt::io::params_sha256(task.module())},
         {"torch_version", pt::detail::torch_version()},
         {"threads", torch::get_num_threads()},
@@ -120,6 +129,7 @@ int main(int argc, char** argv) {
           {"batch_size", cfg.batch_size},
           {"seed", cfg.seed}}},
     };
+    summary["policies"].update(ckpt_flags.describe());
     nlohmann::json history = nlohmann::json::array();
     for (const auto& m : result.validation) history.push_back({{"loss", m.loss}, {"accuracy", m.accuracy}});
     summary["validation_history"] = history;

@@ -5,16 +5,24 @@
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/hooks.hpp>
 #include <policytrain/core/metrics.hpp>
+#include <policytrain/core/monitor.hpp>
 #include <policytrain/core/state.hpp>
 #include <policytrain/core/state_dict.hpp>
 #include <policytrain/core/trainer.hpp>
 
 #include <policytrain/accumulation/none.hpp>
+#include <policytrain/checkpoint/archive.hpp>
+#include <policytrain/checkpoint/disk.hpp>
+#include <policytrain/checkpoint/export.hpp>
+#include <policytrain/checkpoint/format.hpp>
 #include <policytrain/checkpoint/none.hpp>
 #include <policytrain/parallel/single.hpp>
 #include <policytrain/precision/fp32.hpp>
 #include <policytrain/schedule/constant.hpp>
 
+#include <policytrain/callbacks/divergence_rollback.hpp>
+#include <policytrain/callbacks/early_stopping.hpp>
+#include <policytrain/callbacks/ema.hpp>
 #include <policytrain/callbacks/progress_bar.hpp>
 
 #include <policytrain/data/fashion_mnist.hpp>
