@@ -14,7 +14,9 @@
 /// a copy of weights and optimizer state per snapshot; when `enabled` is false, a branch per hook.
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
+#include <vector>
 #include <string>
 
 #include <fmt/format.h>

@@ -16,9 +16,11 @@
 /// fp16 (half the size; a resumed run continues from weights rounded to fp16, so it is no longer bit-exact).
 /// The optimizer's moments stay fp32 unless `half_optimizer` is set, which stores them as bf16 (fp16 would
 /// flush Adam's small second moments to zero); policy state (EMA's copy included) always stays as it is.
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -154,9 +156,20 @@ inline void validate_optimizer(InputArchive& file_opt, torch::optim::Optimizer& 
   if (!file_opt.try_read("pytorch_version", version) || !version.isString() || version.toStringRef() != "1.5.0")
     fail(file, "the optimizer state has an unknown layout (its 'pytorch_version' is not \"1.5.0\")");
 
-  // The live optimizer's own archive tells which option keys its kind has.
+  // The live optimizer's own archive tells which option keys its kind has; its state is set aside meanwhile,
+  // so that this costs nothing for a large model.
   OutputArchive tmpl_out;
-  live.save(tmpl_out);
+  {
+    auto state_aside = std::move(live.state());
+    live.state().clear();
+    try {
+      live.save(tmpl_out);
+    } catch (...) {
+      live.state() = std::move(state_aside);
+      throw;
+    }
+    live.state() = std::move(state_aside);
+  }
   InputArchive tmpl;
   from_bytes(tmpl, to_bytes(tmpl_out));
   InputArchive groups, tmpl_groups, state;

@@ -18,11 +18,14 @@
 /// EMA weights. Cost when off (empty `directory`): a branch per hook; when on: a serialization per save.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <system_error>
+#include <tuple>
 #include <utility>
 #include <vector>
 
