@@ -51,11 +51,12 @@ struct PrecisionFlags {
     return scaling() == LossScaling::on || (scaling() == LossScaling::automatic && precision == "fp16");
   }
 
-  policytrain::precision::Autocast make() const {
+  /// `rollback`: a callbacks::DivergenceRollback handles non-finite losses (they skip the step, then it restores).
+  policytrain::precision::Autocast make(bool rollback = false) const {
     return policytrain::precision::Autocast({.dtype = dtype(),
                                              .loss_scaling = scaling(),
                                              .scaler = {.init_scale = init_scale, .growth_interval = growth_interval},
-                                             .on_nonfinite = nonfinite()});
+                                             .on_nonfinite = rollback ? policytrain::NonFinite::rollback : nonfinite()});
   }
 
   nlohmann::json describe() const {

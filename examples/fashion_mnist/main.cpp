@@ -17,6 +17,7 @@
 #include "flags_fastpath.hpp"
 #include "flags_accumulation.hpp"
 #include "flags_schedule.hpp"
+#include "flags_checkpoint.hpp"
 #include "model.hpp"
 
 namespace pt = policytrain;
@@ -81,6 +82,8 @@ int main(int argc, char** argv) {
   accumulation.add(app, cfg.batch_size);
   fmnist::ScheduleFlags schedule;
   schedule.add(app);
+  fmnist::CheckpointFlags ckpt_flags;
+  ckpt_flags.add(app);
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -103,7 +106,10 @@ int main(int argc, char** argv) {
     accumulation.resolve(task, train.x, train.y, train_loader);
 
     pt::callbacks::ProgressBar progress({.force_tty = cfg.progress_tty});
-    pt::Trainer trainer(task, *optimizer, precision_flags.make(), accumulation.make(), schedule.make(), std::move(progress),
+    const std::string settings = nlohmann::json{{"argv", std::vector<std::string>(argv, argv + argc)}}.dump();
+    pt::Trainer trainer(task, *optimizer, precision_flags.make(ckpt_flags.rollback), accumulation.make(), schedule.make(),
+                        ckpt_flags.make_checkpoint(cfg.run_dir, settings), ckpt_flags.make_rollback(),
+                        ckpt_flags.make_ema(), ckpt_flags.make_early_stopping(), std::move(progress),
                         fastpath.make_knobs(cfg.seed, cfg.threads), fastpath.make_clip(), fastpath.make_log(cfg.run_dir),
                         fastpath.make_profiler());
 
@@ -126,6 +132,9 @@ int main(int argc, char** argv) {
         {"train_samples_per_second", result.samples_per_second()},
         {"wall_seconds", wall},
         {"stopped_early", result.stopped_early},
+        {"best_epoch", trainer.state().best_epoch},
+        {"best_metric", trainer.state().best_metric},
+        {"resumed_from", trainer.get<pt::checkpoint::Disk>().resumed_from().string()},
         {"params_sha256", pt::io::params_sha256(task.module())},
         {"torch_version", pt::detail::torch_version()},
         {"threads", torch::get_num_threads()},
@@ -138,6 +147,7 @@ int main(int argc, char** argv) {
           {"schedule", schedule.describe()},
           {"seed", cfg.seed}}},
     };
+    summary["policies"].update(ckpt_flags.describe());
     nlohmann::json history = nlohmann::json::array();
     for (const auto& m : result.validation) history.push_back({{"loss", m.loss}, {"accuracy", m.accuracy}});
     summary["validation_history"] = history;

@@ -5,6 +5,7 @@
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/hooks.hpp>
 #include <policytrain/core/metrics.hpp>
+#include <policytrain/core/monitor.hpp>
 #include <policytrain/core/state.hpp>
 #include <policytrain/core/state_dict.hpp>
 #include <policytrain/core/trainer.hpp>
@@ -14,6 +15,10 @@
 #include <policytrain/accumulation/none.hpp>
 #include <policytrain/accumulation/steps.hpp>
 #include <policytrain/accumulation/window_mean.hpp>
+#include <policytrain/checkpoint/archive.hpp>
+#include <policytrain/checkpoint/disk.hpp>
+#include <policytrain/checkpoint/export.hpp>
+#include <policytrain/checkpoint/format.hpp>
 #include <policytrain/checkpoint/none.hpp>
 #include <policytrain/parallel/single.hpp>
 #include <policytrain/precision/autocast.hpp>
@@ -23,6 +28,9 @@
 #include <policytrain/schedule/constant.hpp>
 #include <policytrain/schedule/lr.hpp>
 
+#include <policytrain/callbacks/divergence_rollback.hpp>
+#include <policytrain/callbacks/early_stopping.hpp>
+#include <policytrain/callbacks/ema.hpp>
 #include <policytrain/callbacks/grad_clip.hpp>
 #include <policytrain/callbacks/metrics_log.hpp>
 #include <policytrain/callbacks/perf_knobs.hpp>

@@ -14,6 +14,7 @@
 /// | `before_step(ctx)` | each optimizer step | void |
 /// | `step(ctx)` | each optimizer step (one policy at most) | bool (false = skipped) |
 /// | `after_step(ctx, stepped)` | each optimizer step | void |
+/// | `on_step_end(ctx)` | each optimizer step, after every after_step and zero_grad (the state is whole: checkpoints) | void |
 /// | `around_evaluate(ctx, fn)` | each evaluation | `fn()`'s result (Metrics) |
 /// | `on_validation_end(ctx, metrics)` | after each validation | void or bool (true = stop) |
 /// | `state_dict()`, `load_state_dict(d)` | checkpoint save and load | StateDict / void |
@@ -67,6 +68,7 @@ template <class P, class C> concept HasShouldStep = requires(P& p, C& c) { p.sho
 template <class P, class C> concept HasBeforeStep = requires(P& p, C& c) { p.before_step(c); };
 template <class P, class C> concept HasStep = requires(P& p, C& c) { p.step(c); };
 template <class P, class C> concept HasAfterStep = requires(P& p, C& c, bool s) { p.after_step(c, s); };
+template <class P, class C> concept HasOnStepEnd = requires(P& p, C& c) { p.on_step_end(c); };
 template <class P, class C> concept HasAroundEvaluate = requires(P& p, C& c, detail::MetricsThunk f) { p.around_evaluate(c, f); };
 template <class P, class C> concept HasOnValidationEnd = requires(P& p, C& c, const Metrics& m) { p.on_validation_end(c, m); };
 

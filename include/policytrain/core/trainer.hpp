@@ -12,7 +12,7 @@
 ///   forward (around_forward: autocast) → transform_loss (accumulation normalisation, loss scale)
 ///   → should_step? → backward (around_backward: no-sync on non-final micro-steps)
 ///   → [last micro-step] before_step (reduce, normalise, unscale, clip) → step (skipped on inf/NaN)
-///   → after_step (scale update, schedule, EMA, logging) → zero_grad.
+///   → after_step (scale update, schedule, EMA, logging) → zero_grad → on_step_end (checkpoints).
 #include <chrono>
 #include <cstdint>
 #include <iterator>
@@ -181,6 +181,10 @@ class Context {
   double lr(size_t g = 0) { return optimizer().param_groups().at(g).options().get_lr(); }
   /// The device of the module's parameters (batches are moved there).
   torch::Device device() const { return t_->device(); }
+  /// The Trainer's counters and every stateful policy's state (Trainer::state_dict), for checkpoint policies.
+  StateDict state_dict() const { return t_->state_dict(); }
+  /// Restores them (Trainer::load_state_dict); a mid-epoch state makes the next epoch skip the batches it had consumed.
+  void load_state_dict(const StateDict& d) { t_->load_state_dict(d); }
 
  private:
   TrainerT* t_;
@@ -305,11 +309,14 @@ class Trainer {
     return d;
   }
   /// Restores what state_dict() returned. Throws std::invalid_argument naming a missing entry.
+  /// A state taken mid-epoch (batch_in_epoch > 0) makes the next fit skip that many micro-batches of its first
+  /// epoch, so that a resumed run sees exactly the batches the interrupted one had not yet consumed.
   void load_state_dict(const StateDict& d) {
     state_.epoch = state_int(d, "trainer/epoch");
     state_.global_step = state_int(d, "trainer/global_step");
     state_.skipped_steps = state_int(d, "trainer/skipped_steps");
     state_.batch_in_epoch = state_int(d, "trainer/batch_in_epoch");
+    resume_batches_ = state_.batch_in_epoch;
     state_.samples_seen = state_int(d, "trainer/samples_seen");
     state_.best_metric = state_double(d, "trainer/best_metric");
     state_.best_epoch = state_int(d, "trainer/best_epoch");
@@ -455,6 +462,7 @@ class Trainer {
   void after_step(bool stepped) {
     each([&](auto& p) { if constexpr (HasAfterStep<std::remove_cvref_t<decltype(p)>, context_type>) p.after_step(ctx_, stepped); });
   }
+  void on_step_end() { each([&](auto& p) { if constexpr (HasOnStepEnd<std::remove_cvref_t<decltype(p)>, context_type>) p.on_step_end(ctx_); }); }
 
   /// Nests the around_forward hooks, the first policy outermost.
   template <size_t I, class F>
@@ -515,6 +523,7 @@ class Trainer {
     optimizer_.zero_grad(/*set_to_none=*/true);
     state_.micro_step = 0;
     state_.window_samples = 0;
+    on_step_end();
   }
 
   template <class TrainData, class ValData>
@@ -530,13 +539,19 @@ class Trainer {
       const int64_t n = detail::size_or_unknown(train);
       epoch_batches_ = options.limit_train_batches >= 0 && (n < 0 || options.limit_train_batches < n)
                            ? options.limit_train_batches : n;
-      state_.batch_in_epoch = 0;
+      state_.batch_in_epoch = std::exchange(resume_batches_, 0);
       module().train();
       on_epoch_begin();
       const auto t0 = std::chrono::steady_clock::now();
       const int64_t seen0 = state_.samples_seen;
-      for (auto&& item : train) {
+      auto it = std::begin(train);
+      const auto end = std::end(train);
+      // A resumed epoch passes over the batches already consumed without dereferencing them (TensorLoader
+      // assembles a batch only on dereference).
+      for (int64_t i = 0; i < state_.batch_in_epoch && it != end; ++i) ++it;
+      for (; it != end; ++it) {
         if (epoch_batches_ >= 0 && state_.batch_in_epoch >= epoch_batches_) break;
+        auto&& item = *it;
         train_micro_step(to_device(item));
         if (options.max_steps >= 0 && state_.global_step >= options.max_steps) {
           state_.stop_requested = true;
@@ -578,6 +593,7 @@ class Trainer {
   FitOptions options_;
   torch::Device device_{torch::kCPU};
   int64_t epoch_batches_ = -1;
+  int64_t resume_batches_ = 0;  ///< micro-batches the next epoch skips (set by load_state_dict)
   bool last_micro_step_ = true;
 };
 

@@ -1,0 +1,118 @@
+#pragma once
+// Flags of checkpoints, EMA, early stopping and divergence rollback for the main job.
+//   --save last,best,every:N,steps:N,minutes:M   what to write (default: last)
+//   --checkpoint-dir DIR (default RUN_DIR/checkpoints)  --keep K  --top-k K  --monitor loss|accuracy  --mode min|max
+//   --half-weights  --half-optimizer  --resume [PATH] (no value: the newest good checkpoint of the directory)
+//   --ema [--ema-decay D --ema-tau T]  --patience P [--min-delta D]  --rollback [--rollback-factor F]  --no-export
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <policytrain/callbacks/divergence_rollback.hpp>
+#include <policytrain/callbacks/early_stopping.hpp>
+#include <policytrain/callbacks/ema.hpp>
+#include <policytrain/checkpoint/disk.hpp>
+
+namespace fmnist {
+
+struct CheckpointFlags {
+  std::vector<std::string> save{"last"};
+  std::filesystem::path dir;
+  std::string monitor = "loss";
+  std::string mode;  // "" = min for loss, max for accuracy
+  int64_t keep = 0;
+  int64_t top_k = 1;
+  bool half_weights = false;
+  bool half_optimizer = false;
+  std::string resume;
+  bool no_export = false;
+  bool ema = false;
+  double ema_decay = 0.9999;
+  double ema_tau = 2000;
+  int64_t patience = 0;
+  double min_delta = 0;
+  bool rollback = false;
+  double rollback_factor = 0.5;
+
+  void add(CLI::App& app) {
+    app.add_option("--save", save, "Checkpoints to write: last, best, every:N (epochs), steps:N, minutes:M, none")
+        ->delimiter(',');
+    app.add_option("--checkpoint-dir", dir, "Checkpoint directory (default: RUN_DIR/checkpoints)");
+    app.add_option("--monitor", monitor, "Metric for best checkpoints and early stopping")->check(CLI::IsMember({"loss", "accuracy"}));
+    app.add_option("--mode", mode, "min or max (default: min for loss, max for accuracy)")->check(CLI::IsMember({"min", "max"}));
+    app.add_option("--keep", keep, "Keep the newest K epoch/step checkpoints (0: all)")->check(CLI::NonNegativeNumber);
+    app.add_option("--top-k", top_k, "With best: keep the K best checkpoints")->check(CLI::PositiveNumber);
+    app.add_flag("--half-weights", half_weights, "Store weights as fp16 (half the size; resuming is then not bit-exact)");
+    app.add_flag("--half-optimizer", half_optimizer, "Store the optimizer's moments as bf16 too");
+    app.add_option("--resume", resume, "Resume from PATH, or without a value from the newest good checkpoint")
+        ->expected(0, 1)->default_str("auto");
+    app.add_flag("--no-export", no_export, "Do not write RUN_DIR/checkpoints/final.pt (torch.load-able weights)");
+    app.add_flag("--ema", ema, "Evaluate with an exponential moving average of the weights");
+    app.add_option("--ema-decay", ema_decay, "EMA decay")->check(CLI::Range(0.0, 0.999999999));
+    app.add_option("--ema-tau", ema_tau, "EMA decay ramp, in steps")->check(CLI::NonNegativeNumber);
+    app.add_option("--patience", patience, "Stop after P epochs without improvement of --monitor (0: never)")->check(CLI::NonNegativeNumber);
+    app.add_option("--min-delta", min_delta, "Smallest change that counts as an improvement")->check(CLI::NonNegativeNumber);
+    app.add_flag("--rollback", rollback, "On a non-finite loss, reload the last good state and lower the lr");
+    app.add_option("--rollback-factor", rollback_factor, "lr factor of each rollback")->check(CLI::Range(0.0, 1.0));
+  }
+
+  policytrain::Monitor monitor_spec() const {
+    return {.metric = monitor,
+            .mode = mode.empty() ? policytrain::Monitor::default_mode(monitor) : policytrain::parse_mode(mode),
+            .min_delta = min_delta};
+  }
+
+  /// The checkpoint policy; `settings` is the run's command line as JSON.
+  policytrain::checkpoint::Disk make_checkpoint(const std::filesystem::path& run_dir, std::string settings) const {
+    policytrain::checkpoint::Disk::Options o;
+    o.directory = dir.empty() ? run_dir / "checkpoints" : dir;
+    o.last = false;
+    o.monitor = monitor_spec();
+    bool none = false;
+    for (const auto& s : save) {
+      auto number = [&](const std::string& prefix) { return std::stod(s.substr(prefix.size())); };
+      if (s == "last") o.last = true;
+      else if (s == "best") o.best = true;
+      else if (s == "none") none = true;
+      else if (s.starts_with("every:")) o.every_epochs = static_cast<int64_t>(number("every:"));
+      else if (s.starts_with("steps:")) o.every_steps = static_cast<int64_t>(number("steps:"));
+      else if (s.starts_with("minutes:")) o.every_seconds = 60 * number("minutes:"), o.last = true;
+      else throw std::invalid_argument("--save: '" + s + "' is unknown; use last, best, every:N, steps:N, minutes:M or none");
+    }
+    if (none && resume.empty()) o.directory.clear();  // the policy is off
+    o.keep = keep;
+    o.top_k = top_k;
+    o.save = {.half_weights = half_weights, .half_optimizer = half_optimizer};
+    o.resume = resume;
+    o.settings = std::move(settings);
+    o.export_final = !no_export && !none;
+    return policytrain::checkpoint::Disk(std::move(o));
+  }
+  policytrain::callbacks::Ema make_ema() const {
+    return policytrain::callbacks::Ema({.enabled = ema, .decay = ema_decay, .tau = ema_tau});
+  }
+  policytrain::callbacks::EarlyStopping make_early_stopping() const {
+    return policytrain::callbacks::EarlyStopping(
+        {.enabled = patience > 0, .monitor = monitor_spec(), .patience = std::max<int64_t>(1, patience)});
+  }
+  policytrain::callbacks::DivergenceRollback make_rollback() const {
+    return policytrain::callbacks::DivergenceRollback({.enabled = rollback, .lr_factor = rollback_factor});
+  }
+  /// What the precision policy does on a non-finite loss.
+  policytrain::NonFinite on_nonfinite() const { return rollback ? policytrain::NonFinite::rollback : policytrain::NonFinite::error; }
+
+  nlohmann::json describe() const {
+    return {{"checkpoint", {{"name", "checkpoint::Disk"}, {"save", save}, {"keep", keep}, {"top_k", top_k},
+                            {"half_weights", half_weights}, {"half_optimizer", half_optimizer}, {"resume", resume}}},
+            {"ema", {{"enabled", ema}, {"decay", ema_decay}, {"tau", ema_tau}}},
+            {"early_stopping", {{"enabled", patience > 0}, {"patience", patience}, {"monitor", monitor}, {"min_delta", min_delta}}},
+            {"rollback", {{"enabled", rollback}, {"lr_factor", rollback_factor}}}};
+  }
+};
+
+}  // namespace fmnist

@@ -1,0 +1,104 @@
+#pragma once
+/// \file
+/// callbacks::EarlyStopping — stops training when a validation metric has not improved for `patience`
+/// validations (an improvement beats the best by more than `min_delta`), when it is not finite, when it is
+/// better than `stopping_threshold` (good enough) or worse than `divergence_threshold` (hopeless), with the
+/// semantics of PyTorch Lightning's EarlyStopping. Reports the best value and epoch in TrainState
+/// (best_metric, best_epoch); the Trainer's FitResult::stopped_early tells whether it stopped.
+/// Hooks: on_validation_end (returns true to stop). Stateful (best, epoch, wait count) for checkpoints.
+/// Requires a validation set (`fit(train, val)`). Cost: nothing per step; when `enabled` is false, a branch.
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include <policytrain/core/metrics.hpp>
+#include <policytrain/core/monitor.hpp>
+#include <policytrain/core/state_dict.hpp>
+
+namespace policytrain::callbacks {
+
+class EarlyStopping {
+ public:
+  static constexpr std::string_view name = "callbacks::EarlyStopping";
+  struct Options {
+    bool enabled = true;
+    Monitor monitor{};                          ///< metric ("loss", "accuracy", ...), mode, min_delta
+    int64_t patience = 3;                       ///< validations without improvement before stopping
+    bool check_finite = true;                   ///< stop at once on a NaN or infinite metric
+    std::optional<double> stopping_threshold{};   ///< stop once the metric is better than this
+    std::optional<double> divergence_threshold{}; ///< stop once the metric is worse than this
+    std::FILE* log = stderr;                    ///< where the reason is printed (main rank; nullptr: nowhere)
+  };
+
+  EarlyStopping() = default;
+  explicit EarlyStopping(Options o) : o_(std::move(o)) {
+    if (o_.patience < 1)
+      throw std::invalid_argument(fmt::format("policytrain::callbacks::EarlyStopping: patience is {}, expected >= 1", o_.patience));
+  }
+
+  const Options& options() const { return o_; }
+  double best() const { return best_; }
+  int64_t best_epoch() const { return best_epoch_; }
+  int64_t wait() const { return wait_; }
+  /// The epoch at which it asked to stop (-1: it did not), and why.
+  int64_t stopped_epoch() const { return stopped_epoch_; }
+  const std::string& reason() const { return reason_; }
+
+  template <class Ctx>
+  bool on_validation_end(Ctx& ctx, const Metrics& m) {
+    if (!o_.enabled) return false;
+    const double v = m.get(o_.monitor.metric);
+    const int64_t epoch = ctx.state().epoch;
+    const auto& mon = o_.monitor;
+    std::string why;
+    if (mon.improves(v, best_)) {
+      best_ = v;
+      best_epoch_ = epoch;
+      wait_ = 0;
+    } else if (std::isfinite(v)) {
+      ++wait_;
+    }
+    if (o_.check_finite && !std::isfinite(v))
+      why = fmt::format("{} is {}", mon.metric, v);
+    else if (o_.stopping_threshold && mon.better(v, *o_.stopping_threshold))
+      why = fmt::format("{} {:.6g} reached the stopping threshold {:.6g}", mon.metric, v, *o_.stopping_threshold);
+    else if (o_.divergence_threshold && mon.worse(v, *o_.divergence_threshold))
+      why = fmt::format("{} {:.6g} is beyond the divergence threshold {:.6g}", mon.metric, v, *o_.divergence_threshold);
+    else if (wait_ >= o_.patience)
+      why = fmt::format("{} did not improve for {} epochs (best {:.6g} at epoch {})", mon.metric, wait_, best_, best_epoch_ + 1);
+    ctx.state().best_metric = best_;
+    ctx.state().best_epoch = best_epoch_;
+    if (why.empty()) return false;
+    stopped_epoch_ = epoch;
+    reason_ = why;
+    if (o_.log && ctx.is_main()) {
+      std::fprintf(o_.log, "policytrain::callbacks::EarlyStopping: stopping after epoch %lld: %s\n",
+                   static_cast<long long>(epoch + 1), why.c_str());
+      std::fflush(o_.log);
+    }
+    return true;
+  }
+
+  StateDict state_dict() const {
+    return {{"best", scalar_tensor(best_)}, {"best_epoch", scalar_tensor(best_epoch_)}, {"wait", scalar_tensor(wait_)}};
+  }
+  void load_state_dict(const StateDict& d) {
+    best_ = state_double(d, "best");
+    best_epoch_ = state_int(d, "best_epoch");
+    wait_ = state_int(d, "wait");
+  }
+
+ private:
+  Options o_;
+  double best_ = std::numeric_limits<double>::quiet_NaN();
+  int64_t best_epoch_ = -1;
+  int64_t wait_ = 0;
+  int64_t stopped_epoch_ = -1;
+  std::string reason_;
+};
+
+}  // namespace policytrain::callbacks

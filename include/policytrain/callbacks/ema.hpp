@@ -1,0 +1,154 @@
+#pragma once
+/// \file
+/// callbacks::Ema — an exponential moving average of the model's parameters, used for evaluation.
+/// After every optimizer step that was taken (not after a skipped one) the average moves towards the weights
+/// with the ramped decay of Ultralytics' ModelEMA, d_t = decay * (1 - exp(-t / tau)) for the t-th update:
+///     ema = d_t * ema + (1 - d_t) * weights
+/// so early averages follow the weights closely. Buffers (batch-norm statistics) are not averaged: evaluation
+/// uses the model's own, i.e. they are copied (Ultralytics averages floating-point buffers too).
+/// Hooks: on_fit_begin (first copy), after_step (update), around_evaluate (the EMA weights are swapped in for
+/// the evaluation and swapped back, also when it throws). Stateful: the average and the update count go into
+/// checkpoints. Requires nothing; put it after callbacks::DivergenceRollback so a rolled-back step is not averaged.
+/// Cost: one copy of the parameters, two foreach kernels per step; when `enabled` is false, a branch per hook.
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/ops/_foreach_add.h>
+#include <ATen/ops/_foreach_mul.h>
+#include <fmt/format.h>
+#include <torch/nn/module.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include <policytrain/core/metrics.hpp>
+#include <policytrain/core/state_dict.hpp>
+
+namespace policytrain::callbacks {
+
+class Ema {
+ public:
+  static constexpr std::string_view name = "callbacks::Ema";
+  struct Options {
+    bool enabled = true;
+    double decay = 0.9999;  ///< the decay the ramp approaches
+    double tau = 2000;      ///< ramp length in updates (0: the constant decay from the first update)
+  };
+
+  Ema() = default;
+  explicit Ema(Options o) : o_(o) {
+    if (!(o_.decay >= 0 && o_.decay < 1))
+      throw std::invalid_argument(fmt::format("policytrain::callbacks::Ema: decay is {}, expected 0 <= decay < 1", o_.decay));
+    if (o_.tau < 0) throw std::invalid_argument(fmt::format("policytrain::callbacks::Ema: tau is {}, expected >= 0", o_.tau));
+  }
+
+  bool enabled() const { return o_.enabled; }
+  const Options& options() const { return o_; }
+  int64_t updates() const { return updates_; }
+  /// The decay of the t-th update.
+  double decay_at(int64_t t) const { return o_.tau > 0 ? o_.decay * (1.0 - std::exp(-static_cast<double>(t) / o_.tau)) : o_.decay; }
+  /// The averaged parameters, in the module's parameter order (empty before the first fit).
+  const std::vector<torch::Tensor>& average() const { return shadow_; }
+
+  template <class Ctx>
+  void on_fit_begin(Ctx& ctx) {
+    if (!o_.enabled) return;
+    bind(ctx.module());
+  }
+
+  template <class Ctx>
+  void after_step(Ctx& ctx, bool stepped) {
+    if (!o_.enabled || !stepped) return;
+    if (shadow_.empty()) bind(ctx.module());
+    ++updates_;
+    const double d = decay_at(updates_);
+    torch::NoGradGuard g;
+    at::_foreach_mul_(shadow_, d);
+    at::_foreach_add_(shadow_, params_, 1.0 - d);
+  }
+
+  template <class Ctx, class F>
+  Metrics around_evaluate(Ctx& ctx, F&& evaluate) {
+    if (!o_.enabled || shadow_.empty()) return evaluate();
+    return with_weights(ctx.module(), std::forward<F>(evaluate));
+  }
+
+  /// Runs `fn` with the EMA weights in `m` (the module the average was taken of), then puts the trained
+  /// weights back, also when `fn` throws.
+  template <class F>
+  decltype(auto) with_weights(torch::nn::Module& m, F&& fn) {
+    if (shadow_.empty()) bind(m);
+    struct Swap {
+      Ema& e;
+      explicit Swap(Ema& e) : e(e) { e.swap(); }
+      ~Swap() { e.swap(); }
+    } swap(*this);
+    return fn();
+  }
+
+  StateDict state_dict() const {
+    StateDict d{{"updates", scalar_tensor(updates_)}};
+    for (size_t i = 0; i < shadow_.size(); ++i) d.emplace("average/" + names_[i], shadow_[i]);
+    return d;
+  }
+  /// Restores the count and the average; the average is matched to the module's parameters by name at the
+  /// next fit (on_fit_begin), which throws when they differ.
+  void load_state_dict(const StateDict& d) {
+    updates_ = state_int(d, "updates");
+    pending_.clear();
+    for (const auto& [k, v] : sub_state(d, "average/")) pending_.emplace(k, v.detach().clone());
+    if (!pending_.empty() && !params_.empty()) adopt_pending();
+  }
+
+ private:
+  /// Takes the module's parameters; the average starts as their copy (or as a loaded average).
+  void bind(torch::nn::Module& m) {
+    params_.clear();
+    names_.clear();
+    for (const auto& p : m.named_parameters(true)) {
+      names_.push_back(p.key());
+      params_.push_back(p.value());
+    }
+    if (!pending_.empty()) {
+      adopt_pending();
+    } else if (shadow_.size() != params_.size()) {
+      torch::NoGradGuard g;
+      shadow_.clear();
+      for (const auto& p : params_) shadow_.push_back(p.detach().clone());
+    }
+  }
+  void adopt_pending() {
+    std::vector<torch::Tensor> s;
+    for (size_t i = 0; i < names_.size(); ++i) {
+      auto it = pending_.find(names_[i]);
+      if (it == pending_.end() || it->second.sizes() != params_[i].sizes())
+        throw std::invalid_argument(fmt::format(
+            "policytrain::callbacks::Ema: the loaded average {} '{}' of this model; load the state of the same model",
+            it == pending_.end() ? "lacks" : "has another shape for", names_[i]));
+      s.push_back(it->second.to(params_[i].device(), params_[i].scalar_type()));
+    }
+    if (pending_.size() != names_.size())
+      throw std::invalid_argument("policytrain::callbacks::Ema: the loaded average has parameters this model lacks");
+    shadow_ = std::move(s);
+    pending_.clear();
+  }
+  void swap() {
+    torch::NoGradGuard g;
+    for (size_t i = 0; i < shadow_.size(); ++i) {
+      auto tmp = params_[i].detach().clone();
+      params_[i].detach().copy_(shadow_[i]);
+      shadow_[i].copy_(tmp);
+    }
+  }
+
+  Options o_;
+  int64_t updates_ = 0;
+  std::vector<std::string> names_;
+  std::vector<torch::Tensor> params_, shadow_;
+  std::map<std::string, torch::Tensor> pending_;
+};
+
+}  // namespace policytrain::callbacks

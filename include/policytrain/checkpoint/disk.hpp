@@ -1,0 +1,389 @@
+#pragma once
+/// \file
+/// checkpoint::Disk — checkpoints in a directory: the last state, the best by a validation metric (top-k),
+/// every N epochs or N steps, at a wall-clock interval; resume from a file or from the newest good file of
+/// the directory (falling back past corrupt ones, and saying so); export of the final weights for Python.
+///
+/// A checkpoint holds the model, the optimizer, Trainer::state_dict() (counters, the data position within the
+/// epoch, every stateful policy: EMA, early stopping, schedule, scaler, this policy's metric history), the RNG
+/// states, the run's settings, the metric history and the LibTorch and policytrain versions. File format and
+/// atomic writes: checkpoint/format.hpp; what is validated before loading: checkpoint/archive.hpp.
+///
+/// Files: last.ckpt (every epoch end, and every `every_seconds`), best.ckpt (+ best-e<epoch>.ckpt with top_k > 1),
+/// epoch-<n>.ckpt (every_epochs), step-<n>.ckpt (every_steps), final.pt (export at fit end).
+/// Hooks: on_fit_begin (resume), on_step_end (step and wall-clock saves), on_validation_end (best),
+/// on_epoch_end (last, best, epoch saves), on_fit_end (export). Files are written by the main rank only.
+/// An epoch-end checkpoint resumes at the start of the next epoch; a step checkpoint resumes mid-epoch (the
+/// Trainer skips the batches already consumed). Requires nothing; with callbacks::Ema, final.pt holds the
+/// EMA weights. Cost when off (empty `directory`): a branch per hook; when on: a serialization per save.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <system_error>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <torch/types.h>
+
+#include <policytrain/checkpoint/archive.hpp>
+#include <policytrain/checkpoint/export.hpp>
+#include <policytrain/checkpoint/format.hpp>
+#include <policytrain/core/category.hpp>
+#include <policytrain/core/metrics.hpp>
+#include <policytrain/core/monitor.hpp>
+#include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/torch_compat.hpp>
+
+namespace policytrain::callbacks {
+class Ema;  // final.pt holds its weights when the Trainer composes it (callbacks/ema.hpp)
+}
+
+namespace policytrain::checkpoint {
+
+inline constexpr const char* kLibraryVersion = "0.1.0";
+
+/// Reads `file`, validates it against the live model, optimizer and Trainer state, and applies it (all or
+/// nothing). `ctx` is a Trainer context. Throws CheckpointError naming the file and the problem.
+template <class Ctx>
+nlohmann::json load(Ctx& ctx, const std::filesystem::path& file) {
+  const RawFile raw = read_file(file);
+  const StateDict live = ctx.state_dict();
+  Loaded l = read_payload(raw, file, ctx.module(), ctx.optimizer(), live);
+  l.apply(ctx.module(), ctx.optimizer(), live, [&](const StateDict& d) { ctx.load_state_dict(d); });
+  return l.meta;
+}
+
+/// The checkpoint files of `dir` whose header and metadata are readable, newest first (by global step, then
+/// epoch, then data position, then time), and the unreadable ones with their reasons.
+struct Candidates {
+  std::vector<std::pair<std::filesystem::path, nlohmann::json>> readable;
+  std::vector<std::pair<std::filesystem::path, std::string>> unreadable;
+};
+inline Candidates list_checkpoints(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  Candidates c;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const auto name = e.path().filename().string();
+    if (!e.is_regular_file() || e.path().extension() != ".ckpt" || name.front() == '.') continue;
+    try {
+      c.readable.emplace_back(e.path(), read_meta(e.path()));
+    } catch (const CheckpointError& err) {
+      c.unreadable.emplace_back(e.path(), err.what());
+    }
+  }
+  auto key = [](const nlohmann::json& m) {
+    return std::tuple(m.value("global_step", int64_t{-1}), m.value("epoch", int64_t{-1}), m.value("batch_in_epoch", int64_t{-1}),
+                      m.value("created_unix_ns", int64_t{0}));
+  };
+  std::stable_sort(c.readable.begin(), c.readable.end(), [&](const auto& a, const auto& b) { return key(a.second) > key(b.second); });
+  return c;
+}
+
+/// Checkpoints in a directory (see the file comment).
+class Disk {
+ public:
+  static constexpr Category category = Category::checkpoint;
+  static constexpr std::string_view name = "checkpoint::Disk";
+
+  struct Options {
+    std::filesystem::path directory{};  ///< where checkpoints go; empty: the policy is off
+    bool last = true;                 ///< last.ckpt at every epoch end (and every `every_seconds`)
+    bool best = false;                ///< best.ckpt whenever `monitor` improves
+    Monitor monitor{};                ///< the metric ("loss", "accuracy"), its mode and min_delta, for best/top_k
+    int64_t top_k = 1;                ///< with best: also keep the k best as best-e<epoch>.ckpt (1: best.ckpt only)
+    int64_t every_epochs = 0;         ///< epoch-<n>.ckpt every n epochs (0: off)
+    int64_t every_steps = 0;          ///< step-<n>.ckpt every n optimizer steps (0: off)
+    double every_seconds = 0;         ///< last.ckpt when this much wall time passed since the last write (0: off)
+    int64_t keep = 0;                 ///< keep only the newest k epoch-/step- files (0: all)
+    SaveOptions save{};               ///< half_weights (fp16 model), half_optimizer (bf16 moments)
+    std::string resume{};             ///< "": start fresh; a file; a directory, or "auto" for `directory`: its newest good file
+    std::string settings{};           ///< the run's settings as JSON text, kept in every checkpoint's metadata
+    bool export_final = true;         ///< write final.pt (torch.load-able weights) at fit end
+    bool verbose = false;             ///< a line per file written
+    std::FILE* log = stderr;          ///< where messages go (nullptr: nowhere)
+  };
+
+  Disk() = default;
+  explicit Disk(Options o) : o_(std::move(o)) {
+    if (!o_.settings.empty() && !nlohmann::json::accept(o_.settings))
+      throw std::invalid_argument("policytrain::checkpoint::Disk: settings is not valid JSON; pass a JSON object as text");
+  }
+
+  const Options& options() const { return o_; }
+  bool enabled() const { return !o_.directory.empty(); }
+  /// The file the last fit resumed from (empty when it started fresh).
+  const std::filesystem::path& resumed_from() const { return resumed_from_; }
+  /// Validation metrics of every epoch so far (resumed runs included): (loss, accuracy).
+  const std::vector<std::pair<double, double>>& history() const { return history_; }
+  double best_metric() const { return best_metric_; }
+  int64_t best_epoch() const { return best_epoch_; }
+  /// Wall time of the last save (serialization and every file written), in seconds.
+  double last_save_seconds() const { return last_save_seconds_; }
+  int64_t files_written() const { return files_written_; }
+
+  StateDict state_dict() const {
+    auto hist = torch::zeros({static_cast<int64_t>(history_.size()), 2}, torch::kDouble);
+    for (size_t i = 0; i < history_.size(); ++i) {
+      hist[static_cast<int64_t>(i)][0] = history_[i].first;
+      hist[static_cast<int64_t>(i)][1] = history_[i].second;
+    }
+    auto top = torch::zeros({static_cast<int64_t>(top_.size()), 2}, torch::kDouble);
+    for (size_t i = 0; i < top_.size(); ++i) {
+      top[static_cast<int64_t>(i)][0] = top_[i].first;
+      top[static_cast<int64_t>(i)][1] = static_cast<double>(top_[i].second);
+    }
+    return {{"best_metric", scalar_tensor(best_metric_)}, {"best_epoch", scalar_tensor(best_epoch_)},
+            {"history", hist}, {"top_k", top}};
+  }
+  void load_state_dict(const StateDict& d) {
+    best_metric_ = state_double(d, "best_metric");
+    best_epoch_ = state_int(d, "best_epoch");
+    auto hist = state_at(d, "history").to(torch::kDouble).contiguous();
+    history_.clear();
+    for (int64_t i = 0; i < hist.size(0); ++i) history_.emplace_back(hist[i][0].item<double>(), hist[i][1].item<double>());
+    auto top = state_at(d, "top_k").to(torch::kDouble).contiguous();
+    top_.clear();
+    for (int64_t i = 0; i < top.size(0); ++i) top_.emplace_back(top[i][0].item<double>(), static_cast<int64_t>(top[i][1].item<double>()));
+  }
+
+  // --- hooks ---
+  template <class Ctx>
+  void on_fit_begin(Ctx& ctx) {
+    last_write_ = Clock::now();
+    if (!enabled()) return;
+    namespace fs = std::filesystem;
+    if (ctx.is_main()) {
+      std::error_code ec;
+      fs::create_directories(o_.directory, ec);
+      if (ec) throw CheckpointError(fmt::format("policytrain::checkpoint: cannot create the directory {}: {}",
+                                                o_.directory.string(), ec.message()));
+      // Temporary files of a write that was killed: never a checkpoint, safe to remove.
+      for (const auto& e : fs::directory_iterator(o_.directory, ec))
+        if (e.path().filename().string().starts_with(".") && e.path().filename().string().find(".tmp-") != std::string::npos)
+          fs::remove(e.path(), ec);
+    }
+    if (!o_.resume.empty()) resume(ctx);
+    last_saved_step_ = ctx.state().global_step;
+  }
+
+  template <class Ctx>
+  void on_step_end(Ctx& ctx) {
+    if (!enabled()) return;
+    const int64_t step = ctx.state().global_step;
+    if (o_.every_steps > 0 && step % o_.every_steps == 0) {
+      save(ctx, {{fmt::format("step-{:08d}.ckpt", step), "step"}}, false);
+      if (ctx.is_main()) rotate();
+    } else if (o_.every_seconds > 0 && o_.last &&
+               std::chrono::duration<double>(Clock::now() - last_write_).count() >= o_.every_seconds) {
+      save(ctx, {{"last.ckpt", "last"}}, false);
+    }
+  }
+
+  template <class Ctx>
+  void on_validation_end(Ctx& ctx, const Metrics& m) {
+    if (!enabled()) return;
+    history_.emplace_back(m.loss, m.accuracy);
+    if (!o_.best) return;
+    const double v = m.get(o_.monitor.metric);
+    const int64_t epoch = ctx.state().epoch;
+    if (o_.monitor.improves(v, best_metric_)) {
+      best_metric_ = v;
+      best_epoch_ = epoch;
+      ctx.state().best_metric = v;
+      ctx.state().best_epoch = epoch;
+      pending_best_ = true;
+    }
+    if (o_.top_k > 1 && std::isfinite(v) &&
+        (static_cast<int64_t>(top_.size()) < o_.top_k || o_.monitor.improves(v, top_.back().first))) {
+      top_.emplace_back(v, epoch);
+      std::stable_sort(top_.begin(), top_.end(), [&](auto& a, auto& b) { return o_.monitor.better(a.first, b.first); });
+      pending_top_ = true;
+    }
+  }
+
+  template <class Ctx>
+  void on_epoch_end(Ctx& ctx) {
+    if (!enabled()) return;
+    const int64_t epoch = ctx.state().epoch;
+    std::vector<std::pair<std::string, std::string>> files;
+    if (o_.last) files.emplace_back("last.ckpt", "last");
+    if (std::exchange(pending_best_, false)) files.emplace_back("best.ckpt", "best");
+    std::string dropped;
+    if (std::exchange(pending_top_, false)) {
+      files.emplace_back(fmt::format("best-e{:04d}.ckpt", epoch + 1), "best");
+      if (static_cast<int64_t>(top_.size()) > o_.top_k) {
+        dropped = fmt::format("best-e{:04d}.ckpt", top_.back().second + 1);
+        top_.pop_back();
+      }
+    }
+    const bool periodic = o_.every_epochs > 0 && (epoch + 1) % o_.every_epochs == 0;
+    if (periodic) files.emplace_back(fmt::format("epoch-{:04d}.ckpt", epoch + 1), "epoch");
+    if (files.empty()) return;
+    // An epoch cut short (max_steps) is saved mid-epoch; a finished one resumes at the next epoch.
+    const bool finished = ctx.epoch_batches() < 0 || ctx.state().batch_in_epoch >= ctx.epoch_batches();
+    save(ctx, files, finished);
+    if (!dropped.empty() && ctx.is_main()) {
+      std::error_code ec;
+      std::filesystem::remove(o_.directory / dropped, ec);
+    }
+    if (periodic && ctx.is_main()) rotate();
+  }
+
+  template <class Ctx>
+  void on_fit_end(Ctx& ctx) {
+    if (!enabled() || !ctx.is_main()) return;
+    if (o_.last && last_saved_step_ != ctx.state().global_step) save(ctx, {{"last.ckpt", "last"}}, false);
+    if (!o_.export_final) return;
+    const auto file = o_.directory / "final.pt";
+    if constexpr (Ctx::template has<callbacks::Ema>()) {
+      auto& ema = ctx.template get<callbacks::Ema>();
+      if (ema.enabled()) {
+        ema.with_weights(ctx.module(), [&] { export_weights(ctx.module(), file); });
+        say("policytrain::checkpoint: exported the EMA weights to {}", file.string());
+        return;
+      }
+    }
+    export_weights(ctx.module(), file);
+    say("policytrain::checkpoint: exported the final weights to {}", file.string());
+  }
+
+  /// Writes the current state to `files` (names in the directory, with their kind). `epoch_end`: the epoch is
+  /// complete, so the checkpoint resumes at the start of the next one. Main rank only; others return.
+  template <class Ctx>
+  void save(Ctx& ctx, const std::vector<std::pair<std::string, std::string>>& files, bool epoch_end) {
+    if (!ctx.is_main()) return;
+    const auto t0 = Clock::now();
+    StateDict st = ctx.state_dict();
+    const auto& s = ctx.state();
+    const int64_t epoch = epoch_end ? s.epoch + 1 : s.epoch;
+    const int64_t batch = epoch_end ? 0 : s.batch_in_epoch;
+    st["trainer/epoch"] = scalar_tensor(epoch);
+    st["trainer/batch_in_epoch"] = scalar_tensor(batch);
+    const std::string payload = make_payload(ctx.module(), ctx.optimizer(), st, o_.save);
+    nlohmann::json meta{{"library", "policytrain"},
+                        {"library_version", kLibraryVersion},
+                        {"torch_version", policytrain::detail::torch_version()},
+                        {"format", kFormatVersion},
+                        {"epoch", epoch},
+                        {"batch_in_epoch", batch},
+                        {"global_step", s.global_step},
+                        {"samples_seen", s.samples_seen},
+                        {"half_weights", o_.save.half_weights},
+                        {"half_optimizer", o_.save.half_optimizer},
+                        {"created_unix_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                std::chrono::system_clock::now().time_since_epoch()).count()}};
+    nlohmann::json hist = nlohmann::json::array();
+    for (const auto& [l, a] : history_) hist.push_back({{"loss", l}, {"accuracy", a}});
+    meta["history"] = hist;
+    if (o_.best) meta["best"] = {{"metric", o_.monitor.metric}, {"mode", to_string(o_.monitor.mode)},
+                                 {"value", std::isfinite(best_metric_) ? nlohmann::json(best_metric_) : nlohmann::json()},
+                                 {"epoch", best_epoch_}};
+    if (!o_.settings.empty()) meta["settings"] = nlohmann::json::parse(o_.settings);
+    for (const auto& [file, kind] : files) {
+      meta["kind"] = kind;
+      write_file(o_.directory / file, meta, payload);
+      ++files_written_;
+      if (o_.verbose) say("policytrain::checkpoint: wrote {} (epoch {}, step {})", (o_.directory / file).string(), epoch, s.global_step);
+    }
+    last_write_ = Clock::now();
+    last_saved_step_ = s.global_step;
+    last_save_seconds_ = std::chrono::duration<double>(last_write_ - t0).count();
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  template <class... A>
+  void say(fmt::format_string<A...> f, A&&... a) {
+    if (!o_.log) return;
+    std::fprintf(o_.log, "%s\n", fmt::format(f, std::forward<A>(a)...).c_str());
+    std::fflush(o_.log);
+  }
+
+  template <class Ctx>
+  void resume(Ctx& ctx) {
+    namespace fs = std::filesystem;
+    const fs::path target = o_.resume == "auto" ? o_.directory : fs::path(o_.resume);
+    std::error_code ec;
+    if (fs::is_regular_file(target, ec)) {  // a named file: no fallback
+      const auto meta = load(ctx, target);
+      resumed_from_ = target;
+      say("policytrain::checkpoint: resumed from {} (epoch {}, batch {}, step {})", target.string(),
+          meta.value("epoch", int64_t{0}) + 1, meta.value("batch_in_epoch", int64_t{0}), meta.value("global_step", int64_t{0}));
+      return;
+    }
+    if (!fs::is_directory(target, ec)) {
+      if (o_.resume != "auto")
+        throw CheckpointError(fmt::format("policytrain::checkpoint: {}: no such file or directory to resume from", target.string()));
+      say("policytrain::checkpoint: no checkpoint in {}; starting from scratch", target.string());
+      return;
+    }
+    Candidates c = list_checkpoints(target);
+    for (const auto& [file, why] : c.unreadable) say("{}; skipping it", why);
+    std::vector<std::string> errors;
+    for (const auto& [file, why] : c.unreadable) errors.push_back(why);
+    for (const auto& [file, meta] : c.readable) {
+      try {
+        load(ctx, file);
+        resumed_from_ = file;
+        say("policytrain::checkpoint: resumed from {} (epoch {}, batch {}, step {}){}", file.string(),
+            meta.value("epoch", int64_t{0}) + 1, meta.value("batch_in_epoch", int64_t{0}),
+            meta.value("global_step", int64_t{0}), errors.empty() ? "" : ", the newest usable checkpoint");
+        return;
+      } catch (const CheckpointError& e) {
+        say("{}; falling back to the previous checkpoint", e.what());
+        errors.push_back(e.what());
+      }
+    }
+    if (errors.empty()) {
+      say("policytrain::checkpoint: no checkpoint in {}; starting from scratch", target.string());
+      return;
+    }
+    throw CheckpointError(fmt::format("policytrain::checkpoint: no usable checkpoint in {}:\n  {}", target.string(),
+                                      fmt::join(errors, "\n  ")));
+  }
+
+  /// Keeps the newest `keep` epoch-/step- files.
+  void rotate() {
+    if (o_.keep <= 0) return;
+    namespace fs = std::filesystem;
+    std::vector<std::pair<std::tuple<int64_t, int64_t>, fs::path>> periodic;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(o_.directory, ec)) {
+      const auto n = e.path().filename().string();
+      if (e.path().extension() != ".ckpt" || !(n.starts_with("epoch-") || n.starts_with("step-"))) continue;
+      try {
+        const auto m = read_meta(e.path());
+        periodic.push_back({{m.value("global_step", int64_t{0}), m.value("epoch", int64_t{0})}, e.path()});
+      } catch (const CheckpointError&) {
+        periodic.push_back({{-1, -1}, e.path()});  // unreadable: the first to go
+      }
+    }
+    std::sort(periodic.begin(), periodic.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    for (size_t i = static_cast<size_t>(o_.keep); i < periodic.size(); ++i) fs::remove(periodic[i].second, ec);
+  }
+
+  Options o_;
+  std::vector<std::pair<double, double>> history_;
+  std::vector<std::pair<double, int64_t>> top_;  // the k best (value, epoch), best first
+  double best_metric_ = std::numeric_limits<double>::quiet_NaN();
+  int64_t best_epoch_ = -1;
+  bool pending_best_ = false, pending_top_ = false;
+  std::filesystem::path resumed_from_;
+  Clock::time_point last_write_{};
+  int64_t last_saved_step_ = -1;
+  int64_t files_written_ = 0;
+  double last_save_seconds_ = 0;
+};
+
+}  // namespace policytrain::checkpoint

@@ -1,0 +1,239 @@
+#pragma once
+/// \file
+/// The checkpoint file: a fixed header of our own, a JSON metadata block and a LibTorch archive, written
+/// atomically. The header lets a reader detect a wrong file, truncation, flipped bytes and an incompatible
+/// version before anything is parsed or loaded:
+///
+///     offset  size  field
+///          0     8  magic "\x89PTCKPT\n" (a text-mode transfer or a foreign file fails here)
+///          8     4  format version (kFormatVersion), little endian
+///         12     4  metadata length in bytes
+///         16     8  payload length in bytes
+///         24     4  CRC-32 of the metadata (zlib)
+///         28     4  CRC-32 of the payload
+///         32     4  CRC-32 of bytes 0..31
+///         36        metadata (UTF-8 JSON), then the payload (torch::serialize::OutputArchive bytes)
+///
+/// The file's size must be exactly 36 + metadata + payload. `write_atomic` writes a temporary file in the
+/// same directory, fsyncs it, renames it over the target and fsyncs the directory: a crash at any instant
+/// leaves either the old file or the new one. Cost: one CRC-32 pass over the payload on write and on read.
+/// Note: with RLIMIT_FSIZE set, a write past the limit raises SIGXFSZ, whose default action kills the process;
+/// ignore that signal to get the error (EFBIG) that write_atomic reports.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace policytrain::checkpoint {
+
+/// A checkpoint that cannot be written or read. The message names the file and what is wrong.
+struct CheckpointError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr size_t kHeaderSize = 36;
+inline constexpr std::array<unsigned char, 8> kMagic{0x89, 'P', 'T', 'C', 'K', 'P', 'T', '\n'};
+
+namespace detail {
+
+inline uint32_t crc32(std::string_view s) {
+  return static_cast<uint32_t>(::crc32_z(::crc32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(s.data()), s.size()));
+}
+inline void put_le(std::string& out, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+inline uint64_t get_le(const char* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+[[noreturn]] inline void fail(const std::filesystem::path& file, const std::string& what) {
+  throw CheckpointError(fmt::format("policytrain::checkpoint: {}: {}", file.string(), what));
+}
+
+}  // namespace detail
+
+/// The 36 header bytes for a metadata block and a payload.
+inline std::string make_header(std::string_view meta, std::string_view payload, uint32_t version = kFormatVersion) {
+  std::string h(reinterpret_cast<const char*>(kMagic.data()), kMagic.size());
+  detail::put_le(h, version, 4);
+  detail::put_le(h, meta.size(), 4);
+  detail::put_le(h, payload.size(), 8);
+  detail::put_le(h, detail::crc32(meta), 4);
+  detail::put_le(h, detail::crc32(payload), 4);
+  detail::put_le(h, detail::crc32(h), 4);
+  return h;
+}
+
+/// The parsed, validated header.
+struct Header {
+  uint32_t version = 0;
+  uint32_t meta_size = 0;
+  uint64_t payload_size = 0;
+  uint32_t meta_crc = 0;
+  uint32_t payload_crc = 0;
+};
+
+/// Validates the header of `file` (whose size is `file_size`): magic, header checksum, version, and that the
+/// file is exactly as long as the header announces. Throws CheckpointError naming the file and the problem.
+inline Header parse_header(const std::filesystem::path& file, std::string_view h, uint64_t file_size) {
+  using detail::fail;
+  if (file_size == 0) fail(file, "the file is empty (truncated, or written by a process that was killed before any byte)");
+  if (h.size() >= 4 && h.substr(0, 4) == std::string_view("PK\x03\x04", 4))
+    fail(file, "not a policytrain checkpoint: it is a zip archive (torch::save / torch.save format); load it with "
+               "torch::load or torch.load");
+  if (h.size() < kMagic.size() || std::memcmp(h.data(), kMagic.data(), kMagic.size()) != 0) {
+    if (file_size < kMagic.size() && std::memcmp(h.data(), kMagic.data(), h.size()) == 0)
+      fail(file, fmt::format("truncated: {} bytes, shorter than the {}-byte header", file_size, kHeaderSize));
+    fail(file, "not a policytrain checkpoint (its first bytes are not the checkpoint magic)");
+  }
+  if (h.size() < kHeaderSize)
+    fail(file, fmt::format("truncated: {} bytes, shorter than the {}-byte header", file_size, kHeaderSize));
+  if (detail::crc32(h.substr(0, 32)) != detail::get_le(h.data() + 32, 4))
+    fail(file, "the header is corrupt (its checksum does not match)");
+  Header r;
+  r.version = static_cast<uint32_t>(detail::get_le(h.data() + 8, 4));
+  r.meta_size = static_cast<uint32_t>(detail::get_le(h.data() + 12, 4));
+  r.payload_size = detail::get_le(h.data() + 16, 8);
+  r.meta_crc = static_cast<uint32_t>(detail::get_le(h.data() + 24, 4));
+  r.payload_crc = static_cast<uint32_t>(detail::get_le(h.data() + 28, 4));
+  if (r.version != kFormatVersion)
+    fail(file, fmt::format("incompatible version: checkpoint format {}, this build of policytrain reads format {}{}",
+                           r.version, kFormatVersion,
+                           r.version > kFormatVersion ? "; load it with the newer policytrain that wrote it" : ""));
+  const uint64_t expected = kHeaderSize + r.meta_size + r.payload_size;
+  if (file_size < expected)
+    fail(file, fmt::format("truncated: {} bytes, the header announces {}", file_size, expected));
+  if (file_size > expected)
+    fail(file, fmt::format("{} unexpected bytes after the payload (the header announces {} bytes, the file has {})",
+                           file_size - expected, expected, file_size));
+  return r;
+}
+
+namespace detail {
+inline std::string read_bytes(const std::filesystem::path& file, uint64_t offset, uint64_t n) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail(file, fmt::format("cannot open for reading: {}", std::strerror(errno)));
+  in.seekg(static_cast<std::streamoff>(offset));
+  std::string s(n, '\0');
+  in.read(s.data(), static_cast<std::streamsize>(n));
+  s.resize(static_cast<size_t>(in.gcount()));
+  return s;
+}
+inline uint64_t file_size_of(const std::filesystem::path& file) {
+  std::error_code ec;
+  const auto n = std::filesystem::file_size(file, ec);
+  if (ec) fail(file, fmt::format("cannot read: {}", ec.message()));
+  return n;
+}
+inline nlohmann::json parse_meta(const std::filesystem::path& file, std::string_view meta, uint32_t crc) {
+  if (detail::crc32(meta) != crc) fail(file, "the metadata is corrupt (its checksum does not match)");
+  auto j = nlohmann::json::parse(meta, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) fail(file, "the metadata is not a JSON object");
+  return j;
+}
+}  // namespace detail
+
+/// Reads and validates the header and metadata only (cheap: used to rank the files of a directory).
+inline nlohmann::json read_meta(const std::filesystem::path& file) {
+  const uint64_t size = detail::file_size_of(file);
+  const std::string head = detail::read_bytes(file, 0, kHeaderSize);
+  const Header h = parse_header(file, head, size);
+  return detail::parse_meta(file, detail::read_bytes(file, kHeaderSize, h.meta_size), h.meta_crc);
+}
+
+/// A whole checkpoint file, validated: header, both checksums and length.
+struct RawFile {
+  nlohmann::json meta;
+  std::string bytes;        ///< the whole file
+  size_t payload_offset = 0;
+  std::string_view payload() const { return std::string_view(bytes).substr(payload_offset); }
+};
+
+/// Reads `file` and validates it byte for byte; throws CheckpointError naming the file and the problem.
+inline RawFile read_file(const std::filesystem::path& file) {
+  const uint64_t size = detail::file_size_of(file);
+  RawFile r;
+  r.bytes = detail::read_bytes(file, 0, size);
+  if (r.bytes.size() != size) detail::fail(file, "the file changed while it was read");
+  const Header h = parse_header(file, std::string_view(r.bytes).substr(0, std::min<size_t>(kHeaderSize, r.bytes.size())), size);
+  r.meta = detail::parse_meta(file, std::string_view(r.bytes).substr(kHeaderSize, h.meta_size), h.meta_crc);
+  r.payload_offset = kHeaderSize + h.meta_size;
+  if (detail::crc32(r.payload()) != h.payload_crc)
+    detail::fail(file, "the payload is corrupt (its checksum does not match: flipped bytes or a partial write)");
+  return r;
+}
+
+/// Writes the concatenation of `pieces` to `file` atomically (temporary file in the same directory, fsync,
+/// rename, fsync of the directory). On failure the temporary file is removed, `file` is left as it was, and
+/// CheckpointError names the file and the system's reason.
+inline void write_atomic(const std::filesystem::path& file, std::initializer_list<std::string_view> pieces) {
+  namespace fs = std::filesystem;
+  const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  const fs::path tmp = dir / fmt::format(".{}.tmp-{}", file.filename().string(), ::getpid());
+  auto fail_errno = [&](const char* while_doing, int err) {
+    ::unlink(tmp.c_str());
+    detail::fail(file, fmt::format("cannot write: {} ({}, temporary file {}); the previous file, if any, is unchanged; "
+                                   "free disk space or check the directory's permissions and limits",
+                                   std::strerror(err), while_doing, tmp.string()));
+  };
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    detail::fail(file, fmt::format("cannot write: {} (creating the temporary file {}); the previous file, if any, is "
+                                   "unchanged; check that the directory exists and is writable",
+                                   std::strerror(err), tmp.string()));
+  }
+  for (std::string_view piece : pieces) {
+    const char* p = piece.data();
+    size_t left = piece.size();
+    while (left > 0) {
+      const ssize_t n = ::write(fd, p, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        const int err = errno;
+        ::close(fd);
+        fail_errno("writing", err);
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+  }
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    fail_errno("fsync", err);
+  }
+  if (::close(fd) != 0) fail_errno("close", errno);
+  if (::rename(tmp.c_str(), file.c_str()) != 0) fail_errno("rename", errno);
+  // The rename is durable only once the directory entry is.
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+/// Writes a checkpoint file: header, `meta` (a JSON object) and `payload`, atomically.
+inline void write_file(const std::filesystem::path& file, const nlohmann::json& meta, std::string_view payload) {
+  const std::string m = meta.dump();
+  const std::string h = make_header(m, payload);
+  write_atomic(file, {h, m, payload});
+}
+
+}  // namespace policytrain::checkpoint

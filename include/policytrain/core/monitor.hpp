@@ -1,0 +1,43 @@
+#pragma once
+/// \file
+/// Monitor: which validation metric a policy watches ("loss", "accuracy" or a task's extra metric), whether
+/// lower or higher is better, and by how much a value must beat the best to count as an improvement.
+/// Shared by checkpoint::Disk (best checkpoints) and callbacks::EarlyStopping.
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace policytrain {
+
+/// Whether a lower (`min`) or higher (`max`) value of the monitored metric is better.
+enum class Mode { min, max };
+
+/// "min" or "max" as a Mode; throws std::invalid_argument naming the text otherwise.
+inline Mode parse_mode(const std::string& s) {
+  if (s == "min") return Mode::min;
+  if (s == "max") return Mode::max;
+  throw std::invalid_argument("policytrain: mode '" + s + "' is unknown; use 'min' or 'max'");
+}
+inline const char* to_string(Mode m) { return m == Mode::min ? "min" : "max"; }
+
+struct Monitor {
+  std::string metric = "loss";  ///< a name Metrics::get knows
+  Mode mode = Mode::min;
+  double min_delta = 0;         ///< an improvement must beat the best by more than this
+
+  /// The mode that suits a metric: max for accuracy, min for everything else.
+  static Mode default_mode(const std::string& metric) { return metric == "accuracy" ? Mode::max : Mode::min; }
+
+  /// Whether `v` improves on `best` (any finite value improves on a NaN best, i.e. on no best yet).
+  bool improves(double v, double best) const {
+    if (!std::isfinite(v)) return false;
+    if (std::isnan(best)) return true;
+    return mode == Mode::min ? v < best - min_delta : v > best + min_delta;
+  }
+  /// Whether `v` is strictly better than `threshold` (no min_delta).
+  bool better(double v, double threshold) const { return mode == Mode::min ? v < threshold : v > threshold; }
+  /// Whether `v` is strictly worse than `threshold`.
+  bool worse(double v, double threshold) const { return mode == Mode::min ? v > threshold : v < threshold; }
+};
+
+}  // namespace policytrain

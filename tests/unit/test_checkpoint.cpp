@@ -1,0 +1,539 @@
+// checkpoint::Disk: exact resume (mid-epoch, at a step that ends an epoch, after an epoch), corruption of every
+// kind ends in a clear error or a fallback, failing writes keep the previous file, export for Python.
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <policytrain/callbacks/early_stopping.hpp>
+#include <policytrain/callbacks/ema.hpp>
+#include <policytrain/checkpoint/disk.hpp>
+
+#include "unit/helpers.hpp"
+
+namespace pt = policytrain;
+namespace ck = policytrain::checkpoint;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// An MLP with dropout, so a resumed run matches only if the generator's state was restored too.
+struct DropMlpImpl : torch::nn::Module {
+  DropMlpImpl()
+      : fc1(register_module("fc1", torch::nn::Linear(8, 16))), drop(register_module("drop", torch::nn::Dropout(0.3))),
+        fc2(register_module("fc2", torch::nn::Linear(16, 3))) {}
+  torch::Tensor forward(torch::Tensor x) { return fc2(drop(torch::tanh(fc1(x)))); }
+  torch::nn::Linear fc1;
+  torch::nn::Dropout drop;
+  torch::nn::Linear fc2;
+};
+TORCH_MODULE(DropMlp);
+
+struct DropTask {
+  DropMlp net{nullptr};
+  explicit DropTask(uint64_t seed) {
+    torch::manual_seed(seed);
+    net = DropMlp();
+  }
+  torch::nn::Module& module() { return *net; }
+  torch::Tensor training_step(const pt::Batch& b) { return torch::nn::functional::cross_entropy(net->forward(b.x), b.y); }
+  pt::Prediction validation_step(const pt::Batch& b) {
+    auto out = net->forward(b.x);
+    return {torch::nn::functional::cross_entropy(out, b.y), out};
+  }
+};
+
+/// A small stateful schedule-category policy (the library's schedules are written elsewhere): multiplies the
+/// lr by `gamma` every `every` steps that were taken; its step count goes into checkpoints.
+struct StepDecay {
+  static constexpr pt::Category category = pt::Category::schedule;
+  static constexpr std::string_view name = "test::StepDecay";
+  int64_t every = 3;
+  double gamma = 0.7;
+  int64_t count = 0;
+  template <class C>
+  void after_step(C& c, bool stepped) {
+    if (!stepped || ++count % every != 0) return;
+    for (auto& g : c.optimizer().param_groups()) g.options().set_lr(g.options().get_lr() * gamma);
+  }
+  pt::StateDict state_dict() const { return {{"count", pt::scalar_tensor(count)}}; }
+  void load_state_dict(const pt::StateDict& d) { count = pt::state_int(d, "count"); }
+};
+
+struct Crash {};
+/// Simulates a crash: throws after the checkpoint policy has written what it writes at that point.
+struct CrashAt {
+  int64_t step = -1;   ///< in on_step_end of this global step
+  int64_t epoch = -1;  ///< in on_epoch_end of this epoch
+  template <class C> void on_step_end(C& c) { if (c.state().global_step == step) throw Crash{}; }
+  template <class C> void on_epoch_end(C& c) { if (c.state().epoch == epoch) throw Crash{}; }
+};
+
+using ResumeTrainer = pt::Trainer<DropTask, StepDecay, ck::Disk, pt::callbacks::Ema, pt::callbacks::EarlyStopping, CrashAt>;
+
+struct RunResult {
+  std::string sha, ema_sha;
+  double lr = 0;
+  int64_t steps = 0, decay_count = 0, ema_updates = 0;
+  size_t history = 0;
+  fs::path resumed_from;
+};
+
+std::string sha_of(const std::vector<torch::Tensor>& ts) {
+  torch::nn::Module m;
+  for (size_t i = 0; i < ts.size(); ++i) m.register_buffer("t" + std::to_string(i), ts[i]);
+  return pt::io::params_sha256(m);
+}
+
+RunResult run(uint64_t init_seed, uint64_t rng_seed, ck::Disk::Options disk, CrashAt crash) {
+  auto [x, y] = testing::toy_data(96);
+  auto [vx, vy] = testing::toy_data(32, 8, 3, 11);
+  pt::data::TensorLoader train(x, y, {.batch_size = 16, .shuffle = true, .seed = 5});
+  pt::data::TensorLoader val(vx, vy, {.batch_size = 16, .shuffle = false});
+  DropTask task(init_seed);
+  torch::manual_seed(rng_seed);
+  torch::optim::AdamW opt(task.module().parameters(), torch::optim::AdamWOptions(0.01).weight_decay(0.01));
+  disk.log = nullptr;
+  ResumeTrainer trainer(task, opt, ck::Disk(disk), pt::callbacks::Ema({.decay = 0.9, .tau = 4}),
+                        pt::callbacks::EarlyStopping({.patience = 100, .log = nullptr}), CrashAt(crash));
+  trainer.fit(train, val, {.epochs = 3});
+  RunResult r;
+  r.sha = pt::io::params_sha256(task.module());
+  r.ema_sha = sha_of(trainer.get<pt::callbacks::Ema>().average());
+  r.lr = opt.param_groups()[0].options().get_lr();
+  r.steps = trainer.state().global_step;
+  r.decay_count = trainer.get<StepDecay>().count;
+  r.ema_updates = trainer.get<pt::callbacks::Ema>().updates();
+  r.history = trainer.get<ck::Disk>().history().size();
+  r.resumed_from = trainer.get<ck::Disk>().resumed_from();
+  return r;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+void spit(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
+
+std::string read_log(std::FILE* f) {
+  std::fflush(f);
+  std::rewind(f);
+  std::string s;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, f)) s.append(buf, n);
+  return s;
+}
+
+/// A trained MLP with an SGD+momentum optimizer and one epoch's checkpoint in `dir`.
+struct Fixture {
+  testing::MlpTask task;
+  torch::optim::SGD opt;
+  pt::Trainer<testing::MlpTask, ck::Disk> trainer;
+  Fixture(const fs::path& dir, int64_t hidden = 16, uint64_t seed = 1, std::string resume = "")
+      : task(seed, 8, hidden, 3),
+        opt(task.module().parameters(), torch::optim::SGDOptions(0.05).momentum(0.9)),
+        trainer(task, opt, ck::Disk({.directory = dir, .every_steps = 2, .resume = std::move(resume), .export_final = false, .log = nullptr})) {}
+  void fit(int64_t epochs = 1) {
+    auto [x, y] = testing::toy_data(48);
+    pt::data::TensorLoader loader(x, y, {.batch_size = 16});
+    trainer.fit(loader, {.epochs = epochs});
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a run interrupted after a checkpoint and resumed ends bit-identical to an uninterrupted run") {
+  const auto reference = run(1, 123, {}, {});
+  REQUIRE(reference.steps == 18);
+  const auto dir = testing::temp_dir("resume");
+  ck::Disk::Options save{.directory = dir, .every_steps = 4, .export_final = false};
+  ck::Disk::Options resume{.directory = dir, .resume = "auto", .export_final = false};
+  CrashAt crash;
+  fs::path expected_file;
+  SUBCASE("mid-epoch: crash at step 10, resume from step 8 (epoch 2, batch 2)") {
+    crash.step = 10;
+    expected_file = dir / "step-00000008.ckpt";
+  }
+  SUBCASE("at a step that ends an epoch, before its validation: resume from step 12") {
+    crash.step = 12;
+    expected_file = dir / "step-00000012.ckpt";
+  }
+  SUBCASE("after an epoch: crash in on_epoch_end of epoch 1, resume from last.ckpt") {
+    crash.epoch = 0;
+    expected_file = dir / "last.ckpt";
+  }
+  CHECK_THROWS_AS(run(1, 123, save, crash), Crash);
+  // Resumed with another initialisation and another generator state: everything must come from the file.
+  const auto resumed = run(99, 4242, resume, {});
+  CHECK(resumed.resumed_from == expected_file);
+  CHECK(resumed.steps == reference.steps);
+  CHECK(resumed.decay_count == reference.decay_count);
+  CHECK(resumed.ema_updates == reference.ema_updates);
+  CHECK(resumed.lr == reference.lr);
+  CHECK(resumed.history == 3);  // the metric history survives the interruption
+  CHECK(resumed.ema_sha == reference.ema_sha);
+  CHECK(resumed.sha == reference.sha);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a resumed epoch skips the consumed batches without building them") {
+  // Counts dereferences: the skipped batches of a resumed epoch must not be assembled.
+  struct CountingLoader {
+    pt::data::TensorLoader inner;
+    int64_t* derefs;
+    struct iterator {
+      pt::data::TensorLoader::iterator it;
+      int64_t* derefs;
+      pt::Batch operator*() const { ++*derefs; return *it; }
+      iterator& operator++() { ++it; return *this; }
+      bool operator==(const iterator& o) const { return it == o.it; }
+    };
+    iterator begin() const { return {inner.begin(), derefs}; }
+    iterator end() const { return {inner.end(), derefs}; }
+    size_t size() const { return inner.size(); }
+    void set_epoch(int64_t e) { inner.set_epoch(e); }
+  };
+  auto [x, y] = testing::toy_data(96);
+  int64_t derefs = 0;
+  CountingLoader loader{pt::data::TensorLoader(x, y, {.batch_size = 16}), &derefs};
+  testing::MlpTask task;
+  torch::optim::SGD opt(task.module().parameters(), 0.1);
+  pt::Trainer<testing::MlpTask> trainer(task, opt);
+  auto st = trainer.state_dict();
+  st["trainer/epoch"] = pt::scalar_tensor(int64_t{1});
+  st["trainer/batch_in_epoch"] = pt::scalar_tensor(int64_t{4});
+  trainer.load_state_dict(st);
+  auto r = trainer.fit(loader, {.epochs = 3});
+  CHECK(derefs == 2 + 6);  // epoch 1: 2 of 6 batches left; epoch 2: all 6
+  CHECK(r.global_steps == 8);
+}
+
+TEST_CASE("truncated, flipped, foreign and mismatched checkpoints are refused with an error naming the file") {
+  const auto dir = testing::temp_dir("corrupt");
+  {
+    Fixture f(dir);
+    f.fit();
+  }
+  const fs::path good = dir / "step-00000002.ckpt";
+  const std::string bytes = slurp(good);
+  REQUIRE(bytes.size() > 1000);
+  {
+    Fixture target(dir / "unused");
+    CHECK_NOTHROW(ck::load(target.trainer.context(), good));  // the good file loads
+    CHECK(target.trainer.state().global_step == 2);
+  }
+  Fixture fresh(dir / "unused2");
+  auto& ctx2 = fresh.trainer.context();
+  const std::string fresh_sha = pt::io::params_sha256(fresh.task.module());
+  auto refused2 = [&](const fs::path& p, const std::string& needle) {
+    try {
+      ck::load(ctx2, p);
+      FAIL("loaded " << p);
+    } catch (const ck::CheckpointError& e) {
+      const std::string msg = e.what();
+      CHECK_MESSAGE(msg.find(p.string()) != std::string::npos, msg);
+      CHECK_MESSAGE(msg.find(needle) != std::string::npos, msg);
+    } catch (const std::exception& e) {
+      FAIL("not a CheckpointError: " << e.what());
+    }
+    CHECK(pt::io::params_sha256(fresh.task.module()) == fresh_sha);
+    CHECK(fresh.trainer.state().global_step == 0);
+  };
+  const fs::path bad = dir / "bad.ckpt";
+
+  SUBCASE("truncated at every header and metadata offset and at 200 payload offsets") {
+    std::vector<size_t> cuts;
+    for (size_t i = 0; i < 400 && i < bytes.size(); ++i) cuts.push_back(i);
+    for (size_t i = 400; i < bytes.size(); i += std::max<size_t>(1, (bytes.size() - 400) / 200)) cuts.push_back(i);
+    cuts.push_back(bytes.size() - 1);
+    for (size_t n : cuts) {
+      spit(bad, bytes.substr(0, n));
+      refused2(bad, n == 0 ? "empty" : (n < ck::kHeaderSize ? "" : "truncated"));
+    }
+  }
+  SUBCASE("one flipped bit anywhere: header, metadata, payload") {
+    std::vector<size_t> at;
+    for (size_t i = 0; i < 300 && i < bytes.size(); ++i) at.push_back(i);
+    for (size_t i = 300; i < bytes.size(); i += std::max<size_t>(1, bytes.size() / 300)) at.push_back(i);
+    at.push_back(bytes.size() - 1);
+    for (size_t i : at) {
+      std::string b = bytes;
+      b[i] = static_cast<char>(b[i] ^ (1 << (i % 8)));
+      spit(bad, b);
+      refused2(bad, "");
+    }
+  }
+  SUBCASE("trailing bytes") {
+    spit(bad, bytes + "x");
+    refused2(bad, "unexpected bytes");
+  }
+  SUBCASE("wrong files: text, a torch::save archive, empty, missing") {
+    spit(bad, "hello, I am not a checkpoint\n");
+    refused2(bad, "not a policytrain checkpoint");
+    torch::save(std::vector<torch::Tensor>{torch::ones({3})}, bad.string());
+    refused2(bad, "zip archive");
+    spit(bad, "");
+    refused2(bad, "empty");
+    refused2(dir / "missing.ckpt", "cannot read");
+  }
+  SUBCASE("an incompatible format version") {
+    const auto raw = ck::read_file(good);
+    const std::string meta = raw.meta.dump();
+    const std::string payload(raw.payload());
+    spit(bad, ck::make_header(meta, payload, ck::kFormatVersion + 1) + meta + payload);
+    refused2(bad, "incompatible version");
+  }
+  SUBCASE("another model: other shapes, other names") {
+    Fixture wider(dir / "unused3", /*hidden=*/32);
+    const std::string wider_sha = pt::io::params_sha256(wider.task.module());
+    try {
+      ck::load(wider.trainer.context(), good);
+      FAIL("loaded into a wider model");
+    } catch (const ck::CheckpointError& e) {
+      const std::string msg = e.what();
+      CHECK_MESSAGE(msg.find("fc1.weight") != std::string::npos, msg);
+      CHECK_MESSAGE(msg.find("another model") != std::string::npos, msg);
+    }
+    CHECK(pt::io::params_sha256(wider.task.module()) == wider_sha);
+
+    struct OtherImpl : torch::nn::Module {
+      OtherImpl() : a(register_module("a", torch::nn::Linear(8, 16))), b(register_module("b", torch::nn::Linear(16, 3))) {}
+      torch::Tensor forward(torch::Tensor x) { return b(a(x)); }
+      torch::nn::Linear a, b;
+    };
+    struct OtherTask {
+      std::shared_ptr<OtherImpl> net = std::make_shared<OtherImpl>();
+      torch::nn::Module& module() { return *net; }
+      torch::Tensor training_step(const pt::Batch& bt) { return torch::nn::functional::cross_entropy(net->forward(bt.x), bt.y); }
+    } other;
+    torch::optim::SGD opt(other.module().parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+    pt::Trainer<OtherTask, ck::Disk> t(other, opt);
+    try {
+      ck::load(t.context(), good);
+      FAIL("loaded into a model with other names");
+    } catch (const ck::CheckpointError& e) {
+      CHECK_MESSAGE(std::string(e.what()).find("has no 'a.weight'") != std::string::npos, e.what());
+    }
+  }
+  SUBCASE("another optimizer kind") {
+    testing::MlpTask task(1);
+    torch::optim::AdamW opt(task.module().parameters(), 0.01);
+    pt::Trainer<testing::MlpTask, ck::Disk> t(task, opt);
+    try {
+      ck::load(t.context(), good);
+      FAIL("loaded SGD state into AdamW");
+    } catch (const ck::CheckpointError& e) {
+      CHECK_MESSAGE(std::string(e.what()).find("another kind") != std::string::npos, e.what());
+    }
+  }
+  SUBCASE("a Trainer with other stateful policies") {
+    testing::MlpTask task(1);
+    torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+    pt::Trainer<testing::MlpTask, ck::Disk, pt::callbacks::EarlyStopping> t(task, opt);
+    try {
+      ck::load(t.context(), good);
+      FAIL("loaded without the EarlyStopping state");
+    } catch (const ck::CheckpointError& e) {
+      CHECK_MESSAGE(std::string(e.what()).find("callbacks::EarlyStopping/best") != std::string::npos, e.what());
+    }
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("--resume falls back past a corrupt newest checkpoint, and says so") {
+  const auto dir = testing::temp_dir("fallback");
+  {
+    Fixture f(dir);
+    f.fit(2);  // step-2, -4, -6 and last.ckpt (step 6)
+  }
+  REQUIRE(fs::exists(dir / "last.ckpt"));
+  std::FILE* log = std::tmpfile();
+  auto resume_with_log = [&](int64_t& step, fs::path& from) {
+    testing::MlpTask task(5);
+    torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+    pt::Trainer<testing::MlpTask, ck::Disk> t(task, opt, ck::Disk({.directory = dir, .last = false, .resume = "auto",
+                                                                  .export_final = false, .log = log}));
+    auto [x, y] = testing::toy_data(48);
+    pt::data::TensorLoader loader(x, y, {.batch_size = 16});
+    t.fit(loader, {.epochs = 0});
+    step = t.state().global_step;
+    from = t.get<ck::Disk>().resumed_from();
+  };
+  auto flip = [](const fs::path& p, size_t at) {
+    std::string b = slurp(p);
+    b[at] = static_cast<char>(b[at] ^ 0x10);
+    spit(p, b);
+  };
+  int64_t step = -1;
+  fs::path from;
+  SUBCASE("payload corrupt: the newest files fail validation") {
+    flip(dir / "last.ckpt", slurp(dir / "last.ckpt").size() - 100);
+    flip(dir / "step-00000006.ckpt", slurp(dir / "step-00000006.ckpt").size() / 2);
+    resume_with_log(step, from);
+    CHECK(step == 4);
+    CHECK(from == dir / "step-00000004.ckpt");
+    const std::string msg = read_log(log);
+    CHECK_MESSAGE(msg.find("last.ckpt: the payload is corrupt") != std::string::npos, msg);
+    CHECK_MESSAGE(msg.find("falling back to the previous checkpoint") != std::string::npos, msg);
+  }
+  SUBCASE("header corrupt: the file is skipped") {
+    flip(dir / "last.ckpt", 10);
+    fs::remove(dir / "step-00000006.ckpt");
+    resume_with_log(step, from);
+    CHECK(step == 4);
+    const std::string msg = read_log(log);
+    CHECK_MESSAGE(msg.find("last.ckpt: the header is corrupt") != std::string::npos, msg);
+    CHECK_MESSAGE(msg.find("skipping it") != std::string::npos, msg);
+  }
+  SUBCASE("nothing usable: an error that lists every file") {
+    for (const auto& e : fs::directory_iterator(dir)) flip(e.path(), 40);
+    CHECK_THROWS_WITH_AS(resume_with_log(step, from), doctest::Contains("no usable checkpoint"), ck::CheckpointError);
+  }
+  std::fclose(log);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a failing write raises a clear error and leaves the previous checkpoint intact") {
+  const auto dir = testing::temp_dir("failwrite");
+  Fixture f(dir);
+  f.fit();
+  const fs::path last = dir / "last.ckpt";
+  const std::string previous = slurp(last);
+  REQUIRE(!previous.empty());
+
+  SUBCASE("file size limit (RLIMIT_FSIZE) in a child process") {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      std::signal(SIGXFSZ, SIG_IGN);  // else the kernel kills the writer instead of failing the write
+      struct rlimit lim{1024, 1024};
+      ::setrlimit(RLIMIT_FSIZE, &lim);
+      int code = 3;
+      try {
+        f.trainer.get<ck::Disk>().save(f.trainer.context(), {{"last.ckpt", "last"}}, true);
+        code = 1;
+      } catch (const ck::CheckpointError& e) {
+        const std::string msg = e.what();
+        code = msg.find("last.ckpt") != std::string::npos && msg.find("File too large") != std::string::npos ? 0 : 2;
+        if (code) std::fprintf(stderr, "%s\n", msg.c_str());
+      } catch (...) {
+        code = 4;
+      }
+      ::_exit(code);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  SUBCASE("a directory that cannot be written") {
+    const fs::path ro = ::geteuid() == 0 ? fs::path("/proc/self/policytrain-ckpt") : dir / "ro";
+    if (::geteuid() != 0) {
+      fs::create_directories(ro);
+      fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec);
+    }
+    CHECK_THROWS_WITH_AS(ck::write_file(ro / "last.ckpt", {{"kind", "last"}}, "payload"),
+                         doctest::Contains(((ro / "last.ckpt").string() + ": cannot write").c_str()), ck::CheckpointError);
+  }
+  CHECK(slurp(last) == previous);
+  for (const auto& e : fs::directory_iterator(dir)) CHECK_MESSAGE(e.path().filename().string().find(".tmp-") == std::string::npos, e.path());
+  Fixture check(dir / "unused");
+  CHECK_NOTHROW(ck::load(check.trainer.context(), last));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("half weights: half the size, loadable, fp16-rounded; bf16 optimizer moments on request") {
+  const auto dir = testing::temp_dir("half");
+  testing::MlpTask task(1, 8, 64, 3);
+  torch::optim::AdamW opt(task.module().parameters(), 0.01);
+  pt::Trainer<testing::MlpTask, ck::Disk> t(task, opt, ck::Disk({.directory = dir, .export_final = false, .log = nullptr}));
+  auto [x, y] = testing::toy_data(48);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 16});
+  t.fit(loader, {.epochs = 1});
+  auto payload = [&](ck::SaveOptions o) { return ck::make_payload(task.module(), opt, t.state_dict(), o); };
+  const auto full = payload({}), half = payload({.half_weights = true}), both = payload({.half_weights = true, .half_optimizer = true});
+  MESSAGE("payload bytes: full " << full.size() << ", half weights " << half.size() << ", half weights + bf16 moments " << both.size());
+  CHECK(half.size() < full.size());
+  CHECK(both.size() < half.size());
+  ck::Disk::Options o{.directory = dir, .save = {.half_weights = true, .half_optimizer = true}, .export_final = false, .log = nullptr};
+  ck::Disk hd(o);
+  hd.save(t.context(), {{"half.ckpt", "last"}}, true);
+
+  testing::MlpTask task2(2, 8, 64, 3);
+  torch::optim::AdamW opt2(task2.module().parameters(), 0.01);
+  pt::Trainer<testing::MlpTask, ck::Disk> t2(task2, opt2);
+  ck::load(t2.context(), dir / "half.ckpt");
+  auto p2 = task2.module().named_parameters();
+  for (const auto& p : task.module().named_parameters()) {
+    CHECK(torch::equal(p2[p.key()], p.value().to(torch::kHalf).to(torch::kFloat)));
+    CHECK(p2[p.key()].dtype() == torch::kFloat);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("top-k best and keep-newest rotation") {
+  const auto dir = testing::temp_dir("rotate");
+  struct Scripted : testing::MlpTask {
+    std::vector<double> losses{0.9, 0.5, 0.7, 0.4, 0.8};
+    size_t calls = 0;
+    pt::Prediction validation_step(const pt::Batch& b) {
+      auto out = net->forward(b.x);
+      return {torch::tensor(losses.at(calls++)), out};
+    }
+  } scripted;
+  torch::optim::SGD sopt(scripted.module().parameters(), 0.05);
+  pt::Trainer<Scripted, ck::Disk> t(scripted, sopt, ck::Disk({.directory = dir, .best = true, .top_k = 2, .every_epochs = 1,
+                                                              .keep = 2, .export_final = false, .log = nullptr}));
+  auto [x, y] = testing::toy_data(32);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 16});
+  pt::data::TensorLoader val(x, y, {.batch_size = 32, .shuffle = false});
+  t.fit(loader, val, {.epochs = 5});
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  // Best two losses: epoch 4 (0.4) and epoch 2 (0.5); newest two periodic files: epochs 4 and 5.
+  CHECK(names == std::set<std::string>{"best.ckpt", "best-e0002.ckpt", "best-e0004.ckpt", "epoch-0004.ckpt",
+                                       "epoch-0005.ckpt", "last.ckpt"});
+  CHECK(ck::read_meta(dir / "best.ckpt")["best"]["epoch"] == 3);
+  CHECK(t.get<ck::Disk>().best_epoch() == 3);
+  CHECK(t.state().best_epoch == 3);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("the exported final weights load in Python's torch.load with the same bytes") {
+  if (std::system("python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+    MESSAGE("python3 with torch is not installed; skipped");
+    return;
+  }
+  const auto dir = testing::temp_dir("export");
+  testing::MlpTask task(3);
+  torch::optim::SGD opt(task.module().parameters(), 0.1);
+  pt::Trainer<testing::MlpTask, ck::Disk> t(task, opt, ck::Disk({.directory = dir, .last = false, .log = nullptr}));
+  auto [x, y] = testing::toy_data(32);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 16});
+  t.fit(loader, {.epochs = 1});
+  REQUIRE(fs::exists(dir / "final.pt"));
+  // Python recomputes io::params_sha256 (name|sizes|dtype|bytes over every tensor, in order) from torch.load's dict.
+  const fs::path script = dir / "check.py";
+  std::ofstream(script) << R"(import hashlib, sys, torch
+d = torch.load(sys.argv[1])
+h = hashlib.sha256()
+for k, t in d.items():
+    assert t.dtype == torch.float32, t.dtype
+    h.update(f"{k}|[{', '.join(str(s) for s in t.shape)}]|float|".encode())
+    h.update(bytes(t.contiguous().view(-1).view(torch.uint8).tolist()))
+print(h.hexdigest())
+)";
+  const fs::path out = dir / "digest.txt";
+  const std::string cmd = "python3 " + script.string() + " " + (dir / "final.pt").string() + " > " + out.string();
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::string digest;
+  std::ifstream(out) >> digest;
+  CHECK(digest == pt::io::params_sha256(task.module()));
+  fs::remove_all(dir);
+}
