@@ -13,6 +13,7 @@
 #include <policytrain/detail/torch_compat.hpp>
 #include <policytrain/policytrain.hpp>
 
+#include "flags_parallel.hpp"
 #include "model.hpp"
 
 namespace pt = policytrain;
@@ -70,19 +71,25 @@ int main(int argc, char** argv) {
   CLI::App app{"Trains a CNN on Fashion-MNIST with policytrain"};
   Config cfg;
   add_core_flags(app, cfg);
+  ParallelFlags par;
+  par.add(app);
   CLI11_PARSE(app, argc, argv);
+  if (auto code = par.maybe_launch(argc, argv)) return *code;
 
   try {
     const auto wall0 = std::chrono::steady_clock::now();
     if (cfg.threads > 0) torch::set_num_threads(cfg.threads);
     torch::manual_seed(cfg.seed);
-    fs::create_directories(cfg.run_dir);
+    auto dp = par.make();
+    if (dp.is_main()) fs::create_directories(cfg.run_dir);
 
     auto train = pt::data::load_fashion_mnist(cfg.data, /*train=*/true);
     auto test = pt::data::load_fashion_mnist(cfg.data, /*train=*/false);
-    pt::data::TensorLoader train_loader(train.x, train.y, {.batch_size = cfg.batch_size, .shuffle = true, .seed = cfg.seed});
-    pt::data::TensorLoader test_loader(test.x, test.y, {.batch_size = 1000, .shuffle = false});
-    std::printf("Fashion-MNIST: %lld train, %lld test images from %s; %d threads\n",
+    pt::data::TensorLoader train_loader(train.x, train.y, {.batch_size = cfg.batch_size, .shuffle = true, .seed = cfg.seed,
+                                                                   .rank = dp.rank(), .world_size = dp.world_size()});
+    pt::data::TensorLoader test_loader(test.x, test.y, {.batch_size = 1000, .shuffle = false,
+                                                                .rank = dp.rank(), .world_size = dp.world_size()});
+    if (dp.is_main()) std::printf("Fashion-MNIST: %lld train, %lld test images from %s; %d threads\n",
                 static_cast<long long>(train.x.size(0)), static_cast<long long>(test.x.size(0)),
                 cfg.data.string().c_str(), torch::get_num_threads());
 
@@ -90,13 +97,14 @@ int main(int argc, char** argv) {
     auto optimizer = make_optimizer(cfg, task.module());
 
     pt::callbacks::ProgressBar progress({.force_tty = cfg.progress_tty});
-    pt::Trainer trainer(task, *optimizer, std::move(progress));
+    pt::Trainer trainer(task, *optimizer, std::move(progress), std::move(dp));
 
     const pt::FitOptions fit{.epochs = cfg.epochs,
                              .limit_train_batches = cfg.limit_train_batches,
                              .limit_val_batches = cfg.limit_val_batches};
     auto result = trainer.fit(train_loader, test_loader, fit);
     auto metrics = trainer.evaluate(test_loader, cfg.limit_val_batches);
+    if (!trainer.is_main()) return 0;
     const auto report = metrics.report(pt::data::fashion_mnist_labels());
     std::printf("\nClassification report (test set)\n%s\n", report.to_string().c_str());
 
@@ -117,6 +125,7 @@ int main(int argc, char** argv) {
         {"policies",
          {{"precision", {{"name", "precision::Fp32"}}},
           {"optimizer", {{"name", cfg.optimizer}, {"lr", cfg.lr}, {"weight_decay", cfg.weight_decay}}},
+          {"parallel", par.describe(trainer.policy<pt::Category::parallel>())},
           {"batch_size", cfg.batch_size},
           {"seed", cfg.seed}}},
     };

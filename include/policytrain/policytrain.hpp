@@ -11,6 +11,8 @@
 
 #include <policytrain/accumulation/none.hpp>
 #include <policytrain/checkpoint/none.hpp>
+#include <policytrain/parallel/data_parallel.hpp>
+#include <policytrain/parallel/launch.hpp>
 #include <policytrain/parallel/single.hpp>
 #include <policytrain/precision/fp32.hpp>
 #include <policytrain/schedule/constant.hpp>

@@ -137,6 +137,19 @@ class MetricsAccumulator {
     }
   }
 
+  /// The running sums behind result(), for reducing them across data-parallel ranks.
+  struct Sums {
+    double loss_sum = 0;       ///< batch mean loss times batch size, summed
+    int64_t samples = 0;
+    torch::Tensor confusion;   ///< [true][predicted] counts (int64), undefined before a classification batch
+  };
+  Sums sums() const { return {loss_sum_, samples_, confusion_}; }
+  void set_sums(Sums s) {
+    loss_sum_ = s.loss_sum;
+    samples_ = s.samples;
+    confusion_ = std::move(s.confusion);
+  }
+
   Metrics result() const {
     Metrics m;
     m.samples = samples_;
