@@ -86,9 +86,9 @@ int main(int argc, char** argv) {
     auto train = pt::data::load_fashion_mnist(cfg.data, /*train=*/true);
     auto test = pt::data::load_fashion_mnist(cfg.data, /*train=*/false);
     pt::data::TensorLoader train_loader(train.x, train.y, {.batch_size = cfg.batch_size, .shuffle = true, .seed = cfg.seed,
-                                                                   .rank = dp.rank(), .world_size = dp.world_size()});
+                                                           .rank = dp.rank(), .world_size = dp.world_size()});
     pt::data::TensorLoader test_loader(test.x, test.y, {.batch_size = 1000, .shuffle = false,
-                                                                .rank = dp.rank(), .world_size = dp.world_size()});
+                                                        .rank = dp.rank(), .world_size = dp.world_size()});
     if (dp.is_main()) std::printf("Fashion-MNIST: %lld train, %lld test images from %s; %d threads\n",
                 static_cast<long long>(train.x.size(0)), static_cast<long long>(test.x.size(0)),
                 cfg.data.string().c_str(), torch::get_num_threads());
