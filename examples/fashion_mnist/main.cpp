@@ -18,6 +18,7 @@
 #include "flags_accumulation.hpp"
 #include "flags_schedule.hpp"
 #include "flags_checkpoint.hpp"
+#include "flags_parallel.hpp"
 #include "model.hpp"
 
 namespace pt = policytrain;
@@ -84,20 +85,26 @@ int main(int argc, char** argv) {
   schedule.add(app);
   fmnist::CheckpointFlags ckpt_flags;
   ckpt_flags.add(app);
+  ParallelFlags par;
+  par.add(app);
   CLI11_PARSE(app, argc, argv);
+  if (auto code = par.maybe_launch(argc, argv)) return *code;
 
   try {
     const auto wall0 = std::chrono::steady_clock::now();
     if (cfg.threads > 0) torch::set_num_threads(cfg.threads);
     pt::seed_everything(cfg.seed);
-    fs::create_directories(cfg.run_dir);
+    auto dp = par.make();
+    if (dp.is_main()) fs::create_directories(cfg.run_dir);
 
     auto train = pt::data::load_fashion_mnist(cfg.data, /*train=*/true);
     auto test = pt::data::load_fashion_mnist(cfg.data, /*train=*/false);
-    auto train_loader_ptr = fastpath.make_loader(train.x, train.y, {.batch_size = cfg.batch_size, .shuffle = true, .seed = cfg.seed});
+    auto train_loader_ptr = fastpath.make_loader(train.x, train.y, {.batch_size = cfg.batch_size, .shuffle = true, .seed = cfg.seed,
+                                                                    .rank = dp.rank(), .world_size = dp.world_size()});
     auto& train_loader = *train_loader_ptr;
-    pt::data::TensorLoader test_loader(test.x, test.y, {.batch_size = 1000, .shuffle = false});
-    std::printf("Fashion-MNIST: %lld train, %lld test images from %s; %d threads\n",
+    pt::data::TensorLoader test_loader(test.x, test.y, {.batch_size = 1000, .shuffle = false,
+                                                        .rank = dp.rank(), .world_size = dp.world_size()});
+    if (dp.is_main()) std::printf("Fashion-MNIST: %lld train, %lld test images from %s; %d threads\n",
                 static_cast<long long>(train.x.size(0)), static_cast<long long>(test.x.size(0)),
                 cfg.data.string().c_str(), torch::get_num_threads());
 
@@ -111,7 +118,7 @@ int main(int argc, char** argv) {
                         ckpt_flags.make_checkpoint(cfg.run_dir, settings), ckpt_flags.make_rollback(),
                         ckpt_flags.make_ema(), ckpt_flags.make_early_stopping(), std::move(progress),
                         fastpath.make_knobs(cfg.seed, cfg.threads), fastpath.make_clip(), fastpath.make_log(cfg.run_dir),
-                        fastpath.make_profiler());
+                        fastpath.make_profiler(), std::move(dp));
 
     const pt::FitOptions fit{.epochs = cfg.epochs,
                              .limit_train_batches = cfg.limit_train_batches,
@@ -119,6 +126,7 @@ int main(int argc, char** argv) {
     auto result = accumulation.fit(trainer, train_loader, train.x, train.y, test_loader, fit);
     // The last epoch's validation is the final evaluation (same weights, same data): no second pass.
     auto metrics = result.validation.empty() ? trainer.evaluate(test_loader, cfg.limit_val_batches) : result.validation.back();
+    if (!trainer.is_main()) return 0;
     const auto report = metrics.report(pt::data::fashion_mnist_labels());
     std::printf("\nClassification report (test set)\n%s\n", report.to_string().c_str());
 
@@ -142,6 +150,7 @@ int main(int argc, char** argv) {
         {"policies",
          {{"precision", precision_flags.describe()},
           {"optimizer", {{"name", cfg.optimizer}, {"lr", cfg.lr}, {"weight_decay", cfg.weight_decay}}},
+          {"parallel", par.describe(trainer.policy<pt::Category::parallel>())},
           {"batch_size", cfg.batch_size},
           {"accumulation", accumulation.describe()},
           {"schedule", schedule.describe()},

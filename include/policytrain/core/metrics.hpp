@@ -154,6 +154,19 @@ class MetricsAccumulator {
     }
   }
 
+  /// The running sums behind result(), for reducing them across data-parallel ranks.
+  struct Sums {
+    double loss_sum = 0;       ///< batch mean loss times batch size, summed
+    int64_t samples = 0;
+    torch::Tensor confusion;   ///< [true][predicted] counts (int64), undefined before a classification batch
+  };
+  Sums sums() const { return {loss_sum_, samples_, confusion_}; }
+  void set_sums(Sums s) {
+    loss_sum_ = s.loss_sum;
+    samples_ = s.samples;
+    confusion_ = std::move(s.confusion);
+  }
+
   /// The metrics of every batch added so far.
   Metrics result() const {
     Metrics m;

@@ -1,0 +1,53 @@
+#pragma once
+// Command-line flags of the data-parallel policy, and the built-in launcher (`--nproc N`).
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <policytrain/parallel/data_parallel.hpp>
+#include <policytrain/parallel/launch.hpp>
+
+struct ParallelFlags {
+  int nproc = 1;
+  bool enabled = true;
+  double timeout_s = 300;
+  double bucket_mb = 25;
+  std::string backend = "auto";
+
+  void add(CLI::App& app) {
+    app.add_option("--nproc", nproc,
+                   "Start this many local ranks (data parallel; --batch-size is per rank). "
+                   "Under torchrun, leave it out")->check(CLI::PositiveNumber);
+    app.add_option("--parallel", enabled, "Join the data-parallel job described by RANK/WORLD_SIZE/... (false: train alone)");
+    app.add_option("--dist-timeout", timeout_s, "Seconds before start-up or a collective is declared failed")->check(CLI::PositiveNumber);
+    app.add_option("--bucket-mb", bucket_mb, "Gradient bucket size in MiB (one all-reduce per bucket)")->check(CLI::PositiveNumber);
+    app.add_option("--dist-backend", backend, "auto (NCCL on CUDA, Gloo on CPU), gloo or nccl")
+        ->check(CLI::IsMember({"auto", "gloo", "nccl"}));
+  }
+
+  /// In the launching process (--nproc > 1, no RANK yet): runs the ranks and returns the exit code.
+  std::optional<int> maybe_launch(int argc, char** argv) const {
+    if (nproc <= 1 || std::getenv("RANK")) return std::nullopt;
+    policytrain::parallel::LaunchOptions o{.nproc = nproc};
+    o.args.assign(argv, argv + argc);
+    return policytrain::parallel::launch_local(o);
+  }
+
+  policytrain::parallel::DataParallel make() const {
+    return policytrain::parallel::DataParallel({.enabled = enabled,
+                                                .timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)),
+                                                .bucket_mb = bucket_mb,
+                                                .backend = backend});
+  }
+
+  nlohmann::json describe(const policytrain::parallel::DataParallel& dp) const {
+    if (!dp.active()) return {{"name", "parallel::Single"}};
+    return {{"name", "parallel::DataParallel"}, {"world_size", dp.world_size()}, {"backend", backend},
+            {"bucket_mb", bucket_mb}, {"buckets", dp.bucket_count()}, {"allreduce_calls", dp.allreduce_calls()},
+            {"comm_wait_seconds", dp.comm_wait_seconds()}, {"timeout_s", timeout_s}};
+  }
+};
