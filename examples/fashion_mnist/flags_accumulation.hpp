@@ -54,15 +54,15 @@ struct AccumulationFlags {
         ->check(CLI::NonNegativeNumber);
   }
 
-  /// Settles the micro-batch before the Trainer is built. With --batch-size auto it searches on the GPU with real
-  /// training steps and rebuilds `loader` with the micro-batch found; on the CPU it is an error.
+  /// Settles the micro-batch before the loader and the Trainer are built, and returns it. With --batch-size auto it
+  /// searches on the GPU with real training steps; on the CPU it is an error.
   template <class Task>
-  void resolve(Task& task, const torch::Tensor& x, const torch::Tensor& y, policytrain::data::TensorLoader& loader) {
+  int64_t resolve(Task& task, const torch::Tensor& x, const torch::Tensor& y, int64_t batch_size) {
     if (nominal > 0 && accumulate > 1)
       throw std::invalid_argument("--accumulate and --nominal-batch both set; give one (the nominal batch derives the accumulation)");
-    batch_ = loader.options().batch_size;
+    batch_ = batch_size;
     plan_ = {batch_, nominal > 0 ? policytrain::accumulate::nominal_accumulate(nominal, batch_) : accumulate};
-    if (!auto_batch) return;
+    if (!auto_batch) return batch_;
     const auto params = task.module().parameters();
     const torch::Device device = params.empty() ? torch::Device(torch::kCPU) : params.front().device();
 #ifdef POLICYTRAIN_WITH_CUDA
@@ -85,10 +85,7 @@ struct AccumulationFlags {
       };
       plan_ = auto_->plan(auto_->search(probe));
       batch_ = plan_.micro_batch;
-      auto o = loader.options();
-      o.batch_size = batch_;
-      loader = policytrain::data::TensorLoader(x, y, o);
-      return;
+      return batch_;
     }
 #endif
 #ifdef POLICYTRAIN_WITH_CUDA
@@ -106,16 +103,12 @@ struct AccumulationFlags {
     return policytrain::accumulate::NominalBatch({.nominal = nominal, .batch = batch_, .steps = accumulate});
   }
 
-  /// trainer.fit, or with --batch-size auto the fit that recovers from out-of-memory errors.
-  template <class TrainerT, class Val>
-  policytrain::FitResult fit(TrainerT& trainer, policytrain::data::TensorLoader& loader, const torch::Tensor& x,
-                             const torch::Tensor& y, Val& val, const policytrain::FitOptions& options) {
+  /// trainer.fit, or with --batch-size auto the fit that recovers from out-of-memory errors (then
+  /// `make_loader(micro_batch)` builds the loader for each micro-batch size).
+  template <class TrainerT, class Loader, class MakeLoader, class Val>
+  policytrain::FitResult fit(TrainerT& trainer, Loader& loader, MakeLoader&& make_loader, Val& val,
+                             const policytrain::FitOptions& options) {
     if (!auto_) return trainer.fit(loader, val, options);
-    auto make_loader = [&](int64_t b) {
-      auto o = loader.options();
-      o.batch_size = b;
-      return policytrain::data::TensorLoader(x, y, o);
-    };
     auto r = policytrain::accumulate::fit_auto_batch(trainer, *auto_, plan_, make_loader, val, options);
     batch_ = plan_.micro_batch;
     return r;

@@ -95,22 +95,26 @@ int main(int argc, char** argv) {
     if (cfg.threads > 0) torch::set_num_threads(cfg.threads);
     pt::seed_everything(cfg.seed);
     auto dp = par.make();
+    const int64_t rank = dp.rank(), world_size = dp.world_size();  // dp moves into the Trainer below
     if (dp.is_main()) fs::create_directories(cfg.run_dir);
 
     auto train = pt::data::load_fashion_mnist(cfg.data, /*train=*/true);
     auto test = pt::data::load_fashion_mnist(cfg.data, /*train=*/false);
-    auto train_loader_ptr = fastpath.make_loader(train.x, train.y, {.batch_size = cfg.batch_size, .shuffle = true, .seed = cfg.seed,
-                                                                    .rank = dp.rank(), .world_size = dp.world_size()});
-    auto& train_loader = *train_loader_ptr;
     pt::data::TensorLoader test_loader(test.x, test.y, {.batch_size = 1000, .shuffle = false,
-                                                        .rank = dp.rank(), .world_size = dp.world_size()});
+                                                        .rank = rank, .world_size = world_size});
     if (dp.is_main()) std::printf("Fashion-MNIST: %lld train, %lld test images from %s; %d threads\n",
                 static_cast<long long>(train.x.size(0)), static_cast<long long>(test.x.size(0)),
                 cfg.data.string().c_str(), torch::get_num_threads());
 
     fmnist::Classifier task(cfg.width);
     auto optimizer = make_optimizer(cfg, task.module());
-    accumulation.resolve(task, train.x, train.y, train_loader);
+    const int64_t micro_batch = accumulation.resolve(task, train.x, train.y, cfg.batch_size);
+    auto make_train_loader = [&](int64_t batch) {
+      return fastpath.make_loader(train.x, train.y, {.batch_size = batch, .shuffle = true, .seed = cfg.seed,
+                                                     .rank = rank, .world_size = world_size});
+    };
+    auto train_loader_ptr = make_train_loader(micro_batch);
+    auto& train_loader = *train_loader_ptr;
 
     pt::callbacks::ProgressBar progress({.force_tty = cfg.progress_tty});
     const std::string settings = nlohmann::json{{"argv", std::vector<std::string>(argv, argv + argc)}}.dump();
@@ -123,7 +127,7 @@ int main(int argc, char** argv) {
     const pt::FitOptions fit{.epochs = cfg.epochs,
                              .limit_train_batches = cfg.limit_train_batches,
                              .limit_val_batches = cfg.limit_val_batches};
-    auto result = accumulation.fit(trainer, train_loader, train.x, train.y, test_loader, fit);
+    auto result = accumulation.fit(trainer, train_loader, make_train_loader, test_loader, fit);
     // The last epoch's validation is the final evaluation (same weights, same data): no second pass.
     auto metrics = result.validation.empty() ? trainer.evaluate(test_loader, cfg.limit_val_batches) : result.validation.back();
     if (!trainer.is_main()) return 0;

@@ -190,7 +190,9 @@ auto fit_auto_batch(TrainerT& trainer, AutoBatch& auto_batch, BatchPlan& plan, M
     apply_plan(trainer.template policy<Category::accumulation>(), plan);
     auto loader = make_loader(plan.micro_batch);
     try {
-      return trainer.fit(loader, val, options);
+      // make_loader may return a loader or a pointer to one (loaders that own threads do not move).
+      if constexpr (requires { *loader; loader.get(); }) return trainer.fit(*loader, val, options);
+      else return trainer.fit(loader, val, options);
     } catch (const c10::OutOfMemoryError&) {
       auto next = auto_batch.on_out_of_memory(plan);
       if (!next) throw;
