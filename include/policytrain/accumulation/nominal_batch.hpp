@@ -7,7 +7,8 @@
 /// `Steps{steps}`, so one composed Trainer can switch between the two at run time.
 /// Hooks: on_fit_begin, transform_loss, should_step, before_step; state: the groups' base weight decay.
 /// Requires an optimizer whose options are AdamW, Adam, SGD, RMSprop or Adagrad when it scales the weight decay
-/// (another type is an error naming the fix). Cost when nominal = 0 and steps = 1: one comparison per micro-batch.
+/// (another type is an error naming the fix). Cost when nominal = 0 and steps = 1: a few integer operations per
+/// micro-batch.
 /// Example: examples/fashion_mnist/flags_accumulation.hpp.
 #include <cstdint>
 #include <stdexcept>
