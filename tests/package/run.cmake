@@ -75,6 +75,12 @@ if(MODE STREQUAL "find_package")
       message(FATAL_ERROR "run.cmake: the installed package lacks ${f}")
     endif()
   endforeach()
+  # CUDA is the consumer's LibTorch's decision (policytrainConfig.cmake), never baked into the export.
+  file(READ "${moved}/share/cmake/policytrain/policytrainTargets.cmake" targets)
+  string(FIND "${targets}" "POLICYTRAIN_WITH_CUDA" at)
+  if(NOT at EQUAL -1)
+    message(FATAL_ERROR "run.cmake: policytrainTargets.cmake defines POLICYTRAIN_WITH_CUDA; the config file must decide it")
+  endif()
   # The version file must accept a consumer of another architecture (header-only), and follow SameMinorVersion.
   function(version_check want_version sizeof_void_p expect_compatible)
     set(CMAKE_SIZEOF_VOID_P ${sizeof_void_p})
