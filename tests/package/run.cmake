@@ -22,6 +22,13 @@ if(CXX)
   list(APPEND common_args -DCMAKE_CXX_COMPILER=${CXX})
 endif()
 
+# CMAKE_PREFIX_PATH goes to the child processes through the environment (":"-separated), since a ";" list
+# does not survive as one command-line argument of execute_process.
+macro(set_prefix_path)
+  string(REPLACE ";" ":" env_prefix_path "${prefix_path}")
+  set(ENV{CMAKE_PREFIX_PATH} "${env_prefix_path}")
+endmacro()
+
 function(run)
   string(REPLACE ";" " " shown "${ARGN}")
   message(STATUS "run: ${shown}")
@@ -44,8 +51,9 @@ if(MODE STREQUAL "find_package")
   endif()
   set(stage "${WORK_DIR}/stage")
   set(moved "${WORK_DIR}/moved/prefix")
+  set_prefix_path()
   run(${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}/package-build" ${common_args} ${port_options}
-      "-DCMAKE_PREFIX_PATH=${prefix_path}" "-DCMAKE_INSTALL_PREFIX=${stage}")
+      "-DCMAKE_INSTALL_PREFIX=${stage}")
   run(${CMAKE_COMMAND} --build "${WORK_DIR}/package-build")
   run(${CMAKE_COMMAND} --install "${WORK_DIR}/package-build")
   file(COPY "${stage}/" DESTINATION "${moved}")
@@ -67,6 +75,12 @@ if(MODE STREQUAL "find_package")
       message(FATAL_ERROR "run.cmake: the installed package lacks ${f}")
     endif()
   endforeach()
+  # CUDA is the consumer's LibTorch's decision (policytrainConfig.cmake), never baked into the export.
+  file(READ "${moved}/share/cmake/policytrain/policytrainTargets.cmake" targets)
+  string(FIND "${targets}" "POLICYTRAIN_WITH_CUDA" at)
+  if(NOT at EQUAL -1)
+    message(FATAL_ERROR "run.cmake: policytrainTargets.cmake defines POLICYTRAIN_WITH_CUDA; the config file must decide it")
+  endif()
   # The version file must accept a consumer of another architecture (header-only), and follow SameMinorVersion.
   function(version_check want_version sizeof_void_p expect_compatible)
     set(CMAKE_SIZEOF_VOID_P ${sizeof_void_p})
@@ -113,8 +127,9 @@ endif()
 if(STOP_BEFORE_CONSUMER)  # for debugging the packaging steps alone
   return()
 endif()
+set_prefix_path()
 run(${CMAKE_COMMAND} -S "${CMAKE_CURRENT_LIST_DIR}/consumer" -B "${WORK_DIR}/consumer-build" ${common_args}
-    ${consumer_args} "-DCMAKE_PREFIX_PATH=${prefix_path}")
+    ${consumer_args})
 if(MODE STREQUAL "find_package")
   # The package found must be the relocated copy (not a registry entry or another installation).
   file(STRINGS "${WORK_DIR}/consumer-build/CMakeCache.txt" found_dir REGEX "^policytrain_DIR:")
