@@ -4,7 +4,8 @@ Usage: kill_resume.py FASHION_MNIST_EXE WORK_DIR   (KILL_SEED=n reproduces a run
 import json, os, random, shutil, subprocess, sys, time
 
 exe, work = sys.argv[1], sys.argv[2]
-common = [exe, "--epochs", "2", "--limit-train-batches", "40", "--limit-val-batches", "2", "--progress-tty", "0",
+common = [exe, "--epochs", "2", "--limit-train-batches", "20", "--limit-val-batches", "1", "--progress-tty", "0",
+          "--width", "8", "--batch-size", "32",
           "--threads", "1", "--save", "last,steps:3", "--keep", "2", "--ema", "--ema-tau", "20"]
 shutil.rmtree(work, ignore_errors=True)
 ref_dir, run_dir = os.path.join(work, "reference"), os.path.join(work, "killed")
