@@ -448,7 +448,7 @@ TEST_CASE("a failing write raises a clear error and leaves the previous checkpoi
   fs::remove_all(dir);
 }
 
-TEST_CASE("half weights: half the size, loadable, fp16-rounded; bf16 optimizer moments on request") {
+TEST_CASE("half weights: half the size, loadable, fp16-rounded, and bf16 optimizer moments on request") {
   const auto dir = testing::temp_dir("half");
   testing::MlpTask task(1, 8, 64, 3);
   torch::optim::AdamW opt(task.module().parameters(), 0.01);
