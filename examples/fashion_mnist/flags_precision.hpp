@@ -53,10 +53,12 @@ struct PrecisionFlags {
 
   /// `rollback`: a callbacks::DivergenceRollback handles non-finite losses (they skip the step, then it restores).
   policytrain::precision::Autocast make(bool rollback = false) const {
+    // [snippet:make]
     return policytrain::precision::Autocast({.dtype = dtype(),
                                              .loss_scaling = scaling(),
                                              .scaler = {.init_scale = init_scale, .growth_interval = growth_interval},
                                              .on_nonfinite = rollback ? policytrain::NonFinite::rollback : nonfinite()});
+    // [/snippet:make]
   }
 
   nlohmann::json describe() const {

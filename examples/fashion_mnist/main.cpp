@@ -118,11 +118,15 @@ int main(int argc, char** argv) {
 
     pt::callbacks::ProgressBar progress({.force_tty = cfg.progress_tty});
     const std::string settings = nlohmann::json{{"argv", std::vector<std::string>(argv, argv + argc)}}.dump();
+    // [snippet:trainer]
+    // One fully composed Trainer: each policy's type is fixed here, its settings (and whether it acts) come from
+    // the command line. Class template argument deduction names the policies from the arguments.
     pt::Trainer trainer(task, *optimizer, precision_flags.make(ckpt_flags.rollback), accumulation.make(), schedule.make(),
                         ckpt_flags.make_checkpoint(cfg.run_dir, settings), ckpt_flags.make_rollback(),
                         ckpt_flags.make_ema(), ckpt_flags.make_early_stopping(), std::move(progress),
                         fastpath.make_knobs(cfg.seed, cfg.threads), fastpath.make_clip(), fastpath.make_log(cfg.run_dir),
                         fastpath.make_profiler(), std::move(dp));
+    // [/snippet:trainer]
 
     const pt::FitOptions fit{.epochs = cfg.epochs,
                              .limit_train_batches = cfg.limit_train_batches,

@@ -122,6 +122,7 @@ TEST_CASE("Uneven micro-batches: the step sees the gradient of the mean loss ove
     auto opt_a = make_opt(Opt::sgd, a.module());
     auto opt_b = make_opt(Opt::sgd, b.module());
     auto opt_n = make_opt(Opt::sgd, naive.module());
+    // [snippet:uneven]
     pt::data::TensorLoader micro(x, y, {.batch_size = 16, .shuffle = true, .seed = 9});
     pt::data::TensorLoader whole(x, y, {.batch_size = 50, .shuffle = true, .seed = 9});
     pt::Trainer<MlpTask, pt::accumulate::Steps> trainer(a, *opt_a, pt::accumulate::Steps(4));
@@ -129,6 +130,7 @@ TEST_CASE("Uneven micro-batches: the step sees the gradient of the mean loss ove
     plain_loop(b, *opt_b, whole, 3);
     CHECK(r.global_steps == 3);
     CHECK(testing::max_rel_diff(a.module(), b.module()) < 1e-6);
+    // [/snippet:uneven]
     // The mean of the micro-batch means weighs the 2-sample batch like a 16-sample one: visibly different.
     pt::Trainer<MlpTask, MeanOfMeans> bad(naive, *opt_n, MeanOfMeans{4});
     bad.fit(micro, {.epochs = 3});

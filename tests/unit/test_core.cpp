@@ -145,6 +145,15 @@ TEST_CASE("policies are unordered: categories are found whatever the order of th
   trainer.fit(loader, {.epochs = 2});
   CHECK(trainer.get<CountingStep>().steps == 8);
   CHECK(trainer.context().get<StopAt>().at == 100);  // the argument was moved in with its settings
+
+  // Policies passed as lvalues are copied in, with their settings; the originals stay as they were.
+  StopAt stop{.at = 1};
+  CountingStep counting;
+  pt::Trainer<MlpTask, CountingStep, StopAt> copied(task, opt, stop, counting);
+  auto r = copied.fit(loader, {.epochs = 5});
+  CHECK(r.epochs_run == 1);
+  CHECK(copied.get<CountingStep>().steps == 4);
+  CHECK(counting.steps == 0);
 }
 
 TEST_CASE("a hook returning true stops training after that epoch") {

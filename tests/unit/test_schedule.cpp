@@ -308,10 +308,12 @@ TEST_CASE("State round trip: a resumed run continues the exact lr sequence") {
   auto loader = d.loader();
   std::vector<std::vector<double>> rest;
   std::vector<double> rest_mom;
+  // [snippet:resume]
   pt::Trainer<MlpTask, sch::Lr, LrLog> trainer(t, opt, sch::Lr(o), LrLog{&rest, &rest_mom});
   trainer.load_state_dict(saved);
   CHECK(pt::state_int(saved, "schedule::Lr/step") == 6);
   trainer.fit(loader, {.epochs = 4});
+  // [/snippet:resume]
   REQUIRE(rest.size() == 18);
   for (size_t i = 0; i < rest.size(); ++i) {
     CAPTURE(i);

@@ -126,11 +126,14 @@ constexpr size_t index_of() {
 
 /// The argument of type T, forwarded (moved when it was passed as an rvalue), or a default-constructed T.
 template <class T, class... Args>
-T take_or_default(std::tuple<Args&&...>& args) {
+T take_or_default(std::tuple<Args...>& args) {
   constexpr size_t idx = index_of<T, Args...>();
   if constexpr (idx == sizeof...(Args)) return T{};
-  else return T(static_cast<std::tuple_element_t<idx, std::tuple<Args&&...>>>(std::get<idx>(args)));
+  else return T(static_cast<std::tuple_element_t<idx, std::tuple<Args...>>&&>(std::get<idx>(args)));
 }
+
+/// Tags the Trainer's private constructor, so that the public variadic one never takes its place.
+struct FromTuple {};
 
 template <class C>
 int64_t size_or_unknown(C& c) {
@@ -217,25 +220,27 @@ class Trainer {
 
   /// Builds the Trainer; each policy given is moved in, every other one is default-constructed.
   /// `policies` may be any subset of the Trainer's policies, in any order.
+  /// Policies passed as lvalues are copied, rvalues moved.
   template <class... Given>
   Trainer(Task& task, torch::optim::Optimizer& optimizer, Given&&... policies)
-      : Trainer(task, optimizer, std::forward_as_tuple(std::forward<Given>(policies)...)) {}
+      : Trainer(detail::FromTuple{}, task, optimizer, std::forward_as_tuple(std::forward<Given>(policies)...)) {
+    static_assert(((detail::count_type<std::remove_cvref_t<Given>, Policies...> == 1) && ...),
+                  "policytrain::Trainer: a constructor argument is not one of the Trainer's policies; "
+                  "name its type among the Trainer's template arguments");
+  }
 
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
  private:
-  template <class... Given>
-  Trainer(Task& task, torch::optim::Optimizer& optimizer, std::tuple<Given&&...> args)
+  template <class... Refs>
+  Trainer(detail::FromTuple, Task& task, torch::optim::Optimizer& optimizer, std::tuple<Refs...> args)
       : task_(task),
         optimizer_(optimizer),
         ctx_(*this),
         policies_([&]<size_t... I>(std::index_sequence<I...>) {
           return policies_type{detail::take_or_default<std::tuple_element_t<I, policies_type>>(args)...};
         }(std::make_index_sequence<std::tuple_size_v<policies_type>>{})) {
-    static_assert(((detail::count_type<std::remove_cvref_t<Given>, Policies...> == 1) && ...),
-                  "policytrain::Trainer: a constructor argument is not one of the Trainer's policies; "
-                  "name its type among the Trainer's template arguments");
     [&]<size_t... I>(std::index_sequence<I...>) {
       (void)(detail::HookCheck<std::tuple_element_t<I, policies_type>, context_type>::ok && ...);
     }(std::make_index_sequence<std::tuple_size_v<policies_type>>{});
