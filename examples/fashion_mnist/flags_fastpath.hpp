@@ -81,7 +81,8 @@ struct FastpathFlags {
 
   policytrain::callbacks::PerfKnobs make_knobs(uint64_t seed, int intra_threads) const {
     auto o = knobs;
-    o.seed = seed;
+    // main() seeds before building the model (pt::seed_everything); seeding again at fit begin would overwrite
+    // the RNG state a resumed checkpoint restores, so the knob only reports the seed.
     o.intra_threads = intra_threads;
     seed_ = seed;
     return policytrain::callbacks::PerfKnobs(o);

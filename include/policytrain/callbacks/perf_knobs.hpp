@@ -41,7 +41,9 @@ class PerfKnobs {
     bool deterministic = false;
     int intra_threads = 0;              ///< 0: leave LibTorch's default
     int interop_threads = 0;            ///< 0: leave LibTorch's default
-    std::optional<uint64_t> seed{};     ///< seed_everything(seed) when set
+    /// seed_everything(seed) when set, once, at the first apply(). When a checkpoint restores the RNG on resume,
+    /// seed before building the model instead (a seed at fit begin would overwrite the restored state).
+    std::optional<uint64_t> seed{};
   };
   PerfKnobs() = default;
   explicit PerfKnobs(Options o) : o_(o) {}
