@@ -42,8 +42,9 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#ifdef POLICYTRAIN_WITH_CUDA
+#if defined(POLICYTRAIN_WITH_CUDA) && defined(USE_C10D_NCCL)
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#define POLICYTRAIN_WITH_NCCL 1
 #endif
 #include <torch/nn/module.h>
 #include <torch/types.h>
@@ -121,7 +122,7 @@ struct Environment {
 namespace detail {
 
 /// The process group and the gradient buckets, shared with the autograd hooks (so the policy may be moved).
-struct DataParallelState : std::enable_shared_from_this<DataParallelState> {
+struct DataParallelState {
   struct Bucket {
     std::vector<size_t> params;           ///< indices into `params`, in the order they sit in `flat`
     std::vector<int64_t> offsets;
@@ -362,12 +363,12 @@ class DataParallel {
         go->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
         s.backend = c10::make_intrusive<c10d::ProcessGroupGloo>(pg_store, e.rank, e.world_size, go);
       } else if (kind == "nccl") {
-#ifdef POLICYTRAIN_WITH_CUDA
+#ifdef POLICYTRAIN_WITH_NCCL
         auto no = c10d::ProcessGroupNCCL::Options::create();
         no->timeout = o_.timeout;
         s.backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(pg_store, e.rank, e.world_size, no);
 #else
-        throw std::invalid_argument("backend 'nccl' needs a LibTorch built with CUDA; use 'gloo'");
+        throw std::invalid_argument("backend 'nccl' needs a LibTorch built with CUDA and NCCL (USE_C10D_NCCL); use 'gloo'");
 #endif
       } else {
         throw std::invalid_argument(fmt::format("backend '{}' is unknown; use auto, gloo or nccl", kind));
