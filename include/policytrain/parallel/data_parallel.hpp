@@ -136,6 +136,7 @@ struct DataParallelState {
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::Backend> backend;
+  torch::Device comm_device{torch::kCPU};  ///< where small control tensors go (NCCL reduces CUDA tensors only)
   std::vector<torch::Tensor> params;
   std::vector<int64_t> bucket_of;         ///< param index → bucket index
   std::vector<Bucket> buckets;
@@ -367,6 +368,7 @@ class DataParallel {
         auto no = c10d::ProcessGroupNCCL::Options::create();
         no->timeout = o_.timeout;
         s.backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(pg_store, e.rank, e.world_size, no);
+        s.comm_device = device;
 #else
         throw std::invalid_argument("backend 'nccl' needs a LibTorch built with CUDA and NCCL (USE_C10D_NCCL); use 'gloo'");
 #endif
@@ -395,10 +397,11 @@ class DataParallel {
   /// Reduces `t` over the ranks with `op`, in place; `what` names the collective in errors.
   void all_reduce(torch::Tensor& t, c10d::ReduceOp op, const std::string& what) {
     if (!active()) return;
-    std::vector<at::Tensor> ts{t};
+    std::vector<at::Tensor> ts{t.device() == s_->comm_device ? t : t.to(s_->comm_device)};
     c10d::AllreduceOptions ao;
     ao.reduceOp = op;
     s_->wait(s_->backend->allreduce(ts, ao), what);
+    if (!ts[0].is_same(t)) t.copy_(ts[0]);
   }
 
   // --- hooks ---
