@@ -87,6 +87,10 @@ int run_worker(const std::string& scenario, const fs::path& out) {
       FailAt{fail ? 1 : -1, 3, scenario == "hang" ? SIGSTOP : SIGKILL});
   trainer.fit(loader, {.epochs = fail ? 1000 : kEpochs});
   auto& p = trainer.policy<pt::Category::parallel>();
+  // Evaluation on this rank's shard; reduce_metrics makes it the evaluation of the whole set.
+  pt::data::TensorLoader eval(x, y, {.batch_size = 10, .shuffle = false, .rank = rank, .world_size = world});
+  const auto m = trainer.evaluate(eval);
+  write_text(out / fmt::format("metrics{}.txt", rank), fmt::format("{} {:.17g} {:.17g}", m.samples, m.loss, m.accuracy));
   torch::save(params_of(task.module()), (out / fmt::format("params{}.pt", rank)).string());
   write_text(out / fmt::format("counts{}.txt", rank),
              fmt::format("{} {} {} {} {}", p.bucket_count(), p.allreduce_calls(), p.allreduce_calls_in_hooks(),
@@ -129,14 +133,25 @@ std::vector<int64_t> counts(const fs::path& p) {
   return v;
 }
 
+std::vector<double> counts_d(const fs::path& p) {
+  std::istringstream in(read_text(p));
+  std::vector<double> v;
+  for (double x; in >> x;) v.push_back(x);
+  return v;
+}
+
 /// The same training in this process: global batch B on one rank, by a plain Trainer.
-std::vector<torch::Tensor> reference(int64_t accumulate) {
+std::vector<torch::Tensor> reference(int64_t accumulate, pt::Metrics* metrics = nullptr) {
   MlpTask task(1);
   auto [x, y] = testing::toy_data(96);
   pt::data::TensorLoader loader(x, y, {.batch_size = kGlobalBatch / accumulate, .shuffle = true, .seed = 3});
   torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   pt::Trainer<MlpTask, AccumulateEvery> trainer(task, opt, AccumulateEvery{accumulate});
   trainer.fit(loader, {.epochs = kEpochs});
+  if (metrics) {
+    pt::data::TensorLoader eval(x, y, {.batch_size = 10, .shuffle = false});
+    *metrics = trainer.evaluate(eval);
+  }
   return params_of(task.module());
 }
 
@@ -185,10 +200,12 @@ std::string connect_error(std::initializer_list<std::pair<const char*, const cha
 
 }  // namespace
 
-TEST_CASE("2 ranks with batch B/2 each end with the parameters of 1 process with batch B; buckets launch from hooks") {
+TEST_CASE("2 ranks with batch B/2 each end with the parameters of 1 process with batch B; buckets launch from hooks; "
+          "metrics reduce") {
   const auto out = testing::temp_dir("dp-equal");
   REQUIRE(launch("plain", out, 2) == 0);
-  const auto want = reference(1);
+  pt::Metrics want_metrics;
+  const auto want = reference(1, &want_metrics);
   for (int r = 0; r < 2; ++r) {
     INFO("rank " << r << ": " << read_text(out / fmt::format("stderr{}.txt", r)));
     CHECK(max_abs_diff(load_params(out / fmt::format("params{}.pt", r)), want) < 1e-5);
@@ -199,6 +216,12 @@ TEST_CASE("2 ranks with batch B/2 each end with the parameters of 1 process with
     CHECK(steps == kEpochs * 96 / kGlobalBatch);
     CHECK(calls == buckets * steps);
     CHECK(in_hooks == calls);  // every bucket was launched while backward still ran
+    // Validation metrics reduced over the two shards equal those of the whole set in one process.
+    const auto m = counts_d(out / fmt::format("metrics{}.txt", r));
+    REQUIRE(m.size() == 3);
+    CHECK(m[0] == 96);
+    CHECK(m[1] == doctest::Approx(want_metrics.loss).epsilon(1e-5));
+    CHECK(m[2] == doctest::Approx(want_metrics.accuracy));
   }
   // The initial weights differed per rank; the broadcast made them equal, so the results are identical.
   CHECK(max_abs_diff(load_params(out / "params0.pt"), load_params(out / "params1.pt")) == 0.0);

@@ -42,8 +42,9 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#ifdef POLICYTRAIN_WITH_CUDA
+#if defined(POLICYTRAIN_WITH_CUDA) && defined(USE_C10D_NCCL)
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#define POLICYTRAIN_WITH_NCCL 1
 #endif
 #include <torch/nn/module.h>
 #include <torch/types.h>
@@ -121,7 +122,7 @@ struct Environment {
 namespace detail {
 
 /// The process group and the gradient buckets, shared with the autograd hooks (so the policy may be moved).
-struct DataParallelState : std::enable_shared_from_this<DataParallelState> {
+struct DataParallelState {
   struct Bucket {
     std::vector<size_t> params;           ///< indices into `params`, in the order they sit in `flat`
     std::vector<int64_t> offsets;
@@ -135,6 +136,7 @@ struct DataParallelState : std::enable_shared_from_this<DataParallelState> {
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::Backend> backend;
+  torch::Device comm_device{torch::kCPU};  ///< where small control tensors go (NCCL reduces CUDA tensors only)
   std::vector<torch::Tensor> params;
   std::vector<int64_t> bucket_of;         ///< param index → bucket index
   std::vector<Bucket> buckets;
@@ -362,12 +364,13 @@ class DataParallel {
         go->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
         s.backend = c10::make_intrusive<c10d::ProcessGroupGloo>(pg_store, e.rank, e.world_size, go);
       } else if (kind == "nccl") {
-#ifdef POLICYTRAIN_WITH_CUDA
+#ifdef POLICYTRAIN_WITH_NCCL
         auto no = c10d::ProcessGroupNCCL::Options::create();
         no->timeout = o_.timeout;
         s.backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(pg_store, e.rank, e.world_size, no);
+        s.comm_device = device;
 #else
-        throw std::invalid_argument("backend 'nccl' needs a LibTorch built with CUDA; use 'gloo'");
+        throw std::invalid_argument("backend 'nccl' needs a LibTorch built with CUDA and NCCL (USE_C10D_NCCL); use 'gloo'");
 #endif
       } else {
         throw std::invalid_argument(fmt::format("backend '{}' is unknown; use auto, gloo or nccl", kind));
@@ -394,10 +397,11 @@ class DataParallel {
   /// Reduces `t` over the ranks with `op`, in place; `what` names the collective in errors.
   void all_reduce(torch::Tensor& t, c10d::ReduceOp op, const std::string& what) {
     if (!active()) return;
-    std::vector<at::Tensor> ts{t};
+    std::vector<at::Tensor> ts{t.device() == s_->comm_device ? t : t.to(s_->comm_device)};
     c10d::AllreduceOptions ao;
     ao.reduceOp = op;
     s_->wait(s_->backend->allreduce(ts, ao), what);
+    if (!ts[0].is_same(t)) t.copy_(ts[0]);
   }
 
   // --- hooks ---
