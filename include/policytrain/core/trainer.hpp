@@ -539,7 +539,8 @@ class Trainer {
     module().train();
     on_fit_begin();
     const int64_t start_epoch = state_.epoch;
-    for (; state_.epoch < options.epochs && !state_.stop_requested; ++state_.epoch) {
+    // A finished epoch leaves batch_in_epoch at 0: a state taken between epochs resumes at the next one's start.
+    for (; state_.epoch < options.epochs && !state_.stop_requested; ++state_.epoch, state_.batch_in_epoch = 0) {
       if constexpr (requires { train.set_epoch(state_.epoch); }) train.set_epoch(state_.epoch);
       const int64_t n = detail::size_or_unknown(train);
       epoch_batches_ = options.limit_train_batches >= 0 && (n < 0 || options.limit_train_batches < n)
