@@ -88,7 +88,9 @@ int main(int argc, char** argv) {
   ParallelFlags par;
   par.add(app);
   CLI11_PARSE(app, argc, argv);
+  // [snippet:launch]
   if (auto code = par.maybe_launch(argc, argv)) return *code;
+  // [/snippet:launch]
 
   try {
     const auto wall0 = std::chrono::steady_clock::now();
@@ -109,12 +111,14 @@ int main(int argc, char** argv) {
     fmnist::Classifier task(cfg.width);
     auto optimizer = make_optimizer(cfg, task.module());
     const int64_t micro_batch = accumulation.resolve(task, train.x, train.y, cfg.batch_size);
+    // [snippet:loader]
     auto make_train_loader = [&](int64_t batch) {
       return fastpath.make_loader(train.x, train.y, {.batch_size = batch, .shuffle = true, .seed = cfg.seed,
                                                      .rank = rank, .world_size = world_size});
     };
     auto train_loader_ptr = make_train_loader(micro_batch);
     auto& train_loader = *train_loader_ptr;
+    // [/snippet:loader]
 
     pt::callbacks::ProgressBar progress({.force_tty = cfg.progress_tty});
     const std::string settings = nlohmann::json{{"argv", std::vector<std::string>(argv, argv + argc)}}.dump();
@@ -134,7 +138,9 @@ int main(int argc, char** argv) {
     auto result = accumulation.fit(trainer, train_loader, make_train_loader, test_loader, fit);
     // The last epoch's validation is the final evaluation (same weights, same data): no second pass.
     auto metrics = result.validation.empty() ? trainer.evaluate(test_loader, cfg.limit_val_batches) : result.validation.back();
+    // [snippet:rank0]
     if (!trainer.is_main()) return 0;
+    // [/snippet:rank0]
     const auto report = metrics.report(pt::data::fashion_mnist_labels());
     std::printf("\nClassification report (test set)\n%s\n", report.to_string().c_str());
 

@@ -202,9 +202,11 @@ TEST_CASE("Skipping batches (exact resume) does not assemble them") {
   pd::TensorLoader ref(x, y, {.batch_size = 10, .seed = 4});
   for (int64_t workers : {0, 2}) {
     CAPTURE(workers);
+    // [snippet:skip]
     pd::PrefetchLoader l(x, y, {.batch_size = 10, .seed = 4}, {.workers = workers, .prefetch = 1});
     auto it = l.begin();
     for (int k = 0; k < 5; ++k) ++it;  // what the Trainer does to skip batch_in_epoch batches
+    // [/snippet:skip]
     std::vector<pt::Batch> got;
     for (; it != l.end(); ++it) got.push_back(*it);
     REQUIRE(got.size() == 5);
