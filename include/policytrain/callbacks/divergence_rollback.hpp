@@ -7,9 +7,9 @@
 /// was good. A spike is a loss above `spike_factor` times its running mean (after `warmup_steps` steps).
 /// Counters, data position and other policies' state go on; a schedule that wants to honour the lower lr
 /// exposes `void scale_lr(double)`, which is called with the factor.
-/// Hooks: on_fit_begin, after_step. Works with the precision policy's NonFinite::rollback (or `NonFinite::skip`, `NonFinite::ignore`;
-/// under NonFinite::error a non-finite loss throws first, so only spikes are rolled back, and without spike
-/// detection the combination is refused at fit begin). Put it before
+/// Hooks: on_fit_begin, after_step. Works with the precision policy's NonFinite::rollback (or
+/// `NonFinite::skip`, `NonFinite::ignore`; under NonFinite::error a non-finite loss throws first, so only spikes
+/// are rolled back, and without spike detection the combination is refused at fit begin). Put it before
 /// callbacks::Ema in the Trainer's arguments. Cost: one read of the loss per step (a device sync on CUDA), and
 /// a copy of weights and optimizer state per snapshot; when `enabled` is false, a branch per hook.
 #include <cmath>
