@@ -119,7 +119,7 @@ class Autocast {
     return fn();
   }
 
-  /// Scales the loss when scaling; otherwise checks it for non-finite values.
+  /// Scales the loss when scaling; otherwise checks it for non-finite values as `on_nonfinite` says.
   template <class Ctx>
   torch::Tensor transform_loss(Ctx& ctx, torch::Tensor loss) {
     if (scaling_) return scaler_.scale(loss);
@@ -133,7 +133,8 @@ class Autocast {
     if (scaling_) scaler_.unscale(ctx.optimizer());
   }
 
-  /// Steps the optimizer unless a gradient or loss of the window was non-finite; returns whether it stepped.
+  /// Steps the optimizer unless the scaler found a non-finite gradient, or (unscaled) a loss of the window was
+  /// non-finite under NonFinite::skip / rollback; returns whether it stepped.
   template <class Ctx>
   bool step(Ctx& ctx) {
     if (scaling_) return scaler_.step(ctx.optimizer());
