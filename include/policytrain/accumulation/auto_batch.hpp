@@ -37,6 +37,7 @@
 
 namespace policytrain::accumulate {
 
+/// Settings of AutoBatch: the global batch to keep, the search range, the memory fraction and the recoveries.
 struct AutoBatchOptions {
   int64_t global_batch = 0;       ///< samples per optimizer step to keep (0: the micro-batch found, accumulate 1)
   int64_t min_batch = 1;          ///< smallest micro-batch tried
@@ -48,19 +49,27 @@ struct AutoBatchOptions {
 
 /// A micro-batch size and the accumulation that goes with it.
 struct BatchPlan {
+  /// Samples per micro-batch.
   int64_t micro_batch = 0;
+  /// Micro-batches per optimizer step.
   int64_t accumulate = 1;
+  /// Samples per optimizer step, micro_batch * accumulate.
   int64_t global_batch() const { return micro_batch * accumulate; }
+  /// Same micro-batch and accumulation.
   bool operator==(const BatchPlan&) const = default;
 };
 
 /// One probe of the search: the micro-batch tried, its peak bytes (-1 after out-of-memory), whether it fit.
 struct Probe {
+  /// The micro-batch tried.
   int64_t batch = 0;
+  /// Peak bytes of the step (-1 after out-of-memory).
   int64_t peak_bytes = -1;
+  /// Whether it fit within the budget.
   bool fits = false;
 };
 
+/// Finds the largest micro-batch that fits, and halves it on out-of-memory keeping the global batch (see the file comment).
 class AutoBatch {
  public:
   /// `budget_bytes`: the device's memory (on CUDA, cuda_memory_budget()); a probe fits below
@@ -75,6 +84,7 @@ class AutoBatch {
           o_.min_batch, o_.max_batch, o_.memory_fraction, budget_, o_.max_halvings, o_.global_batch));
   }
 
+  /// The settings.
   const AutoBatchOptions& options() const { return o_; }
   /// Every probe of the last search, in order.
   const std::vector<Probe>& probes() const { return probes_; }

@@ -27,9 +27,12 @@ namespace policytrain::accumulate {
 /// Accumulates up to a nominal batch and scales the weight decay to it (Ultralytics' `nbs`).
 class NominalBatch {
  public:
+  /// Category: accumulation (at most one per Trainer).
   static constexpr Category category = Category::accumulation;
+  /// Name in logs and summaries.
   static constexpr std::string_view name = "accumulate::NominalBatch";
 
+  /// Settings of NominalBatch: the nominal batch, the micro-batch size, and the window when nominal == 0.
   struct Options {
     int64_t nominal = 0;             ///< nominal batch; 0: off, accumulate `steps` micro-batches, weight decay unchanged
     int64_t batch = 0;               ///< the micro-batch size the loader yields (required when nominal > 0)
@@ -38,8 +41,10 @@ class NominalBatch {
   };
 
   NominalBatch() = default;
+  /// Throws std::invalid_argument for nominal < 0, batch <= 0 when nominal > 0, or steps < 1.
   explicit NominalBatch(Options o) : o_(o) { validate(); }
 
+  /// The settings.
   const Options& options() const { return o_; }
   /// Micro-batches per optimizer step.
   int64_t accumulate() const { return o_.nominal > 0 ? nominal_accumulate(o_.nominal, o_.batch) : o_.steps; }
@@ -51,6 +56,7 @@ class NominalBatch {
   /// Changes the micro-batch size (auto batch size); the accumulation follows the rule, and the weight decay
   /// is rescaled at the next on_fit_begin. With nominal == 0, `set_accumulate` changes the window instead.
   void set_batch(int64_t batch) { o_.batch = batch; validate(); }
+  /// Sets the micro-batches per step (nominal == 0 only; otherwise std::logic_error).
   void set_accumulate(int64_t n) {
     if (o_.nominal > 0)
       throw std::logic_error("policytrain::accumulate::NominalBatch::set_accumulate: the window follows from the "
@@ -75,20 +81,25 @@ class NominalBatch {
     for (size_t i = 0; i < groups.size(); ++i) set_weight_decay(groups[i].options(), base_wd_[i] * f, name);
   }
 
+  /// Multiplies the micro-batch's mean loss by its share of the window (see accumulate::Steps).
   template <class Ctx>
   torch::Tensor transform_loss(Ctx& ctx, torch::Tensor loss) {
     return mean_.transform_loss(ctx, std::move(loss), accumulate());
   }
+  /// Steps once the window holds accumulate() micro-batches.
   template <class Ctx>
   bool should_step(Ctx& ctx) { return ctx.state().micro_step >= accumulate(); }
+  /// Rescales the gradients of an uneven window to the mean over its samples.
   template <class Ctx>
   void before_step(Ctx& ctx) { mean_.before_step(ctx); }
 
+  /// The groups' base weight decay.
   StateDict state_dict() const {
     StateDict d{{"groups", scalar_tensor(static_cast<int64_t>(base_wd_.size()))}};
     for (size_t i = 0; i < base_wd_.size(); ++i) d.emplace(fmt::format("base_weight_decay/{}", i), scalar_tensor(base_wd_[i]));
     return d;
   }
+  /// Restores what state_dict() saved.
   void load_state_dict(const StateDict& d) {
     const int64_t n = state_int(d, "groups");
     base_wd_.clear();

@@ -39,20 +39,27 @@ namespace policytrain::accumulate {
 /// An optimizer step every `n` micro-batches (n = 1: every micro-batch), with the exact window mean.
 class Steps {
  public:
+  /// Category: accumulation (at most one per Trainer).
   static constexpr Category category = Category::accumulation;
+  /// Name in logs and summaries.
   static constexpr std::string_view name = "accumulate::Steps";
 
   Steps() = default;
+  /// An optimizer step every `n` micro-batches; throws std::invalid_argument for n < 1.
   explicit Steps(int64_t n) : n_(n) { check(n); }
 
+  /// Micro-batches per optimizer step.
   int64_t accumulate() const { return n_; }
   /// Changes the window (between optimizer steps: auto batch size after an out-of-memory error).
   void set_accumulate(int64_t n) { check(n); n_ = n; }
 
+  /// Multiplies the micro-batch's mean loss by its share of the window (see the file comment).
   template <class Ctx>
   torch::Tensor transform_loss(Ctx& ctx, torch::Tensor loss) { return mean_.transform_loss(ctx, std::move(loss), n_); }
+  /// Steps once the window holds `n` micro-batches.
   template <class Ctx>
   bool should_step(Ctx& ctx) { return ctx.state().micro_step >= n_; }
+  /// Rescales the gradients of an uneven window to the mean over its samples.
   template <class Ctx>
   void before_step(Ctx& ctx) { mean_.before_step(ctx); }
 

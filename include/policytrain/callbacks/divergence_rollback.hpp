@@ -7,9 +7,9 @@
 /// was good. A spike is a loss above `spike_factor` times its running mean (after `warmup_steps` steps).
 /// Counters, data position and other policies' state go on; a schedule that wants to honour the lower lr
 /// exposes `void scale_lr(double)`, which is called with the factor.
-/// Hooks: on_fit_begin, after_step. Works with the precision policy's NonFinite::rollback (or ::skip, ::ignore;
-/// under NonFinite::error a non-finite loss throws first, so only spikes are rolled back, and without spike
-/// detection the combination is refused at fit begin). Put it before
+/// Hooks: on_fit_begin, after_step. Works with the precision policy's NonFinite::rollback (or
+/// `NonFinite::skip`, `NonFinite::ignore`; under NonFinite::error a non-finite loss throws first, so only spikes
+/// are rolled back, and without spike detection the combination is refused at fit begin). Put it before
 /// callbacks::Ema in the Trainer's arguments. Cost: one read of the loss per step (a device sync on CUDA), and
 /// a copy of weights and optimizer state per snapshot; when `enabled` is false, a branch per hook.
 #include <cmath>
@@ -33,10 +33,14 @@ struct DivergenceError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Rolls the model and optimizer back to the last good state when the loss diverges (see the file comment).
 class DivergenceRollback {
  public:
+  /// Name in logs and summaries.
   static constexpr std::string_view name = "callbacks::DivergenceRollback";
+  /// Settings of DivergenceRollback: lr factor, rollback limit, snapshot interval, spike detection.
   struct Options {
+    /// false: never roll back (a branch per hook).
     bool enabled = true;
     double lr_factor = 0.5;       ///< each rollback multiplies every param group's lr by this
     int64_t max_rollbacks = 3;    ///< then DivergenceError
@@ -48,6 +52,7 @@ class DivergenceRollback {
   };
 
   DivergenceRollback() = default;
+  /// Throws std::invalid_argument for lr_factor outside (0, 1] or snapshot_every < 1.
   explicit DivergenceRollback(Options o) : o_(o) {
     if (!(o_.lr_factor > 0 && o_.lr_factor <= 1))
       throw std::invalid_argument(fmt::format("policytrain::callbacks::DivergenceRollback: lr_factor is {}, expected in (0, 1]", o_.lr_factor));
@@ -55,10 +60,12 @@ class DivergenceRollback {
       throw std::invalid_argument("policytrain::callbacks::DivergenceRollback: snapshot_every must be >= 1");
   }
 
+  /// Rollbacks so far.
   int64_t rollbacks() const { return rollbacks_; }
   /// The global step of the snapshot a rollback returns to.
   int64_t snapshot_step() const { return snapshot_step_; }
 
+  /// Refuses NonFinite::error without spike detection, then takes the first snapshot.
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     if (!o_.enabled) return;
@@ -72,6 +79,7 @@ class DivergenceRollback {
     take(ctx);
   }
 
+  /// Rolls back on a non-finite or spiking loss (on any rank); otherwise updates the running mean and snapshots.
   template <class Ctx>
   void after_step(Ctx& ctx, bool stepped) {
     if (!o_.enabled) return;
@@ -88,7 +96,9 @@ class DivergenceRollback {
     if (stepped && ctx.state().global_step - snapshot_step_ >= o_.snapshot_every) take(ctx);
   }
 
+  /// The rollback count.
   StateDict state_dict() const { return {{"rollbacks", scalar_tensor(rollbacks_)}}; }
+  /// Restores what state_dict() saved.
   void load_state_dict(const StateDict& d) { rollbacks_ = state_int(d, "rollbacks"); }
 
  private:

@@ -21,10 +21,14 @@
 
 namespace policytrain::callbacks {
 
+/// Stops training when a validation metric stops improving, is not finite, or crosses a threshold (see the file comment).
 class EarlyStopping {
  public:
+  /// Name in logs and summaries.
   static constexpr std::string_view name = "callbacks::EarlyStopping";
+  /// Settings of EarlyStopping: the metric, patience and thresholds.
   struct Options {
+    /// false: never stop (a branch per validation).
     bool enabled = true;
     Monitor monitor{};                          ///< metric ("loss", "accuracy", ...), mode, min_delta
     int64_t patience = 3;                       ///< validations without improvement before stopping
@@ -35,19 +39,26 @@ class EarlyStopping {
   };
 
   EarlyStopping() = default;
+  /// Throws std::invalid_argument for patience < 1.
   explicit EarlyStopping(Options o) : o_(std::move(o)) {
     if (o_.patience < 1)
       throw std::invalid_argument(fmt::format("policytrain::callbacks::EarlyStopping: patience is {}, expected >= 1", o_.patience));
   }
 
+  /// The settings.
   const Options& options() const { return o_; }
+  /// Best value of the metric so far (NaN before the first validation).
   double best() const { return best_; }
+  /// Epoch of the best value (-1 before the first validation).
   int64_t best_epoch() const { return best_epoch_; }
+  /// Validations since the last improvement.
   int64_t wait() const { return wait_; }
   /// The epoch at which it asked to stop (-1: it did not), and why.
   int64_t stopped_epoch() const { return stopped_epoch_; }
+  /// Why it asked to stop (empty: it did not).
   const std::string& reason() const { return reason_; }
 
+  /// Updates best and wait, reports them in TrainState; returns true to stop the fit.
   template <class Ctx>
   bool on_validation_end(Ctx& ctx, const Metrics& m) {
     if (!o_.enabled) return false;
@@ -83,9 +94,11 @@ class EarlyStopping {
     return true;
   }
 
+  /// Best value, its epoch and the wait count.
   StateDict state_dict() const {
     return {{"best", scalar_tensor(best_)}, {"best_epoch", scalar_tensor(best_epoch_)}, {"wait", scalar_tensor(wait_)}};
   }
+  /// Restores what state_dict() saved.
   void load_state_dict(const StateDict& d) {
     best_ = state_double(d, "best");
     best_epoch_ = state_int(d, "best_epoch");

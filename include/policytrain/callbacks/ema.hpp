@@ -29,36 +29,46 @@
 
 namespace policytrain::callbacks {
 
+/// An exponential moving average of the model's parameters, used for evaluation (see the file comment).
 class Ema {
  public:
+  /// Name in logs and summaries.
   static constexpr std::string_view name = "callbacks::Ema";
+  /// Settings of Ema: the decay and its ramp.
   struct Options {
+    /// false: no average (a branch per hook).
     bool enabled = true;
     double decay = 0.9999;  ///< the decay the ramp approaches
     double tau = 2000;      ///< ramp length in updates (0: the constant decay from the first update)
   };
 
   Ema() = default;
+  /// Throws std::invalid_argument for a decay outside [0, 1) or tau < 0.
   explicit Ema(Options o) : o_(o) {
     if (!(o_.decay >= 0 && o_.decay < 1))
       throw std::invalid_argument(fmt::format("policytrain::callbacks::Ema: decay is {}, expected 0 <= decay < 1", o_.decay));
     if (o_.tau < 0) throw std::invalid_argument(fmt::format("policytrain::callbacks::Ema: tau is {}, expected >= 0", o_.tau));
   }
 
+  /// Whether the average is kept.
   bool enabled() const { return o_.enabled; }
+  /// The settings.
   const Options& options() const { return o_; }
+  /// Updates of the average so far (optimizer steps taken).
   int64_t updates() const { return updates_; }
   /// The decay of the t-th update.
   double decay_at(int64_t t) const { return o_.tau > 0 ? o_.decay * (1.0 - std::exp(-static_cast<double>(t) / o_.tau)) : o_.decay; }
   /// The averaged parameters, in the module's parameter order (empty before the first fit).
   const std::vector<torch::Tensor>& average() const { return shadow_; }
 
+  /// Copies the parameters as the first average.
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     if (!o_.enabled) return;
     bind(ctx.module());
   }
 
+  /// After a step that was taken: moves the average towards the weights with the decay of that update.
   template <class Ctx>
   void after_step(Ctx& ctx, bool stepped) {
     if (!o_.enabled || !stepped) return;
@@ -70,6 +80,7 @@ class Ema {
     at::_foreach_add_(shadow_, params_, 1.0 - d);
   }
 
+  /// Runs `evaluate` with the EMA weights swapped in.
   template <class Ctx, class F>
   Metrics around_evaluate(Ctx& ctx, F&& evaluate) {
     if (!o_.enabled || shadow_.empty()) return evaluate();
@@ -89,6 +100,7 @@ class Ema {
     return fn();
   }
 
+  /// The update count and the average, by parameter name.
   StateDict state_dict() const {
     StateDict d{{"updates", scalar_tensor(updates_)}};
     for (size_t i = 0; i < shadow_.size(); ++i) d.emplace("average/" + names_[i], shadow_[i]);

@@ -53,17 +53,23 @@ inline torch::Tensor clip_grad_norm_no_sync(const std::vector<torch::Tensor>& gr
 }
 }  // namespace detail
 
+/// Clips the gradients by total norm or by value before the optimizer step (see the file comment).
 class GradClip {
  public:
+  /// Name in logs and summaries.
   static constexpr std::string_view name = "callbacks::GradClip";
+  /// How gradients are clipped: not at all, by total norm, or by value.
   enum class Mode { none, norm, value };
+  /// Settings of GradClip: the mode and its limit.
   struct Options {
+    /// none: the callback does nothing.
     Mode mode = Mode::none;
     double max_norm = 1.0;    ///< by norm: the largest total norm
     double p = 2.0;           ///< by norm: the norm's order (> 0, or infinity)
     double clip_value = 1.0;  ///< by value: elements clamped to [-clip_value, clip_value]
   };
   GradClip() = default;
+  /// Throws std::invalid_argument for a non-positive max_norm or p (mode norm) or clip_value (mode value).
   explicit GradClip(Options o) : o_(o) {
     if (o_.mode == Mode::norm && !(o_.max_norm > 0 && o_.p > 0))
       throw std::invalid_argument(fmt::format(
@@ -72,6 +78,7 @@ class GradClip {
       throw std::invalid_argument(fmt::format("policytrain::callbacks::GradClip: clip_value {}, expected > 0", o_.clip_value));
   }
 
+  /// Clips the reduced, unscaled gradients of the module's parameters.
   template <class Ctx>
   void before_step(Ctx& ctx) {
     if (o_.mode == Mode::none) return;
@@ -87,7 +94,9 @@ class GradClip {
     }
   }
 
+  /// The settings.
   const Options& options() const { return o_; }
+  /// Whether it clips by norm (so last_norm() is measured).
   bool clips_by_norm() const { return o_.mode == Mode::norm; }
   /// The total gradient norm measured at the last step (before clipping); undefined before the first.
   const torch::Tensor& last_norm_tensor() const { return last_norm_; }
@@ -95,6 +104,7 @@ class GradClip {
   double last_norm() const {
     return last_norm_.defined() ? last_norm_.item<double>() : std::numeric_limits<double>::quiet_NaN();
   }
+  /// The settings as JSON, for a run's summary.
   nlohmann::json describe() const {
     switch (o_.mode) {
       case Mode::norm: return {{"name", name}, {"mode", "norm"}, {"max_norm", o_.max_norm},

@@ -31,18 +31,24 @@
 
 namespace policytrain::callbacks {
 
+/// Per-step and per-epoch metric logs, and a summary of where the time went (see the file comment).
 class MetricsLog {
  public:
+  /// Name in logs and summaries.
   static constexpr std::string_view name = "callbacks::MetricsLog";
+  /// Settings of MetricsLog: the directory, the logging interval and the summary.
   struct Options {
     std::filesystem::path dir{};  ///< where the logs go (empty: no files)
     int64_t every = 1;            ///< log every N optimizer steps
     bool print_summary = true;    ///< print the time summary at the end of fit
+    /// Where the summary is printed.
     std::FILE* out = stdout;
   };
   MetricsLog() = default;
+  /// With the given settings.
   explicit MetricsLog(Options o) : o_(std::move(o)) {}
 
+  /// Resets the totals and opens the log files (main rank, non-empty `dir`).
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     totals_ = {};
@@ -61,6 +67,7 @@ class MetricsLog {
                   "forward_s,backward_s,optimizer_s,stepped\n";
     epochs_csv_ << "epoch,train_loss,val_loss,val_accuracy,seconds,samples_per_s,data_wait_fraction\n";
   }
+  /// Starts the epoch's timing and clears its totals.
   template <class Ctx>
   void on_epoch_begin(Ctx&) {
     phases_.epoch_begin();
@@ -70,11 +77,14 @@ class MetricsLog {
     epoch_samples_ = 0;
     val_.reset();
   }
+  /// Runs `fn` (the forward), timed.
   template <class Ctx, class F>
   auto around_forward(Ctx&, F&& fn) { return phases_.forward(fn); }
+  /// Runs `fn` (the backward), timed.
   template <class Ctx, class F>
   void around_backward(Ctx& ctx, F&& fn) { phases_.backward(fn, ctx.is_last_micro_step()); }
 
+  /// Adds the step's phase times and writes a row every `every` steps.
   template <class Ctx>
   void after_step(Ctx& ctx, bool stepped) {
     const PhaseTimes t = phases_.step_end();
@@ -117,9 +127,11 @@ class MetricsLog {
     steps_jsonl_ << j.dump() << "\n";
   }
 
+  /// Keeps the epoch's validation metrics for its row.
   template <class Ctx>
   void on_validation_end(Ctx&, const Metrics& m) { val_ = m; }
 
+  /// Writes the epoch's row and flushes the logs.
   template <class Ctx>
   void on_epoch_end(Ctx& ctx) {
     if (!epochs_csv_.is_open()) return;
@@ -145,6 +157,7 @@ class MetricsLog {
     epochs_jsonl_.flush();
   }
 
+  /// Closes the logs and prints the summary (main rank).
   template <class Ctx>
   void on_fit_end(Ctx& ctx) {
     steps_csv_.close();
@@ -156,6 +169,7 @@ class MetricsLog {
 
   /// Time by phase over the whole fit (seconds), and the fraction spent waiting for data.
   const PhaseTimes& totals() const { return totals_; }
+  /// Fraction of the fit's time spent waiting for data.
   double data_wait_fraction() const { return totals_.total() > 0 ? totals_.data / totals_.total() : 0.0; }
   /// For summary.json: data_wait_fraction and step_seconds by phase (totals and per optimizer step).
   nlohmann::json summary() const {

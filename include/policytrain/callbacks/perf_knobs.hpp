@@ -31,13 +31,20 @@ inline void seed_everything(uint64_t seed) {
 
 namespace callbacks {
 
+/// LibTorch's global performance settings, applied once at fit begin and reported (see the file comment).
 class PerfKnobs {
  public:
+  /// Name in logs and summaries.
   static constexpr std::string_view name = "callbacks::PerfKnobs";
+  /// Settings of PerfKnobs; each flag is applied as given.
   struct Options {
+    /// Convert the model's 4-d parameters and buffers to channels-last.
     bool channels_last = false;
+    /// cuDNN benchmark mode (picks the fastest convolution algorithms for fixed shapes).
     bool cudnn_benchmark = false;
+    /// TF32 for CUDA matmuls and convolutions.
     bool tf32 = false;
+    /// Deterministic algorithms only (LibTorch and cuDNN).
     bool deterministic = false;
     int intra_threads = 0;              ///< 0: leave LibTorch's default
     int interop_threads = 0;            ///< 0: leave LibTorch's default
@@ -46,6 +53,7 @@ class PerfKnobs {
     std::optional<uint64_t> seed{};
   };
   PerfKnobs() = default;
+  /// With the given settings; nothing is applied until apply() or fit begin.
   explicit PerfKnobs(Options o) : o_(o) {}
 
   /// Applies the global settings (threads, seed, cuDNN, TF32, determinism) and, when given, converts the module's
@@ -79,9 +87,11 @@ class PerfKnobs {
     }
   }
 
+  /// Applies the settings and converts the model to channels-last when asked.
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) { apply(&ctx.module()); }
 
+  /// The settings.
   const Options& options() const { return o_; }
   /// The settings requested and the values read back from LibTorch.
   nlohmann::json describe() const {

@@ -26,16 +26,23 @@
 
 namespace policytrain::callbacks {
 
+/// Writes a Chrome/Perfetto trace of a window of training steps (see the file comment).
 class Profiler {
  public:
+  /// Name in logs and summaries.
   static constexpr std::string_view name = "callbacks::Profiler";
+  /// Settings of Profiler: the output directory and the wait / warmup / active schedule.
   struct Options {
     std::filesystem::path dir{};  ///< where trace.json goes (empty: the profiler is off)
+    /// Steps skipped before the window.
     int64_t wait = 1;
+    /// Steps run but not recorded, after `wait`.
     int64_t warmup = 1;
+    /// Steps recorded (>= 1).
     int64_t active = 3;
   };
   Profiler() = default;
+  /// Throws std::invalid_argument for wait or warmup < 0, or active < 1.
   explicit Profiler(Options o) : o_(std::move(o)) {
     if (o_.wait < 0 || o_.warmup < 0 || o_.active < 1)
       throw std::invalid_argument(fmt::format(
@@ -43,10 +50,12 @@ class Profiler {
           o_.wait, o_.warmup, o_.active));
   }
 
+  /// Whether the profiler is on (a non-empty `dir`).
   bool enabled() const { return !o_.dir.empty(); }
   /// The trace file (written once the window is complete).
   std::filesystem::path trace_path() const { return o_.dir / "trace.json"; }
 
+  /// Starts the trace clock and clears the events.
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     if (!enabled()) return;
@@ -55,22 +64,26 @@ class Profiler {
     written_ = false;
     events_ = nlohmann::json::array();
   }
+  /// Starts the epoch's phase timing.
   template <class Ctx>
   void on_epoch_begin(Ctx&) {
     if (enabled()) phases_.epoch_begin();
   }
+  /// Runs `fn` (the forward), timed, while the window is open.
   template <class Ctx, class F>
   auto around_forward(Ctx&, F&& fn) {
     if (!recording()) return fn();
     RECORD_USER_SCOPE("forward");
     return phases_.forward(fn);
   }
+  /// Runs `fn` (the backward), timed, while the window is open.
   template <class Ctx, class F>
   void around_backward(Ctx& ctx, F&& fn) {
     if (!recording()) return fn();
     RECORD_USER_SCOPE("backward");
     phases_.backward(fn, ctx.is_last_micro_step());
   }
+  /// Records the step's phases once past wait and warmup; writes the trace when the window ends (main rank).
   template <class Ctx>
   void after_step(Ctx& ctx, bool stepped) {
     if (!recording()) return;
@@ -87,11 +100,13 @@ class Profiler {
     }
     if (s + 1 == o_.wait + o_.warmup + o_.active && ctx.is_main()) write();
   }
+  /// Writes the trace if the window had not ended (main rank).
   template <class Ctx>
   void on_fit_end(Ctx& ctx) {
     if (enabled() && !written_ && ctx.is_main()) write();
   }
 
+  /// The settings as JSON, for a run's summary.
   nlohmann::json describe() const {
     if (!enabled()) return {{"name", name}, {"enabled", false}};
     return {{"name", name}, {"enabled", true}, {"trace", trace_path().string()}, {"wait", o_.wait},

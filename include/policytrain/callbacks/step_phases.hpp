@@ -20,24 +20,36 @@ namespace policytrain::callbacks {
 
 /// The phase durations of one optimizer step (summed over its micro-steps), in seconds.
 struct PhaseTimes {
+  ///@{
+  /// Seconds in each phase (data, forward, backward, step; see the file comment).
   double data = 0, forward = 0, backward = 0, step = 0;
+  ///@}
+  /// Sum of the phases.
   double total() const { return data + forward + backward + step; }
+  /// Adds `o` phase by phase.
   PhaseTimes& operator+=(const PhaseTimes& o) {
     data += o.data; forward += o.forward; backward += o.backward; step += o.step;
     return *this;
   }
 };
 
+/// Times each training micro-step's phases from the Trainer's hooks (see the file comment).
 class StepPhases {
  public:
+  /// The clock phases are timed with.
   using Clock = std::chrono::steady_clock;
 
   /// Where one phase began and ended (for traces).
   struct Span {
+    /// The phase: "data", "forward", "backward" or "step".
     const char* name;
+    ///@{
+    /// When the phase began and ended.
     Clock::time_point begin, end;
+    ///@}
   };
 
+  /// Marks the epoch's start, where the first data phase begins.
   void epoch_begin() { mark_ = Clock::now(); }
 
   /// Times fn() as the forward (and the gap before it as data). Returns fn()'s result.

@@ -281,6 +281,7 @@ inline std::string make_payload(const torch::nn::Module& module, const torch::op
 class Snapshot {
  public:
   Snapshot() = default;
+  /// Copies the module's tensors and the optimizer's state, and (when given) the Trainer state and the CPU generator state.
   Snapshot(const torch::nn::Module& m, const torch::optim::Optimizer& opt, std::optional<StateDict> state = {},
            bool with_rng = true) {
     torch::NoGradGuard g;
@@ -295,7 +296,9 @@ class Snapshot {
     }
     if (with_rng) rng_ = detail::rng_state_cpu();
   }
+  /// Whether nothing was captured (default-constructed).
   bool empty() const { return optimizer_.empty(); }
+  /// The Trainer state captured, if any.
   const std::optional<StateDict>& state() const { return state_; }
 
   /// Puts the module's tensors, the optimizer's state and the generator back (the Trainer state is the
@@ -320,12 +323,18 @@ class Snapshot {
 
 /// A checkpoint read and validated against a live model and optimizer, not yet applied.
 struct Loaded {
+  /// The file it was read from.
   std::filesystem::path file;
+  /// The file's metadata.
   nlohmann::json meta;
   std::vector<torch::Tensor> model;  ///< in the live module's order
+  /// The optimizer's state, validated against the live optimizer.
   torch::serialize::InputArchive optimizer;
+  /// The Trainer state (counters, data position, stateful policies).
   StateDict state;
+  /// The CPU generator's state.
   torch::Tensor rng_cpu;
+  /// The CUDA generators' states, one per device saved.
   std::vector<torch::Tensor> rng_cuda;
 
   /// Applies to the module, the optimizer and (through `load_state`) the Trainer. All or nothing: on any

@@ -9,8 +9,8 @@
 /// states, the run's settings, the metric history and the LibTorch and policytrain versions. File format and
 /// atomic writes: checkpoint/format.hpp; what is validated before loading: checkpoint/archive.hpp.
 ///
-/// Files: last.ckpt (every epoch end, and every `every_seconds`), best.ckpt (+ best-e<epoch>.ckpt with top_k > 1),
-/// epoch-<n>.ckpt (every_epochs), step-<n>.ckpt (every_steps), final.pt (export at fit end).
+/// Files: last.ckpt (every epoch end, and every `every_seconds`), best.ckpt (+ `best-e<epoch>.ckpt` with top_k > 1),
+/// `epoch-<n>.ckpt` (every_epochs), `step-<n>.ckpt` (every_steps), final.pt (export at fit end).
 /// Hooks: on_fit_begin (resume), on_step_end (step and wall-clock saves), on_validation_end (best),
 /// on_epoch_end (last, best, epoch saves), on_fit_end (export). Files are written by the main rank only.
 /// An epoch-end checkpoint resumes at the start of the next epoch; a step checkpoint resumes mid-epoch (the
@@ -49,6 +49,7 @@ class Ema;  // final.pt holds its weights when the Trainer composes it (callback
 
 namespace policytrain::checkpoint {
 
+/// The policytrain version recorded in every checkpoint's metadata.
 inline constexpr const char* kLibraryVersion = "0.1.0";
 
 /// Reads `file`, validates it against the live model, optimizer and Trainer state, and applies it (all or
@@ -65,9 +66,12 @@ nlohmann::json load(Ctx& ctx, const std::filesystem::path& file) {
 /// The checkpoint files of `dir` whose header and metadata are readable, newest first (by global step, then
 /// epoch, then data position, then time), and the unreadable ones with their reasons.
 struct Candidates {
+  /// Readable files with their metadata, newest first.
   std::vector<std::pair<std::filesystem::path, nlohmann::json>> readable;
+  /// Unreadable files with the reason each could not be read.
   std::vector<std::pair<std::filesystem::path, std::string>> unreadable;
 };
+/// Lists the checkpoint files of `dir` (see Candidates); never throws for a bad file.
 inline Candidates list_checkpoints(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
   Candidates c;
@@ -92,17 +96,20 @@ inline Candidates list_checkpoints(const std::filesystem::path& dir) {
 /// Checkpoints in a directory (see the file comment).
 class Disk {
  public:
+  /// The Trainer composes at most one checkpoint policy.
   static constexpr Category category = Category::checkpoint;
+  /// Name in logs and summaries.
   static constexpr std::string_view name = "checkpoint::Disk";
 
+  /// Settings of Disk.
   struct Options {
     std::filesystem::path directory{};  ///< where checkpoints go; empty: the policy is off
     bool last = true;                 ///< last.ckpt at every epoch end (and every `every_seconds`)
     bool best = false;                ///< best.ckpt whenever `monitor` improves
     Monitor monitor{};                ///< the metric ("loss", "accuracy"), its mode and min_delta, for best/top_k
-    int64_t top_k = 1;                ///< with best: also keep the k best as best-e<epoch>.ckpt (1: best.ckpt only)
-    int64_t every_epochs = 0;         ///< epoch-<n>.ckpt every n epochs (0: off)
-    int64_t every_steps = 0;          ///< step-<n>.ckpt every n optimizer steps (0: off)
+    int64_t top_k = 1;                ///< with best: also keep the k best as `best-e<epoch>.ckpt` (1: best.ckpt only)
+    int64_t every_epochs = 0;         ///< `epoch-<n>.ckpt` every n epochs (0: off)
+    int64_t every_steps = 0;          ///< `step-<n>.ckpt` every n optimizer steps (0: off)
     double every_seconds = 0;         ///< last.ckpt when this much wall time passed since the last write (0: off)
     int64_t keep = 0;                 ///< keep only the newest k epoch-/step- files (0: all)
     SaveOptions save{};               ///< half_weights (fp16 model), half_optimizer (bf16 moments)
@@ -114,23 +121,30 @@ class Disk {
   };
 
   Disk() = default;
+  /// Validates `o.settings` as JSON; throws std::invalid_argument otherwise.
   explicit Disk(Options o) : o_(std::move(o)) {
     if (!o_.settings.empty() && !nlohmann::json::accept(o_.settings))
       throw std::invalid_argument("policytrain::checkpoint::Disk: settings is not valid JSON; pass a JSON object as text");
   }
 
+  /// The settings.
   const Options& options() const { return o_; }
+  /// Whether the policy is on (a non-empty `directory`).
   bool enabled() const { return !o_.directory.empty(); }
   /// The file the last fit resumed from (empty when it started fresh).
   const std::filesystem::path& resumed_from() const { return resumed_from_; }
   /// Validation metrics of every epoch so far (resumed runs included): (loss, accuracy).
   const std::vector<std::pair<double, double>>& history() const { return history_; }
+  /// Best value of the monitored metric so far (NaN before the first validation).
   double best_metric() const { return best_metric_; }
+  /// Epoch of the best metric (-1 before the first validation).
   int64_t best_epoch() const { return best_epoch_; }
   /// Wall time of the last save (serialization and every file written), in seconds.
   double last_save_seconds() const { return last_save_seconds_; }
+  /// Number of checkpoint files written so far.
   int64_t files_written() const { return files_written_; }
 
+  /// Best metric, best epoch, metric history and the top-k list, for resume.
   StateDict state_dict() const {
     auto hist = torch::zeros({static_cast<int64_t>(history_.size()), 2}, torch::kDouble);
     for (size_t i = 0; i < history_.size(); ++i) {
@@ -145,6 +159,7 @@ class Disk {
     return {{"best_metric", scalar_tensor(best_metric_)}, {"best_epoch", scalar_tensor(best_epoch_)},
             {"history", hist}, {"top_k", top}};
   }
+  /// Restores what state_dict() saved.
   void load_state_dict(const StateDict& d) {
     best_metric_ = state_double(d, "best_metric");
     best_epoch_ = state_int(d, "best_epoch");
@@ -157,6 +172,7 @@ class Disk {
   }
 
   // --- hooks ---
+  /// Creates the directory, removes leftover temporary files, and resumes when `resume` is set.
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     last_write_ = Clock::now();
@@ -176,6 +192,7 @@ class Disk {
     last_saved_step_ = ctx.state().global_step;
   }
 
+  /// Writes step-N.ckpt every `every_steps` steps, else last.ckpt when `every_seconds` elapsed.
   template <class Ctx>
   void on_step_end(Ctx& ctx) {
     if (!enabled()) return;
@@ -189,6 +206,7 @@ class Disk {
     }
   }
 
+  /// Records the metrics and marks a best / top-k save for the epoch end.
   template <class Ctx>
   void on_validation_end(Ctx& ctx, const Metrics& m) {
     if (!enabled()) return;
@@ -211,6 +229,7 @@ class Disk {
     }
   }
 
+  /// Writes last, best and periodic epoch files; rotates epoch-/step- files.
   template <class Ctx>
   void on_epoch_end(Ctx& ctx) {
     if (!enabled()) return;
@@ -239,6 +258,7 @@ class Disk {
     if (periodic && ctx.is_main()) rotate();
   }
 
+  /// Writes a final last.ckpt if steps were taken since, and exports final.pt (EMA weights with callbacks::Ema).
   template <class Ctx>
   void on_fit_end(Ctx& ctx) {
     if (!enabled() || !ctx.is_main()) return;

@@ -45,8 +45,11 @@ struct CheckpointError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Version of the file format written; a reader refuses any other.
 inline constexpr uint32_t kFormatVersion = 1;
+/// Size of the fixed header in bytes.
 inline constexpr size_t kHeaderSize = 36;
+/// The first 8 bytes of every checkpoint file, "\x89PTCKPT\n".
 inline constexpr std::array<unsigned char, 8> kMagic{0x89, 'P', 'T', 'C', 'K', 'P', 'T', '\n'};
 
 namespace detail {
@@ -82,10 +85,15 @@ inline std::string make_header(std::string_view meta, std::string_view payload, 
 
 /// The parsed, validated header.
 struct Header {
+  /// Format version.
   uint32_t version = 0;
+  /// Length of the metadata in bytes.
   uint32_t meta_size = 0;
+  /// Length of the payload in bytes.
   uint64_t payload_size = 0;
+  /// CRC-32 of the metadata.
   uint32_t meta_crc = 0;
+  /// CRC-32 of the payload.
   uint32_t payload_crc = 0;
 };
 
@@ -159,9 +167,12 @@ inline nlohmann::json read_meta(const std::filesystem::path& file) {
 
 /// A whole checkpoint file, validated: header, both checksums and length.
 struct RawFile {
+  /// The metadata.
   nlohmann::json meta;
   std::string bytes;        ///< the whole file
+  /// Where the payload starts in `bytes`.
   size_t payload_offset = 0;
+  /// The payload (the LibTorch archive bytes).
   std::string_view payload() const { return std::string_view(bytes).substr(payload_offset); }
 };
 

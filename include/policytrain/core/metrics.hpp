@@ -157,10 +157,13 @@ class MetricsAccumulator {
   /// The running sums behind result(), for reducing them across data-parallel ranks.
   struct Sums {
     double loss_sum = 0;       ///< batch mean loss times batch size, summed
+    /// Samples added.
     int64_t samples = 0;
     torch::Tensor confusion;   ///< [true][predicted] counts (int64), undefined before a classification batch
   };
+  /// The running sums.
   Sums sums() const { return {loss_sum_, samples_, confusion_}; }
+  /// Replaces the running sums (with the ranks' reduced ones).
   void set_sums(Sums s) {
     loss_sum_ = s.loss_sum;
     samples_ = s.samples;

@@ -18,10 +18,13 @@ inline Mode parse_mode(const std::string& s) {
   if (s == "max") return Mode::max;
   throw std::invalid_argument("policytrain: mode '" + s + "' is unknown; use 'min' or 'max'");
 }
+/// "min" or "max".
 inline const char* to_string(Mode m) { return m == Mode::min ? "min" : "max"; }
 
+/// Which validation metric to watch, which direction is better, and the margin an improvement needs.
 struct Monitor {
   std::string metric = "loss";  ///< a name Metrics::get knows
+  /// Whether lower (min) or higher (max) is better.
   Mode mode = Mode::min;
   double min_delta = 0;         ///< an improvement must beat the best by more than this
 

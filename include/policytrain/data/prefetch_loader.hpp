@@ -57,15 +57,21 @@ struct AugmentOptions {
 
 /// Per-channel standardisation applied before augmentation: x = (x - mean) / std.
 struct NormalizeOptions {
+  /// Master switch.
   bool enabled = false;
+  /// Subtracted from every value.
   float mean = 0.0f;
+  /// Divisor after subtracting the mean (> 0).
   float std = 1.0f;
 };
 
+/// Options of PrefetchLoader beyond LoaderOptions: workers, augmentation, normalisation, target device.
 struct PrefetchOptions {
   int64_t workers = 0;          ///< worker threads (0: batches are assembled on the consuming thread)
   int64_t prefetch = 2;         ///< batches in flight or ready per worker
+  /// Augmentations of image batches.
   AugmentOptions augment{};
+  /// Standardisation applied before augmentation.
   NormalizeOptions normalize{};
   bool channels_last = false;   ///< yield inputs in channels-last memory format
   /// Target device. For a CUDA device (with POLICYTRAIN_WITH_CUDA) batches are pinned and copied on a side
@@ -181,8 +187,10 @@ inline Batch assemble_batch(const torch::Tensor& x, const torch::Tensor& y, cons
   return {bx, by};
 }
 
+/// Batches of an in-memory (inputs, targets) pair assembled on worker threads, in TensorLoader's order (see the file comment).
 class PrefetchLoader {
  public:
+  /// Throws std::invalid_argument for workers < 0, prefetch < 1, or a normalise std that is not > 0.
   PrefetchLoader(torch::Tensor x, torch::Tensor y, LoaderOptions lo = {}, PrefetchOptions po = {})
       : x_(x.contiguous()), y_(y.contiguous()), order_(x_, y_, lo), po_(po) {
     if (po_.workers < 0 || po_.prefetch < 1)
@@ -207,10 +215,15 @@ class PrefetchLoader {
     order_.set_epoch(epoch);
     reset_locked();
   }
+  /// The current epoch.
   int64_t epoch() const { return order_.epoch(); }
+  /// Batches per epoch.
   size_t size() const { return order_.size(); }
+  /// Samples this rank sees per epoch.
   int64_t num_samples() const { return order_.num_samples(); }
+  /// The loader options (order, sharding, batch size).
   const LoaderOptions& options() const { return order_.options(); }
+  /// The prefetch options.
   const PrefetchOptions& prefetch_options() const { return po_; }
   /// The underlying order (TensorLoader with the same options).
   const TensorLoader& order() const { return order_; }
@@ -225,19 +238,27 @@ class PrefetchLoader {
                           static_cast<int64_t>(i), pinned());
   }
 
+  /// Input iterator over the batches of a pass; `*it` waits for a batch, `++it` skips without assembling.
   class iterator {
    public:
+    /// Batch.
     using value_type = Batch;
+    /// Signed batch count.
     using difference_type = std::ptrdiff_t;
     iterator() = default;
+    /// At batch `i` of `l`'s pass.
     iterator(PrefetchLoader* l, size_t i) : l_(l), i_(i) {}
     /// Waits for batch i (assembling it here when there are no workers).
     Batch operator*() const { return l_->take(i_); }
+    /// Next batch.
     iterator& operator++() { ++i_; return *this; }
+    /// Next batch (postfix).
     iterator operator++(int) { auto t = *this; ++i_; return t; }
     /// Skips n batches without assembling them.
     iterator& operator+=(difference_type n) { i_ += static_cast<size_t>(n); return *this; }
+    /// Same batch position.
     bool operator==(const iterator& o) const { return i_ == o.i_; }
+    /// Index of the batch in the epoch.
     size_t index() const { return i_; }
    private:
     PrefetchLoader* l_ = nullptr;
@@ -252,6 +273,7 @@ class PrefetchLoader {
     }
     return {this, 0};
   }
+  /// Past the last batch of the epoch.
   iterator end() { return {this, size()}; }
 
  private:

@@ -16,10 +16,12 @@
 
 namespace policytrain::optim {
 
+/// AdamW with each param group's update in one fused kernel; a drop-in replacement for torch::optim::AdamW.
 class FusedAdamW : public torch::optim::AdamW {
  public:
   using torch::optim::AdamW::AdamW;
 
+  /// One AdamW step per param group with `at::_fused_adamw_`; returns the closure's loss (undefined without one).
   torch::Tensor step(LossClosure closure = nullptr) override {
     torch::NoGradGuard no_grad;
     torch::Tensor loss;

@@ -63,10 +63,15 @@ struct CollectiveError : std::runtime_error {
 
 /// Where this process stands in the job, as torchrun describes it in the environment.
 struct Environment {
+  /// This process's rank, RANK (0 when unset).
   int rank = 0;
+  /// Number of processes in the job, WORLD_SIZE (1 when unset).
   int world_size = 1;
+  /// Rank on this node, LOCAL_RANK (defaults to the rank).
   int local_rank = 0;
+  /// Host of the store, MASTER_ADDR (rank 0's node).
   std::string master_addr = "127.0.0.1";
+  /// TCP port of the store, MASTER_PORT.
   int master_port = 29500;
   bool agent_store = false;   ///< TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent hosts the store
   int restart_count = 0;      ///< TORCHELASTIC_RESTART_COUNT: prefixes the keys of this attempt
@@ -297,9 +302,12 @@ struct DataParallelOptions {
 /// Data-parallel training on c10d: one process per device, gradients averaged in buckets during backward.
 class DataParallel {
  public:
+  /// Category: parallel (at most one per Trainer).
   static constexpr Category category = Category::parallel;
+  /// Name in logs and summaries.
   static constexpr std::string_view name = "parallel::DataParallel";
 
+  /// Run-time options (DataParallelOptions).
   using Options = DataParallelOptions;
 
   /// Reads the environment now (throws on a bad one); connects at on_fit_begin, or at connect().
@@ -308,20 +316,31 @@ class DataParallel {
     s_->timeout = o_.timeout;
   }
 
+  /// The options.
   const Options& options() const { return o_; }
+  /// This process's rank.
   int rank() const { return s_->env.rank; }
+  /// Number of processes in the job.
   int world_size() const { return s_->env.world_size; }
+  /// Rank on this node (selects the device).
   int local_rank() const { return s_->env.local_rank; }
+  /// The environment read at construction.
   const Environment& environment() const { return s_->env; }
+  /// Whether more than one process takes part (WORLD_SIZE > 1).
   bool active() const { return s_->env.world_size > 1; }
+  /// Whether this is rank 0, the one that logs and writes files.
   bool is_main() const { return s_->env.rank == 0; }
 
   /// Gradient buckets (known after on_fit_begin), all-reduce calls so far, those launched from autograd
   /// hooks (while backward still ran), those of the last optimizer step, and seconds spent waiting on them.
   size_t bucket_count() const { return s_->buckets.size(); }
+  /// All-reduce calls so far.
   int64_t allreduce_calls() const { return s_->allreduce_calls; }
+  /// All-reduce calls launched from autograd hooks, while backward still ran.
   int64_t allreduce_calls_in_hooks() const { return s_->allreduce_calls_in_hooks; }
+  /// All-reduce calls of the last optimizer step.
   int64_t allreduce_calls_last_step() const { return s_->allreduce_calls_last_step; }
+  /// Seconds spent waiting for all-reduces to finish.
   double comm_wait_seconds() const { return s_->comm_wait_seconds; }
 
   /// Joins the job: the store (rank 0 hosts it, or torchrun's agent does), then the process group.
@@ -406,6 +425,7 @@ class DataParallel {
 
   // --- hooks ---
 
+  /// Connects, broadcasts rank 0's parameters and buffers, and installs the gradient hooks.
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     if (!active()) return;
@@ -418,6 +438,7 @@ class DataParallel {
     if (s_->params.empty()) build_buckets(ctx.module());
   }
 
+  /// Runs `fn` (the backward); on a window's last micro-step, all-reduces gradient buckets as they become ready.
   template <class Ctx, class F>
   void around_backward(Ctx& ctx, F&& fn) {
     if (!active() || !ctx.is_last_micro_step()) {
@@ -429,11 +450,13 @@ class DataParallel {
     s_->flush();
   }
 
+  /// Waits for every bucket and writes the averaged gradients back.
   template <class Ctx>
   void before_step(Ctx&) {
     if (active()) s_->finish_step();
   }
 
+  /// Whether this is rank 0 (the Trainer's is_main hook).
   bool is_main() { return s_->env.rank == 0; }
 
   /// True on every rank when `b` is true on any rank.

@@ -23,14 +23,18 @@
 
 #include <fmt/format.h>
 
+/// The process environment (POSIX), the base of every rank's environment.
 extern char** environ;
 
 namespace policytrain::parallel {
 
+/// How launch_local starts the ranks.
 struct LaunchOptions {
+  /// Number of processes (ranks) to start.
   int nproc = 2;
   std::string program = "/proc/self/exe";     ///< what each rank runs
   std::vector<std::string> args;              ///< its argv (argv[0] first)
+  /// MASTER_ADDR given to every rank.
   std::string master_addr = "127.0.0.1";
   int master_port = 0;                        ///< 0: a free port, chosen now
   std::map<std::string, std::string> env;     ///< further variables for every rank

@@ -46,6 +46,7 @@ enum class LossScaling {
   off,        ///< never
 };
 
+/// The option's name: "auto", "on" or "off".
 constexpr std::string_view to_string(LossScaling s) {
   switch (s) {
     case LossScaling::on: return "on";
@@ -54,18 +55,24 @@ constexpr std::string_view to_string(LossScaling s) {
   }
 }
 
+/// Mixed precision: the forward under autocast and dynamic loss scaling (see the file comment).
 class Autocast {
  public:
+  /// Category: precision (at most one per Trainer).
   static constexpr Category category = Category::precision;
+  /// Name in logs and summaries.
   static constexpr std::string_view name = "precision::Autocast";
 
+  /// Settings of Autocast: dtype, device type, loss scaling.
   struct Options {
     /// bf16 or fp16 under autocast; fp32 (torch::kFloat) turns autocast off. Default: the device type's
     /// autocast dtype (CPU bf16, CUDA fp16), as torch.autocast.
     std::optional<c10::ScalarType> dtype{};
     /// The device type autocast applies to. Default: that of the model's parameters (the Trainer's device).
     std::optional<c10::DeviceType> device{};
+    /// When the loss is scaled (default: for fp16 only).
     LossScaling loss_scaling = LossScaling::automatic;
+    /// Settings of the loss scaler (initial scale, growth and backoff).
     LossScaler::Options scaler{};
     /// What a non-finite loss does when the loss is not scaled (with scaling, the scaler skips the step).
     NonFinite on_nonfinite = NonFinite::error;
@@ -74,6 +81,7 @@ class Autocast {
   };
 
   Autocast() : Autocast(Options{}) {}
+  /// Throws std::invalid_argument for a dtype other than fp32, bf16 or fp16.
   explicit Autocast(Options o) : o_(o), scaler_(o.scaler) {
     if (o_.dtype && *o_.dtype != c10::ScalarType::Float && *o_.dtype != c10::ScalarType::BFloat16 &&
         *o_.dtype != c10::ScalarType::Half)
@@ -82,22 +90,27 @@ class Autocast {
                                               c10::toString(*o_.dtype)));
   }
 
+  /// The settings.
   const Options& options() const { return o_; }
   /// The dtype in effect (torch::kFloat when autocast is off). Known once a forward ran or fit began.
   c10::ScalarType dtype() const { return dtype_; }
+  /// The device type autocast applies to (known once a forward ran or fit began).
   c10::DeviceType device_type() const { return device_; }
   /// Whether the loss is scaled (known once a forward ran or fit began).
   bool scaling() const { return scaling_; }
   /// The current loss scale, 0 when the loss is not scaled.
   double loss_scale() const { return scaling_ ? scaler_.scale_value() : 0.0; }
+  /// The loss scaler (its scale, growth tracker and skip count).
   const LossScaler& scaler() const { return scaler_; }
 
+  /// Resolves the dtype, device type and whether to scale, from the Trainer's device.
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     resolve(ctx.device().type());
     window_ok_ = true;
   }
 
+  /// Runs `fn` (a forward) inside an AutocastGuard, unless the dtype is fp32.
   template <class Ctx, class F>
   auto around_forward(Ctx& ctx, F&& fn) {
     if (!resolved_) resolve(ctx.device().type());
@@ -106,6 +119,7 @@ class Autocast {
     return fn();
   }
 
+  /// Scales the loss when scaling; otherwise checks it for non-finite values as `on_nonfinite` says.
   template <class Ctx>
   torch::Tensor transform_loss(Ctx& ctx, torch::Tensor loss) {
     if (scaling_) return scaler_.scale(loss);
@@ -113,11 +127,14 @@ class Autocast {
     return loss;
   }
 
+  /// Unscales the gradients once when scaling, so later callbacks see true gradients.
   template <class Ctx>
   void before_step(Ctx& ctx) {
     if (scaling_) scaler_.unscale(ctx.optimizer());
   }
 
+  /// Steps the optimizer unless the scaler found a non-finite gradient, or (unscaled) a loss of the window was
+  /// non-finite under NonFinite::skip / rollback; returns whether it stepped.
   template <class Ctx>
   bool step(Ctx& ctx) {
     if (scaling_) return scaler_.step(ctx.optimizer());
@@ -127,12 +144,15 @@ class Autocast {
     return ok;
   }
 
+  /// Updates the loss scale when scaling.
   template <class Ctx>
   void after_step(Ctx& ctx, bool /*stepped*/) {
     if (scaling_) scaler_.update();
   }
 
+  /// The scaler's scale, growth tracker and skip count (also when not scaling).
   StateDict state_dict() const { return scaler_.state_dict(); }
+  /// Restores what state_dict() saved.
   void load_state_dict(const StateDict& d) { scaler_.load_state_dict(d); }
 
  private:

@@ -33,8 +33,10 @@
 
 namespace policytrain::precision {
 
+/// Dynamic loss scaling with the semantics of PyTorch's GradScaler (see the file comment).
 class LossScaler {
  public:
+  /// Settings of LossScaler: the initial scale, and how it grows and backs off.
   struct Options {
     double init_scale = 65536.0;    ///< the first scale, 2^16
     double growth_factor = 2.0;     ///< applied after growth_interval consecutive finite steps; > 1
@@ -43,8 +45,10 @@ class LossScaler {
   };
 
   LossScaler() : LossScaler(Options{}) {}
+  /// Throws std::invalid_argument for options outside the ranges given on each field.
   explicit LossScaler(Options o) : o_(o) { validate(o_); }
 
+  /// The settings.
   const Options& options() const { return o_; }
 
   /// `loss * S`. The scale lives on the device of the first loss it scales.
@@ -154,6 +158,7 @@ class LossScaler {
             {"growth_tracker", scalar_tensor(growth_tracker())},
             {"skipped_steps", scalar_tensor(skipped_)}};
   }
+  /// Restores the scale, its settings, the growth tracker and the skip count; throws for invalid settings.
   void load_state_dict(const StateDict& d) {
     Options o{state_double(d, "scale"), state_double(d, "growth_factor"), state_double(d, "backoff_factor"),
               state_int(d, "growth_interval")};

@@ -47,10 +47,12 @@
 
 namespace policytrain::schedule {
 
+/// The learning-rate schedules schedule::Lr implements (see the file comment for each formula).
 enum class Kind { constant, step, multistep, exponential, linear, cosine, onecycle, poly, wsd, plateau };
 /// The unit of `step_size`, `milestones` and the exponential decay.
 enum class Unit { steps, epochs };
 
+/// The schedule's name ("constant", "cosine", ...), as kind_from_string reads it.
 constexpr std::string_view to_string(Kind k) {
   constexpr std::string_view names[] = {"constant", "step", "multistep", "exponential", "linear",
                                         "cosine", "onecycle", "poly", "wsd", "plateau"};
@@ -64,7 +66,9 @@ inline Kind kind_from_string(std::string_view s) {
                                           "step, multistep, exponential, linear, cosine, onecycle, poly, wsd, plateau", s));
 }
 
+/// Settings of schedule::Lr: the kind, its parameters, warmup and plateau.
 struct LrOptions {
+  /// Which schedule.
   Kind kind = Kind::constant;
   int64_t total_steps = 0;         ///< optimizer steps of the run (0: epochs × steps per epoch of the fit)
   double lrf = 0.01;               ///< final factor (linear, cosine, onecycle, poly, wsd); floor of plateau
@@ -179,6 +183,7 @@ inline double momentum_of(const torch::optim::OptimizerOptions& o) {
   if (auto* p = dynamic_cast<const torch::optim::RMSpropOptions*>(&o)) return p->momentum();
   return std::numeric_limits<double>::quiet_NaN();
 }
+/// Sets the momentum (SGD, RMSprop) or beta1 (Adam, AdamW) of an optimizer's options; other types are left as they are.
 inline void set_momentum(torch::optim::OptimizerOptions& o, double m) {
   if (auto* p = dynamic_cast<torch::optim::SGDOptions*>(&o)) p->momentum(m);
   else if (auto* p = dynamic_cast<torch::optim::AdamWOptions*>(&o)) p->betas({m, std::get<1>(p->betas())});
@@ -189,15 +194,20 @@ inline void set_momentum(torch::optim::OptimizerOptions& o, double m) {
 /// The schedule policy (see the file comment).
 class Lr {
  public:
+  /// Category: schedule (at most one per Trainer).
   static constexpr Category category = Category::schedule;
+  /// Name in logs and summaries.
   static constexpr std::string_view name = "schedule::Lr";
 
   Lr() = default;
+  /// Throws std::invalid_argument for inconsistent options.
   explicit Lr(LrOptions o) : o_(std::move(o)) { validate(); }
 
+  /// The settings.
   const LrOptions& options() const { return o_; }
   /// Optimizer steps taken under the schedule (the t of the formulas).
   int64_t step() const { return t_; }
+  /// The run's steps as the schedule sees them (resolved at the first epoch).
   const Horizon& horizon() const { return h_; }
   /// The plateau's current factor (1 for the other kinds).
   double plateau_factor() const { return plateau_factor_; }
@@ -211,6 +221,7 @@ class Lr {
     return start + (target - start) * static_cast<double>(t) / static_cast<double>(W);
   }
 
+  /// Records the base lr and momentum of each param group (once) and checks them against the options.
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     resolved_ = false;  // the horizon follows each fit's options (a resumed run passes the same ones)
@@ -237,12 +248,14 @@ class Lr {
                                                 groups.size()));
   }
 
+  /// Resolves the horizon on the first epoch, then sets every group's lr (and momentum).
   template <class Ctx>
   void on_epoch_begin(Ctx& ctx) {
     if (!resolved_) resolve(ctx);
     apply(ctx);
   }
 
+  /// After a step that was taken: advances t and sets the lr (and momentum).
   template <class Ctx>
   void after_step(Ctx& ctx, bool stepped) {
     if (!stepped) return;
@@ -250,6 +263,7 @@ class Lr {
     apply(ctx);
   }
 
+  /// Plateau: tracks the monitored metric and lowers the factor after `patience` epochs without improvement.
   template <class Ctx>
   void on_validation_end(Ctx& ctx, const Metrics& m) {
     if (o_.kind != Kind::plateau) return;
@@ -274,6 +288,7 @@ class Lr {
     if (resolved_) apply(ctx);
   }
 
+  /// Step, base lr and momentum of every group, and the plateau's state.
   StateDict state_dict() const {
     StateDict d{{"step", scalar_tensor(t_)},
                 {"groups", scalar_tensor(static_cast<int64_t>(base_lr_.size()))},
@@ -287,6 +302,7 @@ class Lr {
     }
     return d;
   }
+  /// Restores what state_dict() saved.
   void load_state_dict(const StateDict& d) {
     t_ = state_int(d, "step");
     plateau_factor_ = state_double(d, "plateau/factor");
