@@ -12,7 +12,7 @@
 namespace fmnist {
 
 struct ScheduleFlags {
-  std::string kind = "constant";
+  std::string kind = "onecycle";  // the demo's default: 5 epochs of AdamW + one-cycle reach 0.92
   std::string unit = "epoch";
   std::string plateau_mode = "min";
   policytrain::schedule::LrOptions o;

@@ -29,9 +29,9 @@ namespace {
 struct Config {
   fs::path data = pt::data::default_fashion_mnist_dir();
   fs::path run_dir = "runs/fashion_mnist";
-  int64_t epochs = 3;
+  int64_t epochs = 5;
   int64_t batch_size = 64;
-  double lr = 2e-3;
+  double lr = 3e-3;
   std::string optimizer = "adamw";
   double weight_decay = 5e-4;
   double momentum = 0.9;
