@@ -1,10 +1,10 @@
 // Runs the LR finder of lr_finder.hpp on Fashion-MNIST with an MLP and prints the sweep and its suggestion.
 //   custom_policy [--data DIR] [--steps N]
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
+#include <CLI/CLI.hpp>
 #include <torch/torch.h>
 
 #include <policytrain/policytrain.hpp>
@@ -25,15 +25,10 @@ struct MlpClassifier {
 int main(int argc, char** argv) {
   std::filesystem::path dir = pt::data::default_fashion_mnist_dir();
   int64_t steps = 100;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--data") dir = argv[i + 1];
-    else if (flag == "--steps") steps = std::atoll(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "custom_policy: unknown flag %s; known: --data, --steps\n", argv[i]);
-      return 2;
-    }
-  }
+  CLI::App app{"The LR finder of lr_finder.hpp on Fashion-MNIST"};
+  app.add_option("--data", dir, "Directory with the Fashion-MNIST IDX files")->check(CLI::ExistingDirectory);
+  app.add_option("--steps", steps, "Steps of the learning-rate sweep")->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
   try {
     torch::manual_seed(0);
     auto train = pt::data::load_fashion_mnist(dir, /*train=*/true);

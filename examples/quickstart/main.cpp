@@ -2,10 +2,10 @@
 // docs/getting-started.md quotes the marked regions of this file.
 //   quickstart [--data DIR] [--epochs N] [--limit-train-batches N]
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
+#include <CLI/CLI.hpp>
 #include <torch/torch.h>
 
 // [snippet:include]
@@ -33,16 +33,11 @@ struct MlpClassifier {
 int main(int argc, char** argv) {
   std::filesystem::path dir = pt::data::default_fashion_mnist_dir();
   int64_t epochs = 1, limit = -1;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--data") dir = argv[i + 1];
-    else if (flag == "--epochs") epochs = std::atoll(argv[i + 1]);
-    else if (flag == "--limit-train-batches") limit = std::atoll(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "quickstart: unknown flag %s; known: --data, --epochs, --limit-train-batches\n", argv[i]);
-      return 2;
-    }
-  }
+  CLI::App app{"The first Trainer: an MLP on Fashion-MNIST"};
+  app.add_option("--data", dir, "Directory with the Fashion-MNIST IDX files")->check(CLI::ExistingDirectory);
+  app.add_option("--epochs", epochs, "Epochs to train")->check(CLI::PositiveNumber);
+  app.add_option("--limit-train-batches", limit, "Batches per epoch at most (-1: all)");
+  CLI11_PARSE(app, argc, argv);
   try {
     torch::manual_seed(0);
     // [snippet:data]
