@@ -10,3 +10,24 @@ configure() {
   cmake -S "$POLICYTRAIN_ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" "$@" >/dev/null
 }
+
+# The CUDA build (scripts/setup-cuda, scripts/test-cuda, scripts/gpu-suite): a CUDA LibTorch and the CUDA Toolkit.
+CUDA_TORCH_VERSION=${POLICYTRAIN_CUDA_TORCH_VERSION:-2.14.1}
+CUDA_VENV=${POLICYTRAIN_CUDA_VENV:-$HOME/.cache/policytrain/venv-cuda}
+CUDA_TOOLKIT_ROOT_DIR=${CUDA_TOOLKIT_ROOT_DIR:-/usr/local/cuda}
+# configure_cuda BUILD_DIR [cmake args]: configures against the CUDA LibTorch (CUDA_TORCH_PREFIX, default the one
+# in CUDA_VENV). No .cu file is compiled, so one architecture keeps Caffe2's detection quiet.
+configure_cuda() {
+  local dir=$1; shift
+  local prefix=${CUDA_TORCH_PREFIX:-$("$CUDA_VENV/bin/python" -c 'import torch;print(torch.utils.cmake_prefix_path)' 2>/dev/null)}
+  cmake -S "$POLICYTRAIN_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+        -DCUDA_TOOLKIT_ROOT_DIR="$CUDA_TOOLKIT_ROOT_DIR" -DTORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}" "$@" >/dev/null
+}
+# The targets a CUDA build compiles: the examples, the CUDA tests and the GPU benchmarks (whatever exists).
+cuda_targets() {
+  local t out=""
+  for t in fashion_mnist quickstart custom_policy test_cuda $(ninja -C "$1" -t targets all 2>/dev/null | sed -n 's/^\(bm_gpu[a-z_0-9]*\): .*/\1/p' | sort -u); do
+    ninja -C "$1" -t query "$t" >/dev/null 2>&1 && out="$out $t"
+  done
+  echo "$out"
+}

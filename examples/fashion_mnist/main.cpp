@@ -41,6 +41,7 @@ struct Config {
   int64_t limit_val_batches = -1;
   int64_t width = 32;
   int progress_tty = -1;
+  std::string device = "cpu";
 };
 
 void add_core_flags(CLI::App& app, Config& c) {
@@ -58,6 +59,23 @@ void add_core_flags(CLI::App& app, Config& c) {
   app.add_option("--limit-val-batches", c.limit_val_batches, "Test batches evaluated at most (-1: all)");
   app.add_option("--width", c.width, "Channels of the first convolution")->check(CLI::PositiveNumber);
   app.add_option("--progress-tty", c.progress_tty, "Progress display: -1 detect, 0 plain lines, 1 terminal");
+  app.add_option("--device", c.device, "cpu, or cuda (each rank takes the GPU of its local rank)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+}
+
+/// The device this rank trains on: --device cuda takes the GPU of the local rank (one process per GPU).
+torch::Device resolve_device(const Config& c, int local_rank) {
+  if (c.device == "cpu") return torch::kCPU;
+  if (!torch::cuda::is_available())
+    throw std::runtime_error(std::string("--device cuda: no CUDA device is visible (this build's LibTorch ") +
+                             (policytrain::detail::built_with_cuda() ? "has CUDA" : "is a CPU build") +
+                             "); train with --device cpu");
+  const auto n = static_cast<int>(torch::cuda::device_count());
+  if (local_rank >= n)
+    throw std::runtime_error("--device cuda: local rank " + std::to_string(local_rank) + " needs GPU " +
+                             std::to_string(local_rank) + " but " + std::to_string(n) +
+                             " are visible; start at most one rank per GPU");
+  return {torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank)};
 }
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Config& c, torch::nn::Module& m) {
@@ -98,6 +116,7 @@ int main(int argc, char** argv) {
     pt::seed_everything(cfg.seed);
     auto dp = par.make();
     const int64_t rank = dp.rank(), world_size = dp.world_size();  // dp moves into the Trainer below
+    const torch::Device device = resolve_device(cfg, dp.local_rank());
     if (dp.is_main()) fs::create_directories(cfg.run_dir);
 
     auto train = pt::data::load_fashion_mnist(cfg.data, /*train=*/true);
@@ -109,12 +128,14 @@ int main(int argc, char** argv) {
                 cfg.data.string().c_str(), torch::get_num_threads());
 
     fmnist::Classifier task(cfg.width);
+    task.module().to(device);  // before the optimizer takes the parameters; the Trainer moves batches here
     auto optimizer = make_optimizer(cfg, task.module());
     const int64_t micro_batch = accumulation.resolve(task, train.x, train.y, cfg.batch_size);
     // [snippet:loader]
     auto make_train_loader = [&](int64_t batch) {
       return fastpath.make_loader(train.x, train.y, {.batch_size = batch, .shuffle = true, .seed = cfg.seed,
-                                                     .rank = rank, .world_size = world_size});
+                                                     .rank = rank, .world_size = world_size},
+                                 device);
     };
     auto train_loader_ptr = make_train_loader(micro_batch);
     auto& train_loader = *train_loader_ptr;
@@ -160,6 +181,7 @@ int main(int argc, char** argv) {
         {"params_sha256", pt::io::params_sha256(task.module())},
         {"torch_version", pt::detail::torch_version()},
         {"threads", torch::get_num_threads()},
+        {"device", device.str()},
         {"classification_report", report.to_json()},
         {"policies",
          {{"precision", precision_flags.describe()},

@@ -21,6 +21,16 @@ inline std::string torch_version() {
          std::to_string(TORCH_VERSION_PATCH);
 }
 
+/// True when compiled against a LibTorch built with CUDA (POLICYTRAIN_WITH_CUDA, decided by CMake from the LibTorch
+/// found). Whether a GPU is present is torch::cuda::is_available()'s question.
+constexpr bool built_with_cuda() {
+#ifdef POLICYTRAIN_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
 /// True when compiled against LibTorch >= major.minor.
 constexpr bool torch_at_least(int major, int minor) {
   return TORCH_VERSION_MAJOR > major || (TORCH_VERSION_MAJOR == major && TORCH_VERSION_MINOR >= minor);
