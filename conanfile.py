@@ -12,21 +12,27 @@ import re
 from conan import ConanFile
 from conan.tools.build import check_min_cppstd
 from conan.tools.cmake import CMake, CMakeDeps, CMakeToolchain, cmake_layout
+from conan.errors import ConanException
 from conan.tools.files import copy, load
 
 
 class PolicytrainConan(ConanFile):
     name = "policytrain"
     description = "Compile-time training policies for LibTorch"
+    license = "MIT"
     topics = ("libtorch", "pytorch", "training", "header-only", "policy-based-design")
     package_type = "header-library"
     settings = "os", "arch", "compiler", "build_type"
-    exports_sources = "CMakeLists.txt", "cmake/*", "include/*", "LICENSE"
+    exports_sources = "CMakeLists.txt", "VERSION", "cmake/*", "include/*", "LICENSE"
     no_copy_source = True
 
     def set_version(self):
-        cmakelists = load(self, os.path.join(self.recipe_folder, "CMakeLists.txt"))
-        self.version = re.search(r"project\(policytrain VERSION ([0-9.]+)", cmakelists).group(1)
+        # The one home of the version (CMakeLists.txt reads it too; CTest package.versions checks vcpkg.json).
+        path = os.path.join(self.recipe_folder, "VERSION")
+        version = load(self, path).strip()
+        if not re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", version):
+            raise ConanException(f"policytrain: {path} holds '{version}'; expected MAJOR.MINOR.PATCH")
+        self.version = version
 
     def layout(self):
         cmake_layout(self)
@@ -57,9 +63,8 @@ class PolicytrainConan(ConanFile):
         cmake.configure()
 
     def package(self):
-        CMake(self).install()
-        if os.path.exists(os.path.join(self.source_folder, "LICENSE")):
-            copy(self, "LICENSE", self.source_folder, os.path.join(self.package_folder, "licenses"))
+        CMake(self).install()  # also installs share/doc/policytrain/LICENSE
+        copy(self, "LICENSE", self.source_folder, os.path.join(self.package_folder, "licenses"))
 
     def package_id(self):
         self.info.clear()

@@ -9,14 +9,16 @@ mark_as_advanced(POLICYTRAIN_INSTALL_CMAKEDIR)
 install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
 install(TARGETS policytrain EXPORT policytrainTargets)
 install(EXPORT policytrainTargets NAMESPACE policytrain:: DESTINATION ${POLICYTRAIN_INSTALL_CMAKEDIR})
+# The license text goes to share/doc/policytrain (not CMAKE_INSTALL_DOCDIR, which a parent project that
+# included GNUInstallDirs first has already set to its own name); the config file names it.
+set(POLICYTRAIN_INSTALL_LICENSEDIR "${CMAKE_INSTALL_DATADIR}/doc/policytrain")
 configure_package_config_file(cmake/policytrainConfig.cmake.in
-  ${PROJECT_BINARY_DIR}/policytrainConfig.cmake INSTALL_DESTINATION ${POLICYTRAIN_INSTALL_CMAKEDIR})
+  ${PROJECT_BINARY_DIR}/policytrainConfig.cmake INSTALL_DESTINATION ${POLICYTRAIN_INSTALL_CMAKEDIR}
+  PATH_VARS POLICYTRAIN_INSTALL_LICENSEDIR)
 # A header-only library: the version file must not depend on the architecture that built it.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/policytrainConfigVersion.cmake
   COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
 install(FILES ${PROJECT_BINARY_DIR}/policytrainConfig.cmake ${PROJECT_BINARY_DIR}/policytrainConfigVersion.cmake
               ${PROJECT_SOURCE_DIR}/cmake/policytrainTorchCuda.cmake
         DESTINATION ${POLICYTRAIN_INSTALL_CMAKEDIR})
-if(EXISTS ${PROJECT_SOURCE_DIR}/LICENSE)
-  install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/policytrain)
-endif()
+install(FILES LICENSE DESTINATION ${POLICYTRAIN_INSTALL_LICENSEDIR})
