@@ -7,12 +7,13 @@ channels-last, cuDNN benchmark and the pinned-memory prefetch loader) and compar
 import json, os, subprocess, sys
 
 exe, run_dir = sys.argv[1], sys.argv[2]
-common = ["--epochs", "1", "--limit-train-batches", "300", "--progress-tty", "0", "--seed", "3"]
+common = ["--epochs", "1", "--progress-tty", "0", "--seed", "3"]
 
 
-def run(name, *extra, expect_ok=True):
+def run(name, *extra, batches=300, expect_ok=True):
     d = os.path.join(run_dir, name)
-    p = subprocess.run([exe, "--run-dir", d, *common, *extra], capture_output=True, text=True, timeout=900)
+    p = subprocess.run([exe, "--run-dir", d, *common, "--limit-train-batches", str(batches), *extra],
+                       capture_output=True, text=True, timeout=900)
     print(f"--- {name}: exit {p.returncode}\n{p.stdout[-1500:]}{p.stderr[-1500:]}")
     if not expect_ok:
         return p
@@ -20,7 +21,7 @@ def run(name, *extra, expect_ok=True):
     return json.load(open(os.path.join(d, "summary.json")))
 
 
-probe = run("probe", "--device", "cuda", "--limit-train-batches", "2", expect_ok=False)
+probe = run("probe", "--device", "cuda", batches=2, expect_ok=False)
 if probe.returncode != 0:
     assert "no CUDA device is visible" in probe.stderr and "--device cpu" in probe.stderr, probe.stderr
     print("policytrain-cuda: skipped (no CUDA device visible); the error names the problem and the fix")

@@ -226,7 +226,7 @@ TEST_CASE("CUDA PrefetchLoader: pinned host batches copied on a side stream equa
         REQUIRE(i < a.size());
         CHECK(b.x.is_cuda());
         // A step's compute on the default stream while the next batch is copied on the side stream.
-        auto busy = torch::mm(torch::rand({512, 512}, torch::kCUDA), torch::rand({512, 512}, torch::kCUDA));
+        (void)torch::mm(torch::rand({512, 512}, torch::kCUDA), torch::rand({512, 512}, torch::kCUDA));
         CHECK(torch::equal(b.x.cpu(), a[i].x));
         CHECK(torch::equal(b.y.cpu(), a[i].y));
         ++i;
@@ -257,13 +257,13 @@ TEST_CASE("CUDA PerfKnobs: channels-last, cuDNN benchmark and TF32 are really se
     if (p.dim() == 4) CHECK(p.is_contiguous(at::MemoryFormat::ChannelsLast));
   auto x = torch::randn({128, 1, 28, 28}, torch::kCUDA);
   auto yb = b->forward(x.contiguous(at::MemoryFormat::ChannelsLast));
-  pt::callbacks::PerfKnobs({}).apply();  // back to the defaults: exact fp32
+  pt::callbacks::PerfKnobs(pt::callbacks::PerfKnobs::Options{}).apply();  // back to the defaults: exact fp32
   CHECK_FALSE(g.allowTF32CuBLAS());
   auto ya = a->forward(x);
   CHECK(torch::allclose(ya, yb, /*rtol=*/1e-2, /*atol=*/1e-2));
 }
 
-TEST_CASE("CUDA AutoBatch: the batch found fits the memory fraction; a real out-of-memory error backs off and training goes on") {
+TEST_CASE("CUDA AutoBatch: the batch found fits the memory fraction, and a real out-of-memory error backs off while training goes on") {
   if (!gpu_or_skip()) return;
   const auto device = torch::Device(torch::kCUDA, 0);
   torch::manual_seed(1);

@@ -233,7 +233,7 @@ TEST_CASE("A Trainer fed by PrefetchLoader (2 workers) trains exactly as one fed
   CHECK(testing::same_params(a.module(), b.module()));
 }
 
-TEST_CASE("Clipping by norm matches torch::nn::utils::clip_grad_norm_ for p = 1, 2, 3.5, inf; by value matches clamp") {
+TEST_CASE("Clipping by norm matches torch::nn::utils::clip_grad_norm_ for p = 1, 2, 3.5, inf, and by value matches clamp") {
   auto [x, y] = testing::toy_data(32);
   const pt::Batch batch{x, y};
   for (double p : {1.0, 2.0, 3.5, std::numeric_limits<double>::infinity()}) {

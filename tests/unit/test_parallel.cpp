@@ -200,7 +200,7 @@ std::string connect_error(std::initializer_list<std::pair<const char*, const cha
 
 }  // namespace
 
-TEST_CASE("2 ranks with batch B/2 each end with the parameters of 1 process with batch B; buckets launch from hooks; "
+TEST_CASE("2 ranks with batch B/2 each end with the parameters of 1 process with batch B, buckets launch from hooks, "
           "metrics reduce") {
   const auto out = testing::temp_dir("dp-equal");
   REQUIRE(launch("plain", out, 2) == 0);

@@ -391,7 +391,7 @@ TEST_CASE("Autocast policy: fp32 with loss scaling computes bit for bit what a p
   CHECK(testing::same_params(a.module(), b.module()));
 }
 
-TEST_CASE("Autocast policy: options resolve per device; a non-finite loss without scaling is an error or a skip") {
+TEST_CASE("Autocast policy: options resolve per device, and a non-finite loss without scaling is an error or a skip") {
   auto [x, y] = testing::toy_data(48);
   pt::data::TensorLoader loader(x, y, {.batch_size = 8, .shuffle = false});  // 6 steps
 
