@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -39,6 +40,7 @@ struct Config {
   int threads = 0;
   int64_t limit_train_batches = -1;
   int64_t limit_val_batches = -1;
+  int64_t val_size = 5000;
   int64_t width = 32;
   int progress_tty = -1;
   std::string device = "cpu";
@@ -56,7 +58,11 @@ void add_core_flags(CLI::App& app, Config& c) {
   app.add_option("--seed", c.seed, "Seed of the weights' initialisation and the data order");
   app.add_option("--threads", c.threads, "Intra-op threads (0: LibTorch's default)")->check(CLI::NonNegativeNumber);
   app.add_option("--limit-train-batches", c.limit_train_batches, "Micro-batches per epoch at most (-1: all)");
-  app.add_option("--limit-val-batches", c.limit_val_batches, "Test batches evaluated at most (-1: all)");
+  app.add_option("--limit-val-batches", c.limit_val_batches, "Validation and test batches evaluated at most (-1: all)");
+  app.add_option("--val-size", c.val_size,
+                 "Training images held out for validation (stratified by class, fixed by --seed); validation drives "
+                 "early stopping, plateau schedules and best checkpoints, the test set is evaluated once, at the end")
+      ->check(CLI::PositiveNumber);
   app.add_option("--width", c.width, "Channels of the first convolution")->check(CLI::PositiveNumber);
   app.add_option("--progress-tty", c.progress_tty, "Progress display: -1 detect, 0 plain lines, 1 terminal");
   app.add_option("--device", c.device, "cpu, or cuda (each rank takes the GPU of its local rank)")
@@ -119,12 +125,21 @@ int main(int argc, char** argv) {
     const torch::Device device = resolve_device(cfg, dp.local_rank());
     if (dp.is_main()) fs::create_directories(cfg.run_dir);
 
-    auto train = pt::data::load_fashion_mnist(cfg.data, /*train=*/true);
+    auto full_train = pt::data::load_fashion_mnist(cfg.data, /*train=*/true);
     auto test = pt::data::load_fashion_mnist(cfg.data, /*train=*/false);
+    // [snippet:split]
+    // Model selection (early stopping, plateau schedules, best checkpoints) sees the validation split only;
+    // the test set is evaluated once, after training.
+    const auto split = pt::data::stratified_split(full_train.x, full_train.y, cfg.val_size, cfg.seed);
+    const pt::data::TensorPair train{split.train_x, split.train_y};
+    pt::data::TensorLoader val_loader(split.val_x, split.val_y, {.batch_size = 1000, .shuffle = false,
+                                                                 .rank = rank, .world_size = world_size});
+    // [/snippet:split]
     pt::data::TensorLoader test_loader(test.x, test.y, {.batch_size = 1000, .shuffle = false,
                                                         .rank = rank, .world_size = world_size});
-    if (dp.is_main()) std::printf("Fashion-MNIST: %lld train, %lld test images from %s; %d threads\n",
-                static_cast<long long>(train.x.size(0)), static_cast<long long>(test.x.size(0)),
+    if (dp.is_main()) std::printf("Fashion-MNIST: %lld train, %lld validation, %lld test images from %s; %d threads\n",
+                static_cast<long long>(train.x.size(0)), static_cast<long long>(split.val_x.size(0)),
+                static_cast<long long>(test.x.size(0)),
                 cfg.data.string().c_str(), torch::get_num_threads());
 
     fmnist::Classifier task(cfg.width);
@@ -156,9 +171,17 @@ int main(int argc, char** argv) {
     const pt::FitOptions fit{.epochs = cfg.epochs,
                              .limit_train_batches = cfg.limit_train_batches,
                              .limit_val_batches = cfg.limit_val_batches};
-    auto result = accumulation.fit(trainer, train_loader, make_train_loader, test_loader, fit);
-    // The last epoch's validation is the final evaluation (same weights, same data): no second pass.
-    auto metrics = result.validation.empty() ? trainer.evaluate(test_loader, cfg.limit_val_batches) : result.validation.back();
+    auto result = accumulation.fit(trainer, train_loader, make_train_loader, val_loader, fit);
+    // The one evaluation of the test set (every rank takes part: the metrics are reduced across ranks).
+    int test_evaluations = 0;
+    auto evaluate_test = [&] {
+      ++test_evaluations;
+      return trainer.evaluate(test_loader, cfg.limit_val_batches);
+    };
+    const auto metrics = evaluate_test();
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double val_accuracy = result.validation.empty() ? nan : result.validation.back().accuracy;
+    const double val_loss = result.validation.empty() ? nan : result.validation.back().loss;
     // [snippet:rank0]
     if (!trainer.is_main()) return 0;
     // [/snippet:rank0]
@@ -169,6 +192,10 @@ int main(int argc, char** argv) {
     nlohmann::json summary{
         {"test_accuracy", metrics.accuracy},
         {"test_loss", metrics.loss},
+        {"test_evaluations", test_evaluations},
+        {"val_accuracy", val_accuracy},
+        {"val_loss", val_loss},
+        {"split", {{"train", train.x.size(0)}, {"val", split.val_x.size(0)}, {"test", test.x.size(0)}}},
         {"epochs_run", result.epochs_run},
         {"global_steps", result.global_steps},
         {"skipped_steps", result.skipped_steps},
@@ -200,8 +227,8 @@ int main(int argc, char** argv) {
     summary.update(trainer.get<pt::callbacks::MetricsLog>().summary());
     const auto path = cfg.run_dir / "summary.json";
     std::ofstream(path) << summary.dump(2) << "\n";
-    std::printf("test accuracy %.4f, loss %.4f, %.0f train samples/s, %.1f s; summary: %s\n", metrics.accuracy,
-                metrics.loss, result.samples_per_second(), wall, path.string().c_str());
+    std::printf("validation accuracy %.4f; test accuracy %.4f, loss %.4f, %.0f train samples/s, %.1f s; summary: %s\n",
+                val_accuracy, metrics.accuracy, metrics.loss, result.samples_per_second(), wall, path.string().c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fashion_mnist: error: %s\n", e.what());

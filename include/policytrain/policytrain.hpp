@@ -44,6 +44,7 @@
 #include <policytrain/data/idx.hpp>
 #include <policytrain/data/loader.hpp>
 #include <policytrain/data/prefetch_loader.hpp>
+#include <policytrain/data/split.hpp>
 
 #include <policytrain/io/digest.hpp>
 

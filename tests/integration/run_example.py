@@ -18,5 +18,11 @@ assert s["epochs_run"] == 2, s["epochs_run"]
 assert s["global_steps"] == 80, s["global_steps"]
 assert 0.3 < s["test_accuracy"] <= 1.0, s["test_accuracy"]   # 80 steps of AdamW: far above chance (0.1)
 assert len(s["params_sha256"]) == 64
+# Model selection on the validation split, the test set evaluated exactly once, after training.
+assert s["split"]["train"] + s["split"]["val"] == 60000 and s["split"]["test"] == 10000, s["split"]
+assert s["test_evaluations"] == 1, s["test_evaluations"]
+assert 0.3 < s["val_accuracy"] <= 1.0, s["val_accuracy"]
+assert len(s["validation_history"]) == 2, s["validation_history"]
+assert s["validation_history"][-1]["accuracy"] == s["val_accuracy"]
 assert 0.0 <= s["data_wait_fraction"] <= 1.0 and "forward" in s["step_seconds"], "summary lacks the time summary"
 print("example OK:", s["test_accuracy"])

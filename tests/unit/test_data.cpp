@@ -122,6 +122,57 @@ TEST_CASE("Fashion-MNIST from Debian's package: sizes, labels and normalisation"
   CHECK(std::abs(test.x.std().item<double>() - 1.0) < 0.05);
 }
 
+TEST_CASE("stratified_split: exact size, disjoint, every class within one sample of its share, seeded") {
+  SUBCASE("a hand-computed case: floors, then the largest remainders") {
+    // Classes of 5, 3 and 2 samples, 3 held out: shares 1.5, 0.9, 0.6 -> floors 1, 0, 0; the two samples left go
+    // to the largest remainders, class 1 (0.9) and class 2 (0.6): one sample of each class.
+    auto y = torch::tensor({0, 1, 0, 2, 0, 1, 0, 2, 0, 1}, torch::kLong);
+    auto x = torch::arange(10).to(torch::kFloat).unsqueeze(1);
+    auto s = pt::data::stratified_split(x, y, 3, 1);
+    CHECK(torch::equal(torch::bincount(s.val_y, {}, 3), torch::tensor({1, 1, 1}, torch::kLong)));
+    CHECK(torch::equal(torch::bincount(s.train_y, {}, 3), torch::tensor({4, 2, 1}, torch::kLong)));
+    // The rows travel with their labels: x holds the original index.
+    CHECK(torch::equal(s.val_x.squeeze(1).to(torch::kLong), s.val_index));
+    CHECK(torch::equal(s.val_y, y.index_select(0, s.val_index)));
+  }
+  SUBCASE("Fashion-MNIST's training set: 5,000 held out, 500 of each class, disjoint from the 55,000 trained on") {
+    const auto dir = pt::data::default_fashion_mnist_dir();
+    REQUIRE_MESSAGE(fs::exists(dir), "Fashion-MNIST is not installed at " << dir);
+    auto train = pt::data::load_fashion_mnist(dir, true);
+    auto s = pt::data::stratified_split(train.x, train.y, 5000, 0);
+    CHECK(s.val_y.size(0) == 5000);
+    CHECK(s.train_y.size(0) == 55000);
+    CHECK(torch::equal(torch::bincount(s.val_y), torch::full({10}, 500, torch::kLong)));
+    // Disjoint, and together every image once.
+    auto all = std::get<0>(torch::sort(torch::cat({s.train_index, s.val_index})));
+    CHECK(torch::equal(all, torch::arange(60000, torch::kLong)));
+    // The same seed gives the same split; another seed another one.
+    CHECK(torch::equal(pt::data::stratified_split(train.x, train.y, 5000, 0).val_index, s.val_index));
+    CHECK_FALSE(torch::equal(pt::data::stratified_split(train.x, train.y, 5000, 1).val_index, s.val_index));
+  }
+  SUBCASE("an unbalanced set: sizes exact, each class within one of n_val * n_c / N") {
+    auto gen = torch::make_generator<at::CPUGeneratorImpl>(3);
+    auto y = torch::clamp(torch::randint(0, 9, {997}, gen, torch::kLong) - 2, 0);  // class 0 is a third
+    auto x = torch::zeros({997, 2});
+    for (int64_t n_val : {1, 10, 333, 996}) {
+      CAPTURE(n_val);
+      auto s = pt::data::stratified_split(x, y, n_val, 5);
+      CHECK(s.val_y.size(0) == n_val);
+      auto counts = torch::bincount(y, {}, 7).to(torch::kDouble), got = torch::bincount(s.val_y, {}, 7).to(torch::kDouble);
+      CHECK((got - counts * n_val / 997.0).abs().max().item<double>() < 1.0);
+    }
+  }
+  SUBCASE("bad arguments name the value and what was expected") {
+    auto y = torch::tensor({0, 1, 1}, torch::kLong);
+    CHECK_THROWS_WITH_AS(pt::data::stratified_split(torch::zeros({3}), y, 3, 0),
+                         doctest::Contains("expected 0 <= n_val < 3"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(pt::data::stratified_split(torch::zeros({2}), y, 1, 0),
+                         doctest::Contains("2 images but 3 labels"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(pt::data::stratified_split(torch::zeros({3}), y.to(torch::kFloat), 1, 0),
+                         doctest::Contains("expected int64"), std::invalid_argument);
+  }
+}
+
 TEST_CASE("TensorLoader: seeded order, every sample once per epoch, batches and sharding") {
   const int64_t n = 50;
   auto x = torch::arange(n, torch::kFloat).unsqueeze(1);

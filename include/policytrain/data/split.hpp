@@ -1,0 +1,97 @@
+#pragma once
+/// \file
+/// data::stratified_split — a seeded hold-out split of a labelled data set that keeps each class's share: the
+/// validation set that early stopping, plateau schedules and "best" checkpoints select on, so that the test set
+/// is evaluated once, at the end, and selects nothing.
+/// Class c of n_c samples (of N) gives floor(n_val * n_c / N) samples, and the samples still missing go one each
+/// to the classes with the largest remainders (ties: the smaller label), so the validation set has exactly n_val
+/// samples and every class is within one sample of its proportional share. Which samples: a permutation of each
+/// class's indices drawn from a generator seeded with `seed` (the same seed, the same split, on every rank).
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+#include <torch/types.h>
+
+namespace policytrain::data {
+
+/// A training part and a validation part of one data set, and the indices each took from it (ascending).
+struct Split {
+  /// The training part: images and labels.
+  ///@{
+  torch::Tensor train_x, train_y;
+  ///@}
+  /// The validation part: images and labels.
+  ///@{
+  torch::Tensor val_x, val_y;
+  ///@}
+  /// Indices into the original data set (int64, ascending, disjoint, together every index once).
+  ///@{
+  torch::Tensor train_index, val_index;
+  ///@}
+};
+
+/// Holds out `n_val` samples of (x, y), stratified by the labels y (int64 [N], values >= 0); see the file comment.
+/// Throws std::invalid_argument naming the value and what was expected.
+inline Split stratified_split(const torch::Tensor& x, const torch::Tensor& y, int64_t n_val, uint64_t seed) {
+  if (y.dim() != 1 || y.scalar_type() != torch::kLong)
+    throw std::invalid_argument(fmt::format("policytrain::data::stratified_split: labels of shape {} and type {}; "
+                                            "expected int64 of shape [N]", fmt::join(y.sizes(), "x"),
+                                            c10::toString(y.scalar_type())));
+  const int64_t n = y.size(0);
+  if (x.dim() < 1 || x.size(0) != n)
+    throw std::invalid_argument(fmt::format("policytrain::data::stratified_split: {} images but {} labels; expected "
+                                            "as many of each", x.dim() < 1 ? 0 : x.size(0), n));
+  if (n_val < 0 || n_val >= n)
+    throw std::invalid_argument(fmt::format("policytrain::data::stratified_split: {} validation samples of {}; "
+                                            "expected 0 <= n_val < {}", n_val, n, n));
+  const auto labels = y.contiguous();
+  const int64_t* lab = labels.data_ptr<int64_t>();
+  if (n > 0 && *std::min_element(lab, lab + n) < 0)
+    throw std::invalid_argument("policytrain::data::stratified_split: a label is negative; expected labels >= 0");
+  const int64_t classes = n > 0 ? *std::max_element(lab, lab + n) + 1 : 0;
+  std::vector<std::vector<int64_t>> members(static_cast<size_t>(classes));
+  for (int64_t i = 0; i < n; ++i) members[static_cast<size_t>(lab[i])].push_back(i);
+
+  // Quotas: floors of the proportional shares, then the largest remainders (exact integer arithmetic).
+  std::vector<int64_t> quota(static_cast<size_t>(classes)), rem(static_cast<size_t>(classes));
+  int64_t given = 0;
+  for (size_t c = 0; c < members.size(); ++c) {
+    const int64_t share = n_val * static_cast<int64_t>(members[c].size());
+    quota[c] = share / n;
+    rem[c] = share % n;
+    given += quota[c];
+  }
+  std::vector<size_t> order(members.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rem[a] > rem[b]; });
+  for (size_t k = 0; given < n_val; ++k, ++given) ++quota[order[k]];
+
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  std::vector<uint8_t> in_val(static_cast<size_t>(n), 0);
+  for (size_t c = 0; c < members.size(); ++c) {
+    const auto m = static_cast<int64_t>(members[c].size());
+    if (quota[c] == 0 || m == 0) continue;
+    const auto perm = torch::randperm(m, gen, torch::kLong);
+    const int64_t* p = perm.data_ptr<int64_t>();
+    for (int64_t k = 0; k < quota[c]; ++k) in_val[static_cast<size_t>(members[c][static_cast<size_t>(p[k])])] = 1;
+  }
+  std::vector<int64_t> tr, va;
+  tr.reserve(static_cast<size_t>(n - n_val));
+  va.reserve(static_cast<size_t>(n_val));
+  for (int64_t i = 0; i < n; ++i) (in_val[static_cast<size_t>(i)] ? va : tr).push_back(i);
+  Split s;
+  s.train_index = torch::tensor(tr, torch::kLong);
+  s.val_index = torch::tensor(va, torch::kLong);
+  s.train_x = x.index_select(0, s.train_index);
+  s.train_y = y.index_select(0, s.train_index);
+  s.val_x = x.index_select(0, s.val_index);
+  s.val_y = y.index_select(0, s.val_index);
+  return s;
+}
+
+}  // namespace policytrain::data
