@@ -61,13 +61,14 @@ def base_cases():
     add("onecycle_pct0", "onecycle", dict(lrf=0.01, pct_start=0.0), sgd1)
     # ReduceLROnPlateau, one validation per epoch (metrics in steps of 1/8, exact in float and double).
     plateau_run = dict(epochs=10, steps_per_epoch=2)
-    vals = [1.0, 0.875, 0.875, 0.875, 0.75, 0.75, 0.75, 0.75, 0.875, 0.625]
-    add("plateau_min_rel", "plateau", dict(lrf=0.2, patience=1, factor=0.5, threshold=0.01), sgd2, plateau_run, vals)
+    # Chosen so that a relative and an absolute threshold of 0.1 disagree (0.78125 after 0.875; 0.5625 after 0.5).
+    vals = [1.0, 0.875, 0.78125, 0.78125, 0.75, 0.75, 0.75, 0.625, 0.625, 0.625]
+    add("plateau_min_rel", "plateau", dict(lrf=0.2, patience=1, factor=0.5, threshold=0.1), sgd2, plateau_run, vals)
     add("plateau_cooldown", "plateau", dict(lrf=0.05, patience=0, factor=0.5, cooldown=2), adamw2, plateau_run, vals)
-    add("plateau_min_abs", "plateau", dict(lrf=0.01, patience=1, factor=0.1, threshold=0.2, threshold_mode="abs"), sgd1,
+    add("plateau_min_abs", "plateau", dict(lrf=0.01, patience=1, factor=0.1, threshold=0.1, threshold_mode="abs"), sgd1,
         plateau_run, vals)
-    accs = [0.5, 0.625, 0.625, 0.6875, 0.6875, 0.6875, 0.75, 0.75, 0.75, 0.75]
-    add("plateau_max_rel", "plateau", dict(lrf=0.1, maximize=True, patience=1, factor=0.5, threshold=0.05), sgd2,
+    accs = [0.5, 0.5625, 0.5625, 0.625, 0.75, 0.75, 0.8125, 0.8125, 0.8125, 0.875]
+    add("plateau_max_rel", "plateau", dict(lrf=0.1, maximize=True, patience=1, factor=0.5, threshold=0.1), sgd2,
         plateau_run, accs)
     add("plateau_max_abs", "plateau", dict(lrf=0.1, maximize=True, patience=0, factor=0.5, threshold=0.1,
                                            threshold_mode="abs", cooldown=1), adamw1, plateau_run, accs)
