@@ -210,7 +210,7 @@ TEST_CASE("Warmup: linear from the start lr to the schedule's lr, momentum ramp,
   }
 }
 
-TEST_CASE("The schedule advances per optimizer step: not per micro-batch; skipped steps optionally not counted") {
+TEST_CASE("The schedule advances per optimizer step: not per micro-batch, skipped steps optionally not counted") {
   Data d;
   SUBCASE("skipped steps, with count_skipped_steps = false") {
     auto loader = d.loader();
