@@ -1,6 +1,7 @@
 // Learning-rate schedules: every kind against its closed form (computed here, independently of lr_factor), warmup
-// boundaries with momentum and bias lr, per-group bases, no advance on skipped steps, per optimizer step under
-// accumulation, reduce-on-plateau, and the state round trip that resumes the exact sequence.
+// boundaries with momentum and bias lr (the Ultralytics interpolation), per-group bases, the opt-out of counting
+// skipped steps, per optimizer step under accumulation, reduce-on-plateau, and the state round trip that resumes the
+// exact sequence. The comparison with PyTorch's schedulers themselves is tests/parity/schedules.py.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -81,7 +82,7 @@ void check_sequence(const std::vector<double>& got, const std::function<double(i
 
 TEST_CASE("Every schedule's lr at every step equals its closed form") {
   const double base = 0.1;
-  const int64_t T = 24;  // 4 epochs of 6 steps
+  const int64_t T = 24;  // 4 epochs of 6 steps; the decaying kinds reach lrf at step T - 1 = 23
   SUBCASE("constant") {
     check_sequence(run({.kind = sch::Kind::constant}), [&](int64_t) { return base; }, T);
   }
@@ -102,45 +103,45 @@ TEST_CASE("Every schedule's lr at every step equals its closed form") {
   }
   SUBCASE("linear to lrf") {
     check_sequence(run({.kind = sch::Kind::linear, .lrf = 0.1}),
-                   [&](int64_t t) { return base * ((1.0 - t / 24.0) * (1 - 0.1) + 0.1); }, T);
+                   [&](int64_t t) { return base * ((1.0 - t / 23.0) * (1 - 0.1) + 0.1); }, T);
   }
   SUBCASE("cosine to lrf") {
     check_sequence(run({.kind = sch::Kind::cosine, .lrf = 0.05}),
-                   [&](int64_t t) { return base * (0.05 + 0.95 * 0.5 * (1 + std::cos(kPi * t / 24.0))); }, T);
+                   [&](int64_t t) { return base * (0.05 + 0.95 * 0.5 * (1 + std::cos(kPi * t / 23.0))); }, T);
   }
-  SUBCASE("onecycle: Ultralytics' one_cycle (cosine from 1 to lrf) by default") {
-    // Ultralytics: ((1 - cos(x * pi / steps)) / 2) * (y2 - y1) + y1 with y1 = 1, y2 = lrf.
-    check_sequence(run({.kind = sch::Kind::onecycle, .lrf = 0.01}),
-                   [&](int64_t t) { return base * (((1 - std::cos(t * kPi / 24.0)) / 2) * (0.01 - 1) + 1); }, T);
-  }
-  SUBCASE("onecycle with a rise phase") {
-    // A quarter of the run rises from 1/10 to 1, then cosine down to lrf.
+  SUBCASE("onecycle with a rise phase (PyTorch's OneCycleLR)") {
+    // A quarter of the run rises from 1/10 to 1 (steps 0..5 = 0.25 x 24 - 1), then cosine down to lrf at step 23.
     check_sequence(run({.kind = sch::Kind::onecycle, .lrf = 0.01, .pct_start = 0.25, .div_factor = 10}),
                    [&](int64_t t) {
-                     const double p = t / 24.0;
-                     if (p < 0.25) return base * (0.1 + 0.9 * (1 - std::cos(kPi * p / 0.25)) / 2);
-                     const double q = (p - 0.25) / 0.75;
+                     if (t <= 5) return base * (0.1 + 0.9 * (1 - std::cos(kPi * t / 5.0)) / 2);
+                     const double q = (t - 5) / 18.0;
                      return base * (0.01 + 0.99 * (1 + std::cos(kPi * q)) / 2);
                    }, T);
   }
   SUBCASE("poly") {
     check_sequence(run({.kind = sch::Kind::poly, .lrf = 0, .power = 2}),
-                   [&](int64_t t) { return base * (1 - t / 24.0) * (1 - t / 24.0); }, T);
+                   [&](int64_t t) { return base * (1 - t / 23.0) * (1 - t / 23.0); }, T);
   }
   SUBCASE("warmup-stable-decay") {
-    // The last quarter (6 steps) decays linearly from 1 to lrf, after 18 stable steps.
+    // The last quarter (6 steps) decays linearly from 1 to lrf, reached on the last step, after 17 stable steps.
     check_sequence(run({.kind = sch::Kind::wsd, .lrf = 0.1, .decay_fraction = 0.25}),
-                   [&](int64_t t) { return t < 18 ? base : base * (1 - 0.9 * (t - 18) / 6.0); }, T);
+                   [&](int64_t t) { return t < 17 ? base : base * (1 - 0.9 * (t - 17) / 6.0); }, T);
   }
-  SUBCASE("lr_factor ends the decay kinds at lrf on the last step") {
+  SUBCASE("lr_factor ends the decay kinds at lrf on the last step, or one step later with DecayEnd::after_run") {
     const sch::Horizon h{100, 10};
     for (auto k : {sch::Kind::linear, sch::Kind::cosine, sch::Kind::onecycle, sch::Kind::poly, sch::Kind::wsd}) {
       CAPTURE(sch::to_string(k));
-      CHECK(sch::lr_factor({.kind = k, .lrf = 0.03}, h, 0) == doctest::Approx(1.0));
-      CHECK(sch::lr_factor({.kind = k, .lrf = 0.03}, h, 100) == doctest::Approx(0.03));
+      // onecycle starts at 1 / div_factor (PyTorch's initial_lr).
+      CHECK(sch::lr_factor({.kind = k, .lrf = 0.03}, h, 0) == doctest::Approx(k == sch::Kind::onecycle ? 1 / 25.0 : 1.0));
+      CHECK(sch::lr_factor({.kind = k, .lrf = 0.03}, h, 99) == doctest::Approx(0.03));
       CHECK(sch::lr_factor({.kind = k, .lrf = 0.03}, h, 150) == doctest::Approx(0.03));  // beyond the run: held
+      if (k != sch::Kind::onecycle) {
+        CHECK(sch::lr_factor({.kind = k, .lrf = 0.03, .decay_end = sch::DecayEnd::after_run}, h, 99) > 0.03);
+        CHECK(sch::lr_factor({.kind = k, .lrf = 0.03, .decay_end = sch::DecayEnd::after_run}, h, 100) == doctest::Approx(0.03));
+      }
     }
-    CHECK(sch::lr_factor({.kind = sch::Kind::cosine, .lrf = 0}, h, 50) == doctest::Approx(0.5));
+    CHECK(sch::lr_factor({.kind = sch::Kind::cosine, .lrf = 0, .decay_end = sch::DecayEnd::after_run}, h, 50) ==
+          doctest::Approx(0.5));
   }
 }
 
@@ -156,15 +157,16 @@ TEST_CASE("Warmup: linear from the start lr to the schedule's lr, momentum ramp,
                       std::make_unique<torch::optim::SGDOptions>(torch::optim::SGDOptions(0.02).momentum(0.9)));
   torch::optim::SGD opt(std::move(groups), torch::optim::SGDOptions(0.01));
 
-  const sch::LrOptions o{.kind = sch::Kind::cosine, .lrf = 0.1, .warmup_epochs = 0.5, .warmup_momentum = 0.8,
-                         .warmup_bias_lr = 0.1, .bias_groups = {1}};
+  const sch::LrOptions o{.kind = sch::Kind::cosine, .lrf = 0.1, .warmup_epochs = 0.5,
+                         .warmup_mode = sch::WarmupMode::interpolate, .warmup_momentum = 0.8, .warmup_bias_lr = 0.1,
+                         .bias_groups = {1}};
   std::vector<std::vector<double>> lr;
   std::vector<double> mom;
   pt::Trainer<MlpTask, sch::Lr, LrLog> trainer(t, opt, sch::Lr(o), LrLog{&lr, &mom});
   trainer.fit(loader, {.epochs = 2});
   REQUIRE(lr.size() == 12);
   const int64_t W = 3;  // round(0.5 epochs x 6 steps)
-  auto cosine = [](int64_t s) { return 0.1 + 0.9 * 0.5 * (1 + std::cos(kPi * s / 12.0)); };
+  auto cosine = [](int64_t s) { return 0.1 + 0.9 * 0.5 * (1 + std::cos(kPi * s / 11.0)); };
   for (int64_t s = 0; s < 12; ++s) {
     CAPTURE(s);
     const double w = 0.01 * cosine(s), b = 0.02 * cosine(s);
@@ -208,14 +210,14 @@ TEST_CASE("Warmup: linear from the start lr to the schedule's lr, momentum ramp,
   }
 }
 
-TEST_CASE("The schedule advances per optimizer step: not per micro-batch, not on a skipped step") {
+TEST_CASE("The schedule advances per optimizer step: not per micro-batch, skipped steps optionally not counted") {
   Data d;
-  SUBCASE("skipped steps") {
+  SUBCASE("skipped steps, with count_skipped_steps = false") {
     auto loader = d.loader();
     MlpTask t(1);
     torch::optim::SGD opt(t.module().parameters(), torch::optim::SGDOptions(0.1));
     std::vector<std::vector<double>> lr;
-    pt::Trainer<MlpTask, sch::Lr, SkipSome, LrLog> trainer(t, opt, sch::Lr({.kind = sch::Kind::exponential, .gamma = 0.5}),
+    pt::Trainer<MlpTask, sch::Lr, SkipSome, LrLog> trainer(t, opt, sch::Lr({.kind = sch::Kind::exponential, .count_skipped_steps = false, .gamma = 0.5}),
                                                            LrLog{&lr});
     auto r = trainer.fit(loader, {.epochs = 2});
     REQUIRE(lr.size() == 12);
@@ -239,7 +241,7 @@ TEST_CASE("The schedule advances per optimizer step: not per micro-batch, not on
     CHECK(trainer.policy<pt::Category::schedule>().horizon().total_steps == 6);
     CHECK(trainer.policy<pt::Category::schedule>().horizon().steps_per_epoch == 3);
     check_sequence([&] { std::vector<double> v; for (auto& r : lr) v.push_back(r[0]); return v; }(),
-                   [](int64_t s) { return 0.1 * (1 - s / 6.0); }, 6);
+                   [](int64_t s) { return 0.1 * (1 - s / 5.0); }, 6);
   }
 }
 
@@ -345,5 +347,5 @@ TEST_CASE("Schedule options are checked, and an unknown length is an error namin
   pt::Trainer<MlpTask, sch::Lr, LrLog> b(t, opt, sch::Lr({.kind = sch::Kind::linear, .total_steps = 12, .lrf = 0}), LrLog{&lr});
   b.fit(u, {.epochs = 1});
   REQUIRE(lr.size() == 6);
-  CHECK(lr[5][0] == doctest::Approx(0.1 * (1 - 5 / 12.0)));
+  CHECK(lr[5][0] == doctest::Approx(0.1 * (1 - 5 / 11.0)));
 }

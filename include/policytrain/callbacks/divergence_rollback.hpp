@@ -6,7 +6,8 @@
 /// A snapshot (weights, optimizer moments) is taken at fit begin and every `snapshot_every` steps whose loss
 /// was good. A spike is a loss above `spike_factor` times its running mean (after `warmup_steps` steps).
 /// Counters, data position and other policies' state go on; a schedule that wants to honour the lower lr
-/// exposes `void scale_lr(double)`, which is called with the factor.
+/// exposes `void scale_lr(double)`, which is called with the factor (schedule::Lr does: the lower lr then lasts
+/// for the rest of the run, tests/unit/test_schedule_reference.cpp).
 /// Hooks: on_fit_begin, after_step. Works with the precision policy's NonFinite::rollback (or
 /// `NonFinite::skip`, `NonFinite::ignore`; under NonFinite::error a non-finite loss throws first, so only spikes
 /// are rolled back, and without spike detection the combination is refused at fit begin). Put it before

@@ -2,7 +2,7 @@
 /// \file
 /// callbacks::MetricsLog — a metrics log per run, and where the time went.
 /// Files in `dir` (main rank only): steps.csv and steps.jsonl, one row per optimizer step (every `every` steps):
-/// epoch, step, batch_in_epoch, loss, lr, loss_scale (when the precision policy has loss_scale()), grad_norm
+/// epoch, step, batch_in_epoch, loss, lr (group 0's, the one the step was taken with), loss_scale (when the precision policy has loss_scale()), grad_norm
 /// (when a GradClip callback clips by norm), samples, samples_per_s, step_s and its phases data_s, forward_s,
 /// backward_s, optimizer_s, and whether the step was taken; epochs.csv and epochs.jsonl, one row per epoch:
 /// train loss (mean over the epoch's logged steps), validation loss and accuracy, seconds, samples/s and the
@@ -10,8 +10,8 @@
 /// At the end of fit it prints a summary (data wait vs compute, and the advice that follows) and keeps it for
 /// summary.json (`summary()`: data_wait_fraction, step_seconds by phase).
 /// Phase times come from StepPhases (see its header for what each phase covers).
-/// Hooks: on_fit_begin, on_epoch_begin, around_forward, around_backward, after_step, on_validation_end,
-/// on_epoch_end, on_fit_end. Cost: four clock reads per micro-step, and per logged step one read of the loss
+/// Hooks: on_fit_begin, on_epoch_begin, around_forward, around_backward, before_step, after_step,
+/// on_validation_end, on_epoch_end, on_fit_end. Cost: four clock reads per micro-step, and per logged step one read of the loss
 /// (and of the grad norm), each a device sync on CUDA; an empty `dir` writes no files but still times.
 #include <cmath>
 #include <cstdio>
@@ -84,6 +84,10 @@ class MetricsLog {
   template <class Ctx, class F>
   void around_backward(Ctx& ctx, F&& fn) { phases_.backward(fn, ctx.is_last_micro_step()); }
 
+  /// Keeps the lr the step is taken with (after_step runs after the schedule has set the next step's).
+  template <class Ctx>
+  void before_step(Ctx& ctx) { step_lr_ = ctx.lr(); }
+
   /// Adds the step's phase times and writes a row every `every` steps.
   template <class Ctx>
   void after_step(Ctx& ctx, bool stepped) {
@@ -114,12 +118,12 @@ class MetricsLog {
     const double rate = total > 0 ? n / total : 0.0;
     auto opt = [](const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : std::string(); };
     steps_csv_ << fmt::format("{},{},{},{:.6g},{:.6g},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{}\n",
-                              ctx.state().epoch, ctx.state().global_step, ctx.state().batch_in_epoch, loss, ctx.lr(),
+                              ctx.state().epoch, ctx.state().global_step, ctx.state().batch_in_epoch, loss, step_lr_,
                               opt(scale), opt(norm), n, rate, total, t.data, t.forward, t.backward, t.step,
                               stepped ? 1 : 0);
     nlohmann::json j{{"epoch", ctx.state().epoch}, {"step", ctx.state().global_step},
                      {"batch_in_epoch", ctx.state().batch_in_epoch}, {"loss", finite_or_null(loss)},
-                     {"lr", ctx.lr()}, {"samples", n}, {"samples_per_s", rate}, {"step_s", total},
+                     {"lr", step_lr_}, {"samples", n}, {"samples_per_s", rate}, {"step_s", total},
                      {"data_s", t.data}, {"forward_s", t.forward}, {"backward_s", t.backward},
                      {"optimizer_s", t.step}, {"stepped", stepped}};
     if (scale) j["loss_scale"] = *scale;
@@ -209,6 +213,7 @@ class MetricsLog {
   PhaseTimes totals_, epoch_;
   int64_t steps_ = 0, samples_ = 0, epoch_samples_ = 0, epoch_loss_n_ = 0;
   double epoch_loss_sum_ = 0;
+  double step_lr_ = 0;
   std::optional<Metrics> val_;
   std::ofstream steps_csv_, steps_jsonl_, epochs_csv_, epochs_jsonl_;
 };
