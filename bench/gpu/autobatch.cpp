@@ -75,6 +75,7 @@ int run_autobatch(Args& a) {
   const int64_t rs = a.num("resnet-size", 224), rw = a.num("resnet-width", 64), rc = a.num("resnet-classes", 1000);
   const int64_t rmax = a.num("resnet-max-batch", 4096), fmax = a.num("fmnist-max-batch", 131072);
   const double fraction = a.real("memory-fraction", 0.9);
+  const int64_t min_batch = a.num("min-batch", 2);  // batch norm in training needs 2 samples where the map is 1x1
   const int64_t cpu_bps = a.num("cpu-bytes-per-sample", 1 << 20), cpu_budget = a.num("cpu-budget-mib", 64) << 20;
   const std::string models = a.str("models", "resnet18,fmnist");
   a.check_all_used();
@@ -87,6 +88,7 @@ int run_autobatch(Args& a) {
   const auto lo = torch::TensorOptions(dev).dtype(torch::kLong);
   pt::accumulate::AutoBatchOptions o;
   o.memory_fraction = fraction;
+  o.min_batch = min_batch;
   if (models.find("resnet18") != std::string::npos) {
     torch::manual_seed(0);
     ClassifierTask<ResNet18> task{ResNet18(rc, rw)};

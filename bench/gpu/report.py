@@ -10,6 +10,7 @@ present, times are positive, the idle fractions equal the fake's known 50% utili
 the CPU equals the one its nominal memory model implies. Exit status 1 when a check fails.
 """
 import datetime
+import importlib.metadata
 import json
 import math
 import os
@@ -75,10 +76,9 @@ def env_info(smoke, raw):
             info["libtorch"] = r.get("libtorch")
             info["libtorch_with_cuda"] = r.get("with_cuda")
             break
-    try:
-        import lightning
-        info["lightning"] = lightning.__version__
-    except ImportError:
+    try:  # the installed version, without importing Lightning (slow)
+        info["lightning"] = importlib.metadata.version("lightning")
+    except importlib.metadata.PackageNotFoundError:
         info["lightning"] = None
     return info
 

@@ -45,7 +45,7 @@ if ((SMOKE)); then
        --gpt-heads 4 --gpt-layers 2 --gpt-vocab 64 --steps 2 --warmup 1 --reps 2 --min-seconds 0.3)
   LOOPS=(--fmnist-batch 16 --mlp-batch 8 --mlp-in 32 --mlp-hidden 32 --fmnist-steps 3 --mlp-steps 5 --warmup 1
          --reps 2 --min-seconds 0.3)
-  DATA=(--samples 512 --batch 128 --workers 2 --warmup 1 --reps 2 --min-seconds 0.3)
+  DATA=(--samples 256 --batch 32 --workers 2 --warmup 1 --reps 2 --min-seconds 0.3)
   AUTOB=(--resnet-size 32 --resnet-width 8 --resnet-classes 10 --resnet-max-batch 64 --fmnist-max-batch 64
          --cpu-budget-mib 64 --cpu-bytes-per-sample 1048576)
   LIMIT_AMP=120 LIMIT_LOOPS=60 LIMIT_PY=120 LIMIT_DATA=60 LIMIT_AUTOB=60
