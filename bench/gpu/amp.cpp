@@ -102,6 +102,7 @@ int run_amp(Args& a) {
                 gh = a.num("gpt-heads", 12), gl = a.num("gpt-layers", 12), gv = a.num("gpt-vocab", 50257);
   a.check_all_used();
 
+  int failed = 0;
   json result = header(dev);
   result["benchmark"] = "amp";
   result["rows"] = json::array();
@@ -115,11 +116,16 @@ int run_amp(Args& a) {
             if (cl) x = x.contiguous(at::MemoryFormat::ChannelsLast);
             return pt::Batch{x, torch::randint(rc, {rb}, torch::TensorOptions(dev).dtype(torch::kLong))};
           };
-          json r = run_row<ClassifierTask<ResNet18>>(dev, plan, p, cl,
-                                                     [&] { return ClassifierTask<ResNet18>{ResNet18(rc, rw)}; },
-                                                     make_batch, 1e-3);
+          json r = guarded(fmt::format("amp resnet18 {} channels_last={}", p.name, cl), dev, failed, [&] {
+            return run_row<ClassifierTask<ResNet18>>(
+                dev, plan, p, cl, [&] { return ClassifierTask<ResNet18>{ResNet18(rc, rw)}; }, make_batch, 1e-3);
+          });
           r["model"] = "resnet18";
+          r["precision"] = p.name;
+          r["channels_last"] = cl;
+          release_cached_memory(dev);
           result["rows"].push_back(r);
+          write_json(out, result);  // after each row, so a timeout keeps what was measured
         }
     } else if (m == "gpt") {
       result["gpt"] = {{"batch", gb}, {"seq", gs}, {"d_model", gd}, {"heads", gh}, {"layers", gl}, {"vocab", gv}};
@@ -128,18 +134,23 @@ int run_amp(Args& a) {
           auto o = torch::TensorOptions(dev).dtype(torch::kLong);
           return pt::Batch{torch::randint(gv, {gb, gs}, o), torch::randint(gv, {gb, gs}, o)};
         };
-        json r = run_row<GptTask>(dev, plan, p, false, [&] { return GptTask{Gpt(gv, gs, gd, gh, gl)}; }, make_batch,
+        json r = guarded(fmt::format("amp gpt {}", p.name), dev, failed, [&] {
+          return run_row<GptTask>(dev, plan, p, false, [&] { return GptTask{Gpt(gv, gs, gd, gh, gl)}; }, make_batch,
                                   3e-4);
+        });
         r["model"] = "gpt";
+        r["precision"] = p.name;
+        r["channels_last"] = false;
+        release_cached_memory(dev);
         result["rows"].push_back(r);
+        write_json(out, result);
       }
     } else {
       throw std::invalid_argument(fmt::format("gpu_bench amp: model '{}'; expected resnet18 or gpt", m));
     }
-    write_json(out, result);  // after each model, so a timeout keeps what was measured
   }
   write_json(out, result);
-  return 0;
+  return failed ? 1 : 0;
 }
 
 }  // namespace gpubench

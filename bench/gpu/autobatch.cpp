@@ -73,13 +73,16 @@ int run_autobatch(Args& a) {
   const auto dev = parse_device(a.str("device", "cuda"));
   const auto out = a.str("out", "autobatch.json");
   const int64_t rs = a.num("resnet-size", 224), rw = a.num("resnet-width", 64), rc = a.num("resnet-classes", 1000);
-  const int64_t rmax = a.num("resnet-max-batch", 4096), fmax = a.num("fmnist-max-batch", 131072);
+  // The largest batches keep every activation below 2^31 elements (32-bit indexing in some kernels): ResNet-18's
+  // first convolution at 224x224 has 802,816 outputs per sample, the CNN's first 25,088.
+  const int64_t rmax = a.num("resnet-max-batch", 2560), fmax = a.num("fmnist-max-batch", 65536);
   const double fraction = a.real("memory-fraction", 0.9);
   const int64_t min_batch = a.num("min-batch", 2);  // batch norm in training needs 2 samples where the map is 1x1
   const int64_t cpu_bps = a.num("cpu-bytes-per-sample", 1 << 20), cpu_budget = a.num("cpu-budget-mib", 64) << 20;
   const std::string models = a.str("models", "resnet18,fmnist");
   a.check_all_used();
 
+  int failed = 0;
   json result = header(dev);
   result["benchmark"] = "autobatch";
   result["precision"] = "fp32";
@@ -90,28 +93,35 @@ int run_autobatch(Args& a) {
   o.memory_fraction = fraction;
   o.min_batch = min_batch;
   if (models.find("resnet18") != std::string::npos) {
-    torch::manual_seed(0);
-    ClassifierTask<ResNet18> task{ResNet18(rc, rw)};
     o.max_batch = rmax;
-    json r = search("resnet18", dev, task, [&](int64_t b) {
-      return pt::Batch{torch::randn({b, 3, rs, rs}, fo), torch::randint(rc, {b}, lo)};
-    }, o, cpu_bps, cpu_budget);
+    json r = guarded("autobatch resnet18", dev, failed, [&] {
+      torch::manual_seed(0);
+      ClassifierTask<ResNet18> task{ResNet18(rc, rw)};
+      return search("resnet18", dev, task, [&](int64_t b) {
+        return pt::Batch{torch::randn({b, 3, rs, rs}, fo), torch::randint(rc, {b}, lo)};
+      }, o, cpu_bps, cpu_budget);
+    });
+    r["model"] = "resnet18";
     r["image"] = {3, rs, rs};
+    release_cached_memory(dev);
     result["rows"].push_back(r);
     write_json(out, result);
   }
   if (models.find("fmnist") != std::string::npos) {
-    torch::manual_seed(0);
-    fmnist::Classifier task;
     o.max_batch = fmax;
-    json r = search("fmnist", dev, task, [&](int64_t b) {
-      return pt::Batch{torch::randn({b, 1, 28, 28}, fo), torch::randint(10, {b}, lo)};
-    }, o, cpu_bps / 16, cpu_budget);
+    json r = guarded("autobatch fmnist", dev, failed, [&] {
+      torch::manual_seed(0);
+      fmnist::Classifier task;
+      return search("fmnist", dev, task, [&](int64_t b) {
+        return pt::Batch{torch::randn({b, 1, 28, 28}, fo), torch::randint(10, {b}, lo)};
+      }, o, cpu_bps / 16, cpu_budget);
+    });
+    r["model"] = "fmnist";
     r["image"] = {1, 28, 28};
     result["rows"].push_back(r);
   }
   write_json(out, result);
-  return 0;
+  return failed ? 1 : 0;
 }
 
 }  // namespace gpubench

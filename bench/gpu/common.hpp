@@ -60,6 +60,7 @@ inline torch::Device parse_device(const std::string& s) {
   torch::Device d(s);
   if (d.is_cuda() && !torch::cuda::is_available())
     throw std::runtime_error("gpu_bench: --device cuda, but no CUDA device is available (or LibTorch has no CUDA)");
+  if (d.is_cuda() && !d.has_index()) d = torch::Device(torch::kCUDA, 0);  // explicit, for streams and statistics
   return d;
 }
 
@@ -285,6 +286,25 @@ std::vector<pt::Batch> cycled_batches(int64_t steps, int64_t distinct, Make&& ma
   std::vector<pt::Batch> out;
   for (int64_t i = 0; i < steps; ++i) out.push_back(pool[static_cast<size_t>(i % distinct)]);
   return out;
+}
+
+/// Returns the caching allocator's free blocks to the device (CUDA), e.g. after an out-of-memory error.
+void release_cached_memory(const torch::Device& dev);
+
+/// Runs `fn()` -> json; an exception becomes {"error": message} (printed), so one failing row does not lose the
+/// others. `failed` counts them; the benchmark then exits with status 1.
+template <class F>
+json guarded(const std::string& what, const torch::Device& dev, int& failed, F&& fn) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    if (const auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);  // drop LibTorch's backtrace
+    fmt::print(stderr, "gpu_bench: {} FAILED: {}\n", what, msg);
+    ++failed;
+    release_cached_memory(dev);
+    return json{{"error", msg}};
+  }
 }
 
 /// Benchmarks (one translation unit each); each writes its JSON to `--out`.

@@ -7,6 +7,16 @@
 
 #include "common.hpp"
 
+#ifdef POLICYTRAIN_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+void gpubench::release_cached_memory(const torch::Device& dev) {
+#ifdef POLICYTRAIN_WITH_CUDA
+  if (dev.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: gpu_bench amp|loops|data|autobatch [--device cuda|cpu] [--out FILE] [--key value ...]\n");

@@ -68,6 +68,7 @@ int run_loops(Args& a) {
                .min_seconds = a.real("min-seconds", 0)};
   a.check_all_used();
 
+  int failed = 0;
   json result = header(dev);
   result["benchmark"] = "loops";
   result["fmnist"] = {{"batch", fb}};
@@ -78,34 +79,38 @@ int run_loops(Args& a) {
   for (auto& m : models) {
     for (auto& v : variants) {
       torch::manual_seed(0);
-      json r;
-      if (m == "fmnist") {
-        plan.steps = fsteps;
-        auto batches = cycled_batches(fsteps, 8, [&](int64_t) {
-          return pt::Batch{torch::randn({fb, 1, 28, 28}, fo), torch::randint(10, {fb}, lo)};
-        });
-        fmnist::Classifier task;
-        r = run_variant(v, dev, plan, task, batches);
-        r["samples_per_second"] = r["steps_per_second"].get<double>() * fb;
-      } else if (m == "mlp") {
-        plan.steps = msteps;
-        auto batches = cycled_batches(msteps, 8, [&](int64_t) {
-          return pt::Batch{torch::randn({mb, mi}, fo), torch::randint(mo, {mb}, lo)};
-        });
-        ClassifierTask<Mlp> task{Mlp(mi, mh, md, mo)};
-        r = run_variant(v, dev, plan, task, batches);
-        r["samples_per_second"] = r["steps_per_second"].get<double>() * mb;
-      } else {
-        throw std::invalid_argument(fmt::format("gpu_bench loops: model '{}'; expected fmnist or mlp", m));
-      }
+      json r = guarded(fmt::format("loops {} {}", m, v), dev, failed, [&] {
+        json t;
+        if (m == "fmnist") {
+          plan.steps = fsteps;
+          auto batches = cycled_batches(fsteps, 8, [&](int64_t) {
+            return pt::Batch{torch::randn({fb, 1, 28, 28}, fo), torch::randint(10, {fb}, lo)};
+          });
+          fmnist::Classifier task;
+          t = run_variant(v, dev, plan, task, batches);
+          t["samples_per_second"] = t["steps_per_second"].get<double>() * fb;
+        } else if (m == "mlp") {
+          plan.steps = msteps;
+          auto batches = cycled_batches(msteps, 8, [&](int64_t) {
+            return pt::Batch{torch::randn({mb, mi}, fo), torch::randint(mo, {mb}, lo)};
+          });
+          ClassifierTask<Mlp> task{Mlp(mi, mh, md, mo)};
+          t = run_variant(v, dev, plan, task, batches);
+          t["samples_per_second"] = t["steps_per_second"].get<double>() * mb;
+        } else {
+          throw std::invalid_argument(fmt::format("gpu_bench loops: model '{}'; expected fmnist or mlp", m));
+        }
+        fmt::print(stderr, "loops: {} {} {:.1f} steps/s (cv {:.3f}, {} reps)\n", m, v,
+                   t["steps_per_second"].get<double>(), t["cv"].get<double>(), t["reps"].get<int64_t>());
+        return t;
+      });
       r["model"] = m;
-      fmt::print(stderr, "loops: {} {} {:.1f} steps/s (cv {:.3f}, {} reps)\n", m, v,
-                 r["steps_per_second"].get<double>(), r["cv"].get<double>(), r["reps"].get<int64_t>());
+      r["variant"] = v;
       result["rows"].push_back(r);
       write_json(out, result);
     }
   }
-  return 0;
+  return failed ? 1 : 0;
 }
 
 int run_data(Args& a) {
@@ -122,6 +127,7 @@ int run_data(Args& a) {
   auto x = torch::rand({n, 1, 28, 28});
   auto y = torch::randint(10, {n}, torch::kLong);
   const pt::data::LoaderOptions lo{.batch_size = batch, .shuffle = true, .seed = 1};
+  int failed = 0;
   json result = header(dev);
   result["benchmark"] = "data";
   result["samples"] = n;
@@ -129,43 +135,49 @@ int run_data(Args& a) {
   result["workers"] = workers;
   result["rows"] = json::array();
   for (auto& v : variants) {
-    torch::manual_seed(0);
-    fmnist::Classifier task;
-    task.module().to(dev);
-    pt::optim::FusedAdamW opt(task.module().parameters(), torch::optim::AdamWOptions(1e-3));
-    pt::Trainer<fmnist::Classifier, pt::precision::Fp32> trainer(task, opt, pt::precision::Fp32(pt::NonFinite::ignore));
-    RepPlan p = plan;
-    json r;
-    auto timed = [&](auto& loader) {
-      p.steps = static_cast<int64_t>(loader.size());
-      return time_reps(dev, p, [&] { trainer.fit(loader, {.epochs = trainer.state().epoch + 1}); });
-    };
-    if (v == "tensor_loader") {
-      pt::data::TensorLoader loader(x, y, lo);
-      r = timed(loader);
-    } else if (v == "prefetch_w0" || v == "prefetch_wN") {
-      const int64_t w = v == "prefetch_w0" ? 0 : workers;
-      pt::data::PrefetchLoader loader(x, y, lo, {.workers = w, .device = dev});
-      r = timed(loader);
-      r["workers"] = w;
-      bool pinned = false;
+    json r = guarded(fmt::format("data {}", v), dev, failed, [&] {
+      torch::manual_seed(0);
+      fmnist::Classifier task;
+      task.module().to(dev);
+      pt::optim::FusedAdamW opt(task.module().parameters(), torch::optim::AdamWOptions(1e-3));
+      pt::Trainer<fmnist::Classifier, pt::precision::Fp32> trainer(task, opt,
+                                                                   pt::precision::Fp32(pt::NonFinite::ignore));
+      RepPlan p = plan;
+      json t;
+      auto timed = [&](auto& loader) {
+        p.steps = static_cast<int64_t>(loader.size());
+        return time_reps(dev, p, [&] { trainer.fit(loader, {.epochs = trainer.state().epoch + 1}); });
+      };
+      if (v == "tensor_loader") {
+        pt::data::TensorLoader loader(x, y, lo);
+        t = timed(loader);
+      } else if (v == "prefetch_w0" || v == "prefetch_wN") {
+        const int64_t w = v == "prefetch_w0" ? 0 : workers;
+        pt::data::PrefetchLoader loader(x, y, lo, {.workers = w, .device = dev});
+        t = timed(loader);
+        t["workers"] = w;
+        bool pinned = false;
 #ifdef POLICYTRAIN_WITH_CUDA
-      pinned = dev.is_cuda();
+        pinned = dev.is_cuda();
 #endif
-      r["pinned_side_stream"] = pinned;
-    } else {
-      throw std::invalid_argument(
-          fmt::format("gpu_bench data: variant '{}'; expected tensor_loader, prefetch_w0 or prefetch_wN", v));
-    }
+        t["pinned_side_stream"] = pinned;
+      } else {
+        throw std::invalid_argument(
+            fmt::format("gpu_bench data: variant '{}'; expected tensor_loader, prefetch_w0 or prefetch_wN", v));
+      }
+      // An epoch is n samples (the last batch may be partial).
+      t["samples_per_second"] =
+          static_cast<double>(n) / (t["step_seconds"].get<double>() * t["steps_per_rep"].get<double>());
+      fmt::print(stderr, "data: {} {:.0f} samples/s (cv {:.3f}, {} reps)\n", v, t["samples_per_second"].get<double>(),
+                 t["cv"].get<double>(), t["reps"].get<int64_t>());
+      return t;
+    });
     r["variant"] = v;
     r["model"] = "fmnist";
-    r["samples_per_second"] = static_cast<double>(n) / (r["step_seconds"].get<double>() * r["steps_per_rep"].get<double>());
-    fmt::print(stderr, "data: {} {:.0f} samples/s (cv {:.3f}, {} reps)\n", v, r["samples_per_second"].get<double>(),
-               r["cv"].get<double>(), r["reps"].get<int64_t>());
     result["rows"].push_back(r);
     write_json(out, result);
   }
-  return 0;
+  return failed ? 1 : 0;
 }
 
 }  // namespace gpubench

@@ -59,7 +59,7 @@ def env_info(smoke, raw):
     cuda = torch.cuda.is_available() and not smoke
     info = {
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "gpu": torch.cuda.get_device_name(0) if cuda else "none (CPU smoke run)",
+        "gpu": torch.cuda.get_device_name(0) if cuda else ("none (CPU smoke run)" if smoke else "none (CPU run)"),
         "torch_python": torch.__version__,
         "cuda": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version() if cuda else None,
@@ -131,8 +131,13 @@ def main():
                   f"{gp.get('batch')}. Synthetic data on the device.\n")
         md.append("| model | channels-last | precision | ms/step | speed-up vs fp32 | skipped steps | peak GiB |")
         md.append("|---|---|---|---|---|---|---|")
-        base = {(r["model"], r["channels_last"]): r["step_seconds"] for r in amp["rows"] if r["precision"] == "fp32"}
+        base = {(r["model"], r["channels_last"]): r["step_seconds"] for r in amp["rows"]
+                if r["precision"] == "fp32" and "error" not in r}
         for r in amp["rows"]:
+            if "error" in r:
+                md.append(f"| {r['model']} | {'on' if r['channels_last'] else 'off'} | {r['precision']} | "
+                          f"failed: {r['error'][:100]} | | | |")
+                continue
             b = base.get((r["model"], r["channels_last"]))
             r["speedup_vs_fp32"] = b / r["step_seconds"] if b else None
             peak = r.get("peak_allocated_bytes")
@@ -159,6 +164,7 @@ def main():
         md.append("| model | loop | steps/s | samples/s | relative to `trainer` | GPU idle fraction | cv |")
         md.append("|---|---|---|---|---|---|---|")
         order = ["trainer", "libtorch_loop", "python_eager", "lightning", "trainer_checked"]
+        verdicts = []
         for model in ("fmnist", "mlp"):
             mrows = sorted((r for r in rows if r["model"] == model),
                            key=lambda r: order.index(r["variant"]) if r["variant"] in order else 99)
@@ -170,7 +176,14 @@ def main():
                 r["relative_to_trainer"] = r["steps_per_second"] / ref if ref else None
                 md.append(f"| {model} | {r['variant']} | {r['steps_per_second']:.1f} | {r['samples_per_second']:.0f} | "
                           f"{'%.2f' % r['relative_to_trainer'] if ref else 'n/a'} | {fmt_idle(r)} | {r['cv']:.3f} |")
+            others = [r for r in mrows if "error" not in r and r["variant"] not in ("trainer", "trainer_checked")]
+            if ref and others:
+                best = max(others, key=lambda r: r["steps_per_second"])
+                verdicts.append(f"{model}: `trainer` runs at {ref / best['steps_per_second']:.2f}x the steps/s of the "
+                                f"fastest other loop (`{best['variant']}`, cv {best['cv']:.3f})")
         md.append("")
+        if verdicts:
+            md.append("Trainer against the fastest other loop: " + "; ".join(verdicts) + ".\n")
 
     data = res["data"]
     if data:
@@ -183,6 +196,9 @@ def main():
         md.append("| loader | samples/s | epoch seconds | GPU idle fraction | cv |")
         md.append("|---|---|---|---|---|")
         for r in data["rows"]:
+            if "error" in r:
+                md.append(f"| {r['variant']} | failed: {r['error'][:100]} | | | |")
+                continue
             md.append(f"| {r['variant']} | {r['samples_per_second']:.0f} | {r['step_seconds'] * r['steps_per_rep']:.3f} | "
                       f"{fmt_idle(r)} | {r['cv']:.3f} |")
         md.append("")
@@ -192,12 +208,15 @@ def main():
         md.append("### Auto batch size: accumulate::AutoBatch's search\n")
         md.append("A probe is one real fp32 training step (forward, backward, FusedAdamW) at that micro-batch; "
                   "on CUDA its peak is the caching allocator's peak reserved bytes (accumulate::cuda_peak_bytes) "
-                  "against the device's total memory (accumulate::cuda_memory_budget). Doubling from 1, then "
-                  "binary search." + ("" if any(r["measured_memory"] for r in ab["rows"]) else
+                  "against the device's total memory (accumulate::cuda_memory_budget). Doubling from micro-batch 2, then "
+                  "binary search." + ("" if any(r.get("measured_memory") for r in ab["rows"]) else
                                       " CPU run: nominal bytes per sample, no memory measured.") + "\n")
         md.append("| model | input | batch found | peak GiB | fraction of memory (target) | probes | search seconds |")
         md.append("|---|---|---|---|---|---|---|")
         for r in ab["rows"]:
+            if "error" in r:
+                md.append(f"| {r['model']} | {'x'.join(map(str, r['image']))} | failed: {r['error'][:100]} | | | | |")
+                continue
             md.append(f"| {r['model']} | {'x'.join(map(str, r['image']))} | {r['batch_found']} | "
                       f"{r['peak_bytes'] / 2**30:.2f} | {r['memory_fraction_used']:.3f} ({r['memory_fraction_target']}) | "
                       f"{len(r['probes'])} | {r['search_seconds']:.1f} |")
@@ -255,6 +274,9 @@ def smoke_checks(res, nvml, status):
     # AutoBatch on the CPU: peak = batch * bytes_per_sample, fits when <= fraction * budget; the largest such
     # batch, capped at max_batch, is floor(fraction * budget / bytes_per_sample).
     for r in res["autobatch"]["rows"]:
+        if "error" in r:
+            p.append(f"autobatch {r['model']}: {r['error']}")
+            continue
         fits = [q for q in r["probes"] if q["fits"]]
         if not fits:
             p.append(f"autobatch {r['model']}: no probe fit")
