@@ -1,0 +1,183 @@
+// Training loops on the same model and the same synthetic data already on the device (the C++ half of benchmark
+// 2; bench/gpu/py_loops.py runs Python eager and Lightning the same way), and the data path from host memory
+// (benchmark 3). Every variant: fresh model (seed 0), optim::FusedAdamW lr 1e-3 (PyTorch's AdamW(fused=True)),
+// fp32, cross-entropy. Variants:
+//   trainer          Trainer<Task, precision::Fp32> with NonFinite::ignore (no per-step read of the loss)
+//   trainer_checked  Trainer<Task> with every default (reads the loss once per step to check it is finite)
+//   libtorch_loop    a hand-written loop: forward, loss, backward, step, zero_grad(set_to_none)
+// Data path variants (Trainer as `trainer`, Fashion-MNIST CNN, host tensors of Fashion-MNIST's shape):
+//   tensor_loader    data::TensorLoader; the Trainer copies each batch from pageable memory
+//   prefetch_w0      data::PrefetchLoader, no worker thread; on CUDA pinned batches copied on a side stream
+//   prefetch_wN      the same with N worker threads assembling batches ahead
+#include "common.hpp"
+
+#include "fashion_mnist/model.hpp"
+
+namespace gpubench {
+namespace {
+
+template <class Task>
+json run_variant(const std::string& variant, const torch::Device& dev, const RepPlan& plan, Task& task,
+                 const std::vector<pt::Batch>& batches) {
+  task.module().to(dev);
+  task.module().train();
+  pt::optim::FusedAdamW opt(task.module().parameters(), torch::optim::AdamWOptions(1e-3));
+  json t;
+  if (variant == "libtorch_loop") {
+    t = time_reps(dev, plan, [&] {
+      for (const auto& b : batches) {
+        auto loss = task.training_step(b);
+        loss.backward();
+        opt.step();
+        opt.zero_grad(/*set_to_none=*/true);
+      }
+    });
+  } else if (variant == "trainer") {
+    pt::Trainer<Task, pt::precision::Fp32> trainer(task, opt, pt::precision::Fp32(pt::NonFinite::ignore));
+    t = time_reps(dev, plan, [&] { trainer.fit(batches, {.epochs = trainer.state().epoch + 1}); });
+  } else if (variant == "trainer_checked") {
+    pt::Trainer<Task> trainer(task, opt);
+    t = time_reps(dev, plan, [&] { trainer.fit(batches, {.epochs = trainer.state().epoch + 1}); });
+  } else {
+    throw std::invalid_argument(
+        fmt::format("gpu_bench loops: variant '{}'; expected trainer, trainer_checked or libtorch_loop", variant));
+  }
+  t["variant"] = variant;
+  return t;
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string x; std::getline(ss, x, ',');)
+    if (!x.empty()) out.push_back(x);
+  return out;
+}
+
+}  // namespace
+
+int run_loops(Args& a) {
+  const auto dev = parse_device(a.str("device", "cuda"));
+  const auto out = a.str("out", "loops_cpp.json");
+  const auto models = split_list(a.str("models", "fmnist,mlp"));
+  const auto variants = split_list(a.str("variants", "trainer,libtorch_loop,trainer_checked"));
+  const int64_t fb = a.num("fmnist-batch", 256), mb = a.num("mlp-batch", 64), mi = a.num("mlp-in", 256),
+                mh = a.num("mlp-hidden", 256), md = a.num("mlp-depth", 4), mo = a.num("mlp-out", 10);
+  const int64_t fsteps = a.num("fmnist-steps", 50), msteps = a.num("mlp-steps", 200);
+  RepPlan plan{.warmup = a.num("warmup", 2), .min_reps = a.num("reps", 5), .max_reps = a.num("max-reps", 1000),
+               .min_seconds = a.real("min-seconds", 0)};
+  a.check_all_used();
+
+  int failed = 0;
+  json result = header(dev);
+  result["benchmark"] = "loops";
+  result["fmnist"] = {{"batch", fb}};
+  result["mlp"] = {{"batch", mb}, {"in", mi}, {"hidden", mh}, {"depth", md}, {"out", mo}};
+  result["rows"] = json::array();
+  const auto fo = torch::TensorOptions(dev);
+  const auto lo = torch::TensorOptions(dev).dtype(torch::kLong);
+  for (auto& m : models) {
+    for (auto& v : variants) {
+      torch::manual_seed(0);
+      json r = guarded(fmt::format("loops {} {}", m, v), dev, failed, [&] {
+        json t;
+        if (m == "fmnist") {
+          plan.steps = fsteps;
+          auto batches = cycled_batches(fsteps, 8, [&](int64_t) {
+            return pt::Batch{torch::randn({fb, 1, 28, 28}, fo), torch::randint(10, {fb}, lo)};
+          });
+          fmnist::Classifier task;
+          t = run_variant(v, dev, plan, task, batches);
+          t["samples_per_second"] = t["steps_per_second"].get<double>() * fb;
+        } else if (m == "mlp") {
+          plan.steps = msteps;
+          auto batches = cycled_batches(msteps, 8, [&](int64_t) {
+            return pt::Batch{torch::randn({mb, mi}, fo), torch::randint(mo, {mb}, lo)};
+          });
+          ClassifierTask<Mlp> task{Mlp(mi, mh, md, mo)};
+          t = run_variant(v, dev, plan, task, batches);
+          t["samples_per_second"] = t["steps_per_second"].get<double>() * mb;
+        } else {
+          throw std::invalid_argument(fmt::format("gpu_bench loops: model '{}'; expected fmnist or mlp", m));
+        }
+        fmt::print(stderr, "loops: {} {} {:.1f} steps/s (cv {:.3f}, {} reps)\n", m, v,
+                   t["steps_per_second"].get<double>(), t["cv"].get<double>(), t["reps"].get<int64_t>());
+        return t;
+      });
+      r["model"] = m;
+      r["variant"] = v;
+      result["rows"].push_back(r);
+      write_json(out, result);
+    }
+  }
+  return failed ? 1 : 0;
+}
+
+int run_data(Args& a) {
+  const auto dev = parse_device(a.str("device", "cuda"));
+  const auto out = a.str("out", "data.json");
+  const int64_t n = a.num("samples", 60000), batch = a.num("batch", 256), workers = a.num("workers", 2);
+  const auto variants = split_list(a.str("variants", "tensor_loader,prefetch_w0,prefetch_wN"));
+  const RepPlan plan{.warmup = a.num("warmup", 1), .min_reps = a.num("reps", 3), .max_reps = a.num("max-reps", 100),
+                     .min_seconds = a.real("min-seconds", 0)};
+  a.check_all_used();
+
+  // Host data of Fashion-MNIST's shape and range (the data path does not depend on the pixels' values).
+  torch::manual_seed(1);
+  auto x = torch::rand({n, 1, 28, 28});
+  auto y = torch::randint(10, {n}, torch::kLong);
+  const pt::data::LoaderOptions lo{.batch_size = batch, .shuffle = true, .seed = 1};
+  int failed = 0;
+  json result = header(dev);
+  result["benchmark"] = "data";
+  result["samples"] = n;
+  result["batch"] = batch;
+  result["workers"] = workers;
+  result["rows"] = json::array();
+  for (auto& v : variants) {
+    json r = guarded(fmt::format("data {}", v), dev, failed, [&] {
+      torch::manual_seed(0);
+      fmnist::Classifier task;
+      task.module().to(dev);
+      pt::optim::FusedAdamW opt(task.module().parameters(), torch::optim::AdamWOptions(1e-3));
+      pt::Trainer<fmnist::Classifier, pt::precision::Fp32> trainer(task, opt,
+                                                                   pt::precision::Fp32(pt::NonFinite::ignore));
+      RepPlan p = plan;
+      json t;
+      auto timed = [&](auto& loader) {
+        p.steps = static_cast<int64_t>(loader.size());
+        return time_reps(dev, p, [&] { trainer.fit(loader, {.epochs = trainer.state().epoch + 1}); });
+      };
+      if (v == "tensor_loader") {
+        pt::data::TensorLoader loader(x, y, lo);
+        t = timed(loader);
+      } else if (v == "prefetch_w0" || v == "prefetch_wN") {
+        const int64_t w = v == "prefetch_w0" ? 0 : workers;
+        pt::data::PrefetchLoader loader(x, y, lo, {.workers = w, .device = dev});
+        t = timed(loader);
+        t["workers"] = w;
+        bool pinned = false;
+#ifdef POLICYTRAIN_WITH_CUDA
+        pinned = dev.is_cuda();
+#endif
+        t["pinned_side_stream"] = pinned;
+      } else {
+        throw std::invalid_argument(
+            fmt::format("gpu_bench data: variant '{}'; expected tensor_loader, prefetch_w0 or prefetch_wN", v));
+      }
+      // An epoch is n samples (the last batch may be partial).
+      t["samples_per_second"] =
+          static_cast<double>(n) / (t["step_seconds"].get<double>() * t["steps_per_rep"].get<double>());
+      fmt::print(stderr, "data: {} {:.0f} samples/s (cv {:.3f}, {} reps)\n", v, t["samples_per_second"].get<double>(),
+                 t["cv"].get<double>(), t["reps"].get<int64_t>());
+      return t;
+    });
+    r["variant"] = v;
+    r["model"] = "fmnist";
+    result["rows"].push_back(r);
+    write_json(out, result);
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace gpubench
