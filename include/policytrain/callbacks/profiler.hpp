@@ -77,7 +77,12 @@ class Profiler {
     std::FILE* out = stdout;     ///< where the table and the advice are printed (nullptr: not printed)
   };
   /// What the schedule does in a step, as torch.profiler.ProfilerAction.
-  enum class Action { none, warmup, record, record_and_save };
+  enum class Action {
+    none,            ///< not profiling
+    warmup,          ///< profiler prepared, nothing recorded
+    record,          ///< recording
+    record_and_save  ///< recording; the trace is saved when this step ends
+  };
 
   Profiler() = default;
   /// Throws std::invalid_argument for wait, warmup or repeat < 0, or active < 1.

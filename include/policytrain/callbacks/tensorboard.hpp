@@ -1,12 +1,12 @@
 #pragma once
 /// \file
 /// callbacks::TensorBoard — event files that `tensorboard --logdir RUN_DIR` shows (the main rank writes):
-///   scalars every `every` optimizer steps: train/loss (the step's last micro-batch), train/lr/group<i> (each
+///   scalars every `every` optimizer steps: train/loss (the step's last micro-batch), `train/lr/group<i>` (each
 ///     param group), train/loss_scale (when the precision policy has loss_scale()), train/grad_norm (when a
 ///     GradClip callback clips by norm), train/samples_per_s and train/data_wait_fraction (over the steps since
 ///     the last row; phases as StepPhases times them);
 ///   per validation: val/loss and val/accuracy, at the step it followed;
-///   histograms of every parameter (weights/<name>) and its gradient (grads/<name>) every `histogram_every`
+///   histograms of every parameter (`weights/<name>`) and its gradient (`grads/<name>`) every `histogram_every`
 ///     steps (0: never): 30 equal-width buckets between the tensor's min and max, finite values only;
 ///   the run's `settings` as text (tag settings/text_summary), and `hparams` with val/loss and val/accuracy
 ///     as their metrics (the HParams tab shows the last values), as torch.utils.tensorboard's add_hparams.
