@@ -1,5 +1,6 @@
 #pragma once
-// Flags of the fast path: the prefetching loader, performance knobs, gradient clipping, profiler and metrics log.
+// Flags of the fast path: the prefetching loader, performance knobs, gradient clipping, profiler, metrics log and
+// TensorBoard event files.
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -14,6 +15,7 @@
 #include <policytrain/callbacks/metrics_log.hpp>
 #include <policytrain/callbacks/perf_knobs.hpp>
 #include <policytrain/callbacks/profiler.hpp>
+#include <policytrain/callbacks/tensorboard.hpp>
 #include <policytrain/data/fashion_mnist.hpp>
 #include <policytrain/data/prefetch_loader.hpp>
 
@@ -27,14 +29,20 @@ struct FastpathFlags {
   double clip_norm = 0;   // 0: off
   double clip_value = 0;  // 0: off
   std::string clip_p = "2";
-  std::filesystem::path profile_dir{};
-  int64_t profile_wait = 5, profile_warmup = 2, profile_active = 5;
+  bool profile = false;
+  std::filesystem::path profile_dir{};  // empty: <run-dir>/profile
+  int64_t profile_wait = 5, profile_warmup = 2, profile_active = 5, profile_repeat = 1;
+  bool profile_stack = false;
+  bool tensorboard = false;
+  std::filesystem::path tensorboard_dir{};  // empty: <run-dir>/tensorboard
+  int64_t tensorboard_every = 1, tensorboard_histograms = 0;
   std::filesystem::path log_dir{};  // empty: <run-dir>/logs
 
  private:
   // What make_knobs / make_log resolved, for describe().
   mutable std::optional<uint64_t> seed_{};
   mutable std::filesystem::path resolved_log_dir_{};
+  mutable std::filesystem::path resolved_profile_dir_{}, resolved_tensorboard_dir_{};
 
  public:
 
@@ -55,10 +63,24 @@ struct FastpathFlags {
                       ->check(CLI::NonNegativeNumber);
     norm->excludes(value);
     app.add_option("--clip-p", clip_p, "Order of the clipping norm: a number > 0, or inf");
-    app.add_option("--profile", profile_dir, "Write a Chrome/Perfetto trace of a window of steps to DIR/trace.json");
+    app.add_flag("--profile", profile, "Profile a window of steps with PyTorch's profiler (Kineto): a Chrome/Perfetto "
+                 "trace and the key-averages table in RUN_DIR/profile");
+    app.add_option("--profile-dir", profile_dir, "Profiler: output directory instead of RUN_DIR/profile (implies --profile)");
     app.add_option("--profile-wait", profile_wait, "Profiler: steps skipped first")->check(CLI::NonNegativeNumber);
     app.add_option("--profile-warmup", profile_warmup, "Profiler: steps run, not recorded")->check(CLI::NonNegativeNumber);
     app.add_option("--profile-active", profile_active, "Profiler: steps recorded")->check(CLI::PositiveNumber);
+    app.add_option("--profile-repeat", profile_repeat, "Profiler: cycles of wait, warmup and active (0: until the end)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_flag("--profile-stack", profile_stack, "Profiler: record each operator's C++ stack (costly)");
+    app.add_flag("--tensorboard", tensorboard, "Write TensorBoard event files to RUN_DIR/tensorboard "
+                 "(open with: tensorboard --logdir RUN_DIR/tensorboard)");
+    app.add_option("--tensorboard-dir", tensorboard_dir, "TensorBoard: event file directory instead of RUN_DIR/tensorboard "
+                   "(implies --tensorboard)");
+    app.add_option("--tensorboard-every", tensorboard_every, "TensorBoard: scalars every N optimizer steps")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--tensorboard-histograms", tensorboard_histograms,
+                   "TensorBoard: weight and gradient histograms every N optimizer steps (0: none)")
+        ->check(CLI::NonNegativeNumber);
     app.add_option("--log-dir", log_dir, "Directory of the per-step and per-epoch metrics logs (default RUN_DIR/logs)");
   }
 
@@ -97,9 +119,20 @@ struct FastpathFlags {
     resolved_log_dir_ = log_dir.empty() ? run_dir / "logs" : log_dir;
     return policytrain::callbacks::MetricsLog({.dir = resolved_log_dir_});
   }
-  policytrain::callbacks::Profiler make_profiler() const {
-    return policytrain::callbacks::Profiler(
-        {.dir = profile_dir, .wait = profile_wait, .warmup = profile_warmup, .active = profile_active});
+  policytrain::callbacks::Profiler make_profiler(const std::filesystem::path& run_dir) const {
+    resolved_profile_dir_ = !profile_dir.empty() ? profile_dir : profile ? run_dir / "profile" : std::filesystem::path{};
+    return policytrain::callbacks::Profiler({.dir = resolved_profile_dir_, .wait = profile_wait,
+                                             .warmup = profile_warmup, .active = profile_active,
+                                             .repeat = profile_repeat, .with_stack = profile_stack});
+  }
+  /// `settings`: the command line (shown as text); `hparams`: the hyperparameters for the HParams tab.
+  policytrain::callbacks::TensorBoard make_tensorboard(const std::filesystem::path& run_dir, const std::string& settings,
+                                                       const nlohmann::json& hparams) const {
+    resolved_tensorboard_dir_ =
+        !tensorboard_dir.empty() ? tensorboard_dir : tensorboard ? run_dir / "tensorboard" : std::filesystem::path{};
+    return policytrain::callbacks::TensorBoard({.dir = resolved_tensorboard_dir_, .every = tensorboard_every,
+                                                .histogram_every = tensorboard_histograms, .settings = settings,
+                                                .hparams = hparams});
   }
 
   /// For summary.json's "policies": the loader's and the callbacks' settings (knobs read back from LibTorch).
@@ -111,7 +144,12 @@ struct FastpathFlags {
                         {"augment", augment}, {"channels_last", knobs.channels_last}}},
             {"knobs", knobs_j},
             {"grad_clip", make_clip().describe()},
-            {"profiler", make_profiler().describe()},
+            {"profiler", policytrain::callbacks::Profiler(
+                             {.dir = resolved_profile_dir_, .wait = profile_wait, .warmup = profile_warmup,
+                              .active = profile_active, .repeat = profile_repeat, .with_stack = profile_stack})
+                             .describe()},
+            {"tensorboard", {{"name", "callbacks::TensorBoard"}, {"dir", resolved_tensorboard_dir_.string()},
+                             {"every", tensorboard_every}, {"histogram_every", tensorboard_histograms}}},
             {"metrics_log", {{"name", "callbacks::MetricsLog"}, {"dir", resolved_log_dir_.string()}}}};
   }
 };

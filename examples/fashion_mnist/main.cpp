@@ -158,6 +158,9 @@ int main(int argc, char** argv) {
 
     pt::callbacks::ProgressBar progress({.force_tty = cfg.progress_tty});
     const std::string settings = nlohmann::json{{"argv", std::vector<std::string>(argv, argv + argc)}}.dump();
+    const nlohmann::json hparams{{"lr", cfg.lr}, {"batch_size", cfg.batch_size}, {"epochs", cfg.epochs},
+                                 {"optimizer", cfg.optimizer}, {"weight_decay", cfg.weight_decay}, {"width", cfg.width},
+                                 {"precision", precision_flags.describe().at("dtype")}};
     // [snippet:trainer]
     // One fully composed Trainer: each policy's type is fixed here, its settings (and whether it acts) come from
     // the command line. Class template argument deduction names the policies from the arguments.
@@ -165,7 +168,8 @@ int main(int argc, char** argv) {
                         ckpt_flags.make_checkpoint(cfg.run_dir, settings), ckpt_flags.make_rollback(),
                         ckpt_flags.make_ema(), ckpt_flags.make_early_stopping(), std::move(progress),
                         fastpath.make_knobs(cfg.seed, cfg.threads), fastpath.make_clip(), fastpath.make_log(cfg.run_dir),
-                        fastpath.make_profiler(), std::move(dp));
+                        fastpath.make_profiler(cfg.run_dir), fastpath.make_tensorboard(cfg.run_dir, settings, hparams),
+                        std::move(dp));
     // [/snippet:trainer]
 
     const pt::FitOptions fit{.epochs = cfg.epochs,

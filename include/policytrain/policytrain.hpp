@@ -39,6 +39,7 @@
 #include <policytrain/callbacks/profiler.hpp>
 #include <policytrain/callbacks/progress_bar.hpp>
 #include <policytrain/callbacks/step_phases.hpp>
+#include <policytrain/callbacks/tensorboard.hpp>
 
 #include <policytrain/data/fashion_mnist.hpp>
 #include <policytrain/data/idx.hpp>

@@ -1,5 +1,5 @@
 // The fast path: prefetching loader (order, augmentation, persistence, skipping), gradient clipping (against
-// LibTorch's clip_grad_norm_, after unscaling), profiler trace, metrics logs, performance knobs.
+// LibTorch's clip_grad_norm_, after unscaling), metrics logs, performance knobs.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -293,41 +293,7 @@ TEST_CASE("Clipping runs after the precision policy unscales: it sees and logs t
   CHECK(testing::max_rel_diff(a.module(), b.module()) < 1e-5);
 }
 
-TEST_CASE("Profiler writes a Chrome trace of the active window with the step phases as named ranges") {
-  auto dir = testing::temp_dir("profiler");
-  auto [x, y] = testing::toy_data(160);
-  pd::TensorLoader loader(x, y, {.batch_size = 16, .seed = 1});
-  MlpTask task(1);
-  torch::optim::SGD opt(task.module().parameters(), 0.1);
-  using Prof = pt::callbacks::Profiler;
-  pt::Trainer<MlpTask, Prof> t(task, opt, Prof({.dir = dir, .wait = 2, .warmup = 1, .active = 3}));
-  t.fit(loader, {.epochs = 1});
-  std::ifstream f(dir / "trace.json");
-  REQUIRE(f.good());
-  auto j = nlohmann::json::parse(f);
-  std::map<std::string, int> count;
-  std::vector<nlohmann::json> steps;
-  for (const auto& e : j.at("traceEvents")) {
-    const std::string n = e.at("name");
-    CHECK(e.at("ph") == "X");
-    CHECK(e.at("dur").get<double>() >= 0);
-    if (n.rfind("ProfilerStep#", 0) == 0) steps.push_back(e), ++count["ProfilerStep"];
-    else ++count[n];
-  }
-  CHECK(count["ProfilerStep"] == 3);
-  for (const char* phase : {"data", "forward", "backward", "step"}) CHECK(count[phase] == 3);
-  // The recorded steps are the 4th to 6th (wait 2, warm-up 1), and each phase lies inside its step.
-  REQUIRE(steps.size() == 3);
-  CHECK(steps[0].at("name") == "ProfilerStep#4");
-  CHECK(steps[2].at("name") == "ProfilerStep#6");
-  for (const auto& e : j.at("traceEvents")) {
-    if (!e.at("args").contains("step")) continue;
-    const auto& s = steps.at(e.at("args").at("step").get<size_t>() - 4);
-    CHECK(e.at("ts").get<double>() >= s.at("ts").get<double>() - 1e-3);
-    CHECK(e.at("ts").get<double>() + e.at("dur").get<double>() <=
-          s.at("ts").get<double>() + s.at("dur").get<double>() + 1e-3);
-  }
-}
+// The Profiler (Kineto trace, schedule, key averages) is tested in test_profiler.cpp.
 
 TEST_CASE("MetricsLog writes one CSV and JSONL row per step and per epoch, with the scale and grad norm") {
   auto dir = testing::temp_dir("metrics");

@@ -7,7 +7,7 @@
 ///   backward around_backward;
 ///   step     from the end of the last backward of a window to this callback's after_step: the precision
 ///            policy's unscale, clipping, the optimizer step and the after_step hooks of the policies before it.
-/// Not a callback on its own: MetricsLog and Profiler each hold one. Cost: four clock reads per micro-step.
+/// Not a callback on its own: MetricsLog and TensorBoard each hold one. Cost: four clock reads per micro-step.
 /// On CUDA the times are host times: kernels run asynchronously, so "data" can absorb compute that the host
 /// waits for when it next synchronises.
 #include <chrono>
