@@ -98,13 +98,24 @@ class Profiler {
       for (const auto& sp : spans)
         events_.push_back(event(sp.name, sp.begin, sp.end, pid, {{"step", ctx.state().global_step}}));
     }
-    if (s + 1 == o_.wait + o_.warmup + o_.active && ctx.is_main()) write();
+    if (s + 1 == o_.wait + o_.warmup + o_.active) {
+      if (ctx.is_main()) write();
+      else stop();  // other ranks write nothing: stop recording and drop the events
+    }
   }
   /// Writes the trace if the window had not ended (main rank).
   template <class Ctx>
   void on_fit_end(Ctx& ctx) {
-    if (enabled() && !written_ && ctx.is_main()) write();
+    if (enabled() && !written_) {
+      if (ctx.is_main()) write();
+      else stop();
+    }
   }
+
+  /// Whether the window is still being recorded (false once it ended, on every rank).
+  bool window_open() const { return recording(); }
+  /// Events held in memory (steps and their phases of the window so far).
+  size_t event_count() const { return events_.size(); }
 
   /// The settings as JSON, for a run's summary.
   nlohmann::json describe() const {
@@ -125,6 +136,10 @@ class Profiler {
     };
     return {{"name", n}, {"cat", "policytrain"}, {"ph", "X"}, {"ts", us(a)}, {"dur", us(b) - us(a)},
             {"pid", pid}, {"tid", 0}, {"args", std::move(args)}};
+  }
+  void stop() {
+    events_ = nlohmann::json::array();
+    written_ = true;
   }
   void write() {
     std::filesystem::create_directories(o_.dir);
