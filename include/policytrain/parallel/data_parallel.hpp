@@ -5,17 +5,24 @@
 /// store when TORCHELASTIC_USE_AGENT_STORE is set).
 ///
 /// Every rank holds the whole model and trains on its own shard of the data (data::TensorLoader with
-/// LoaderOptions{rank, world_size}). At the start of fit, rank 0's parameters and buffers are broadcast. During
+/// LoaderOptions{rank, world_size}). At the start of fit, rank 0's parameters and buffers are broadcast, and at
+/// the first epoch every rank checks that all start from the same state (a resume from different checkpoints
+/// is an error, ResumeMismatch). Rank 0's buffers are broadcast before the first forward of every accumulation
+/// window and every evaluation (broadcast_buffers, as DDP's). During
 /// the backward of the last micro-step of each accumulation window, a post-accumulate-grad hook on every
 /// parameter marks its gradient ready; a bucket (about 25 MB of gradients, reverse parameter order) is
 /// all-reduced as soon as all of its gradients are ready, so communication overlaps the rest of the backward.
 /// Gradients are averaged (divided by the world size, then summed: Gloo has no AVG). Non-final micro-steps
 /// do no communication at all. before_step waits for every bucket and writes the averages back.
 ///
-/// Hooks: on_fit_begin (connect, broadcast, install gradient hooks), around_backward (sync or not),
-/// before_step (wait, write back), and the Trainer's is_main / agree_any / reduce_metrics.
+/// A parameter no rank used keeps an undefined gradient with find_unused_parameters (else an error), as DDP.
+///
+/// Hooks: on_fit_begin (connect, broadcast, install gradient hooks), on_epoch_begin (start check),
+/// around_forward / around_evaluate (buffers), around_backward (sync or not), before_step (wait, write back),
+/// state_dict (world size), and the Trainer's is_main / agree_any / reduce_metrics.
 /// Requires: every rank runs the same Trainer on equally long shards (TensorLoader pads by wrapping).
-/// Batch-norm statistics stay per rank (no SyncBatchNorm), as in PyTorch's DDP.
+/// Each rank normalises batch norm by its own micro-batch (no SyncBatchNorm), as in PyTorch's DDP.
+/// What matches DDP and what does not: docs/parallel.md (checked side by side: tests/unit/test_ddp_oracle.cpp).
 /// Cost: with WORLD_SIZE unset or 1, or `enabled = false`, nothing (no hooks installed, no process group).
 /// Example: examples/fashion_mnist (`--nproc 2`, or torchrun); docs/parallel.md.
 #include <algorithm>
