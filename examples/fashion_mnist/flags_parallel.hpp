@@ -17,6 +17,9 @@ struct ParallelFlags {
   double timeout_s = 300;
   double bucket_mb = 25;
   std::string backend = "auto";
+  bool broadcast_buffers = true;
+  bool find_unused = false;
+  std::string compression = "none";
 
   void add(CLI::App& app) {
     app.add_option("--nproc", nproc,
@@ -27,6 +30,12 @@ struct ParallelFlags {
     app.add_option("--bucket-mb", bucket_mb, "Gradient bucket size in MiB (one all-reduce per bucket)")->check(CLI::PositiveNumber);
     app.add_option("--dist-backend", backend, "auto (NCCL on CUDA, Gloo on CPU), gloo or nccl")
         ->check(CLI::IsMember({"auto", "gloo", "nccl"}));
+    app.add_option("--broadcast-buffers", broadcast_buffers,
+                   "Broadcast rank 0's batch-norm statistics before each window's first forward (DDP's broadcast_buffers)");
+    app.add_option("--find-unused", find_unused,
+                   "Leave parameters no rank used untouched (DDP's find_unused_parameters; false: an error)");
+    app.add_option("--grad-compression", compression, "Gradients on the wire: none, fp16 or bf16 (DDP's compress hooks)")
+        ->check(CLI::IsMember({"none", "fp16", "bf16"}));
   }
 
   /// In the launching process (--nproc > 1, no RANK yet): runs the ranks and returns the exit code.
@@ -41,13 +50,18 @@ struct ParallelFlags {
     return policytrain::parallel::DataParallel({.enabled = enabled,
                                                 .timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)),
                                                 .bucket_mb = bucket_mb,
-                                                .backend = backend});
+                                                .backend = backend,
+                                                .broadcast_buffers = broadcast_buffers,
+                                                .find_unused_parameters = find_unused,
+                                                .compression = compression});
   }
 
   nlohmann::json describe(const policytrain::parallel::DataParallel& dp) const {
     if (!dp.active()) return {{"name", "parallel::Single"}};
     return {{"name", "parallel::DataParallel"}, {"world_size", dp.world_size()}, {"backend", backend},
             {"bucket_mb", bucket_mb}, {"buckets", dp.bucket_count()}, {"allreduce_calls", dp.allreduce_calls()},
-            {"comm_wait_seconds", dp.comm_wait_seconds()}, {"timeout_s", timeout_s}};
+            {"comm_wait_seconds", dp.comm_wait_seconds()}, {"timeout_s", timeout_s},
+            {"bucket_bytes_per_step", dp.bucket_bytes()}, {"buffer_broadcasts", dp.buffer_broadcasts()},
+            {"compression", compression}};
   }
 };

@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <csignal>
+#include <limits>
+#include <map>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -98,6 +100,115 @@ int run_worker(const std::string& scenario, const fs::path& out) {
   return 0;
 }
 
+/// The MLP task whose loss is NaN on one rank at one micro-batch (NonFinite::skip must skip on every rank).
+struct NanOnRank : MlpTask {
+  using MlpTask::MlpTask;
+  int nan_rank = -1;
+  int64_t nan_call = -1, calls = 0;
+  torch::Tensor training_step(const pt::Batch& b) {
+    auto l = MlpTask::training_step(b);
+    if (rank_of_this == nan_rank && ++calls == nan_call) l = l * std::numeric_limits<float>::quiet_NaN();
+    return l;
+  }
+  int rank_of_this = 0;
+};
+
+/// y = x * w whose backward recomputes x * w and runs a backward of its own (as a reentrant activation checkpoint
+/// does): w's gradient is accumulated twice in one backward, so its hook fires twice.
+struct Reentrant : torch::autograd::Function<Reentrant> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, torch::Tensor w) {
+    ctx->saved_data["x"] = x.detach();
+    ctx->saved_data["w"] = w;
+    return x * w;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                  torch::autograd::variable_list g) {
+    auto x = ctx->saved_data["x"].toTensor();
+    auto w = ctx->saved_data["w"].toTensor();
+    {
+      torch::AutoGradMode on(true);
+      auto y = x * w;  // recomputed; its backward accumulates into w.grad
+      y.backward(g[0]);
+    }
+    return {g[0] * w.detach(), g[0] * x};
+  }
+};
+
+struct ReentrantTask : MlpTask {
+  using MlpTask::MlpTask;
+  torch::Tensor training_step(const pt::Batch& b) {
+    auto h = Reentrant::apply(b.x, net->fc1->weight.sum(0));
+    return torch::nn::functional::cross_entropy(net->forward(h), b.y);
+  }
+};
+
+/// Scenarios of the fixed findings (one rank each; see the TEST_CASEs below).
+int run_worker2(const std::string& scenario, const fs::path& out) {
+  pt::parallel::DataParallel::Options o{.timeout = std::chrono::milliseconds(20000), .bucket_mb = kBucketMb};
+  o.find_unused_parameters = scenario == "unused";
+  pt::parallel::DataParallel dp(o);
+  const int world = dp.world_size(), rank = dp.rank();
+  auto [x, y] = testing::toy_data(96);
+  auto save = [&](torch::nn::Module& m, const pt::FitResult& r) {
+    torch::save(params_of(m), (out / fmt::format("params{}.pt", rank)).string());
+    write_text(out / fmt::format("counts{}.txt", rank), fmt::format("{} {}", r.global_steps, r.skipped_steps));
+  };
+  if (scenario == "nan") {
+    NanOnRank task(1 + static_cast<uint64_t>(rank));
+    task.rank_of_this = rank;
+    task.nan_rank = 1;
+    task.nan_call = 3;
+    pt::data::TensorLoader loader(x, y, {.batch_size = kGlobalBatch / world, .seed = 3, .rank = rank, .world_size = world});
+    torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+    pt::Trainer<NanOnRank, pt::parallel::DataParallel, pt::precision::Fp32, pt::schedule::Lr> trainer(
+        task, opt, std::move(dp), pt::precision::Fp32(pt::NonFinite::skip),
+        pt::schedule::Lr({.kind = pt::schedule::Kind::cosine}));
+    const auto r = trainer.fit(loader, {.epochs = kEpochs});
+    save(task.module(), r);
+    write_text(out / fmt::format("lr{}.txt", rank), fmt::format("{:.17g}", opt.param_groups()[0].options().get_lr()));
+  } else if (scenario == "unused" || scenario == "unused_error") {
+    MlpTask task(1 + static_cast<uint64_t>(rank));
+    task.net->register_parameter("extra", torch::ones({4}));  // the forward never uses it
+    pt::data::TensorLoader loader(x, y, {.batch_size = kGlobalBatch / world, .seed = 3, .rank = rank, .world_size = world});
+    torch::optim::AdamW opt(task.module().parameters(), torch::optim::AdamWOptions(0.01).weight_decay(0.1));
+    pt::Trainer<MlpTask, pt::parallel::DataParallel> trainer(task, opt, std::move(dp));
+    save(task.module(), trainer.fit(loader, {.epochs = 1}));
+    torch::save(task.net->named_parameters()["extra"], (out / fmt::format("extra{}.pt", rank)).string());
+  } else if (scenario == "twice") {
+    ReentrantTask task(1);
+    pt::data::TensorLoader loader(x, y, {.batch_size = 8, .rank = rank, .world_size = world});
+    torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1));
+    pt::Trainer<ReentrantTask, pt::parallel::DataParallel> trainer(task, opt, std::move(dp));
+    save(task.module(), trainer.fit(loader, {.epochs = 1}));
+  } else if (scenario == "eval3") {
+    // 100 samples on 3 ranks: shards of 34, 34 and 34 of which 2 are wrap-around padding.
+    auto [ex, ey] = testing::toy_data(100);
+    MlpTask task(1);
+    torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1));
+    pt::Trainer<MlpTask, pt::parallel::DataParallel> trainer(task, opt, std::move(dp));
+    trainer.policy<pt::Category::parallel>().connect();
+    pt::data::TensorLoader eval(ex, ey, {.batch_size = 16, .shuffle = false, .rank = rank, .world_size = world});
+    const auto m = trainer.evaluate(eval);
+    write_text(out / fmt::format("metrics{}.txt", rank), fmt::format("{} {:.17g} {:.17g}", m.samples, m.loss, m.accuracy));
+  } else {
+    // resume_*: phase 1 trains and checkpoints into rank-local directories (only rank 0 writes: is_main);
+    // phase 2 resumes from them. POLICYTRAIN_TEST_PHASE says which; POLICYTRAIN_TEST_RUNDIR overrides the directory.
+    const std::string phase = std::getenv("POLICYTRAIN_TEST_PHASE");
+    const char* shared = std::getenv("POLICYTRAIN_TEST_RUNDIR");
+    const fs::path dir = shared ? fs::path(shared) : out / fmt::format("run{}", rank);
+    MlpTask task(1 + static_cast<uint64_t>(rank));
+    pt::data::TensorLoader loader(x, y, {.batch_size = kGlobalBatch / world, .seed = 3, .rank = rank, .world_size = world});
+    torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+    pt::checkpoint::Disk disk({.directory = dir, .every_epochs = 1, .every_steps = phase == "1" ? 4 : 0,
+                               .resume = phase == "1" ? "" : "auto", .export_final = false, .log = nullptr});
+    pt::Trainer<MlpTask, pt::parallel::DataParallel, pt::checkpoint::Disk> trainer(task, opt, std::move(dp),
+                                                                                 std::move(disk));
+    const int64_t max_steps = std::getenv("POLICYTRAIN_TEST_MAX_STEPS") ? std::atoi(std::getenv("POLICYTRAIN_TEST_MAX_STEPS")) : -1;
+    save(task.module(), trainer.fit(loader, {.epochs = phase == "1" ? 2 : 3, .max_steps = max_steps}));
+  }
+  return 0;
+}
+
 /// Runs the worker when this process is one of the ranks, before doctest sees the command line.
 const int kWorkerHook = [] {
   const char* scenario = std::getenv("POLICYTRAIN_TEST_WORKER");
@@ -107,7 +218,9 @@ const int kWorkerHook = [] {
   std::freopen((out / ("stderr" + rank + ".txt")).c_str(), "w", stderr);
   int code = 0;
   try {
-    code = run_worker(scenario, out);
+    const std::string sc = scenario;
+    code = sc == "plain" || sc == "accumulate" || sc == "kill" || sc == "hang" ? run_worker(sc, out)
+                                                                                : run_worker2(sc, out);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "worker error: %s\n", e.what());
     code = 3;
@@ -117,13 +230,15 @@ const int kWorkerHook = [] {
 }();
 
 /// Starts `nproc` ranks of this binary in `scenario`; returns launch_local's exit code.
-int launch(const std::string& scenario, const fs::path& out, int nproc, bool stop_others = true) {
+int launch(const std::string& scenario, const fs::path& out, int nproc, bool stop_others = true,
+           std::map<std::string, std::string> extra = {}) {
+  extra["POLICYTRAIN_TEST_WORKER"] = scenario;
+  extra["POLICYTRAIN_TEST_OUT"] = out.string();
+  extra["OMP_NUM_THREADS"] = "1";
   return pt::parallel::launch_local({.nproc = nproc,
-                                     .env = {{"POLICYTRAIN_TEST_WORKER", scenario},
-                                             {"POLICYTRAIN_TEST_OUT", out.string()},
-                                             {"OMP_NUM_THREADS", "1"}},
+                                     .env = extra,
                                      .stop_others_on_failure = stop_others,
-                                     .deadline = std::chrono::seconds(60)});
+                                     .deadline = std::chrono::seconds(300)});
 }
 
 std::vector<int64_t> counts(const fs::path& p) {
@@ -300,4 +415,149 @@ TEST_CASE("a bad environment gives an error naming the variable and its value") 
     CHECK(dp.is_main());
     CHECK(dp.world_size() == 1);
   }
+}
+
+TEST_CASE("NonFinite::skip: a NaN loss on rank 1 skips the window on both ranks, weights, counters and lr stay equal") {
+  const auto out = testing::temp_dir("dp-nan");
+  REQUIRE(launch("nan", out, 2) == 0);
+  const auto p0 = load_params(out / "params0.pt"), p1 = load_params(out / "params1.pt");
+  for (const auto& t : p0) CHECK(torch::isfinite(t).all().item<bool>());
+  CHECK(max_abs_diff(p0, p1) == 0.0);
+  const auto c0 = counts(out / "counts0.txt"), c1 = counts(out / "counts1.txt");
+  REQUIRE(c0.size() == 2);
+  CHECK(c0 == c1);  // global steps and skipped steps
+  CHECK(c0[1] == 1);
+  CHECK(read_text(out / "lr0.txt") == read_text(out / "lr1.txt"));  // the schedule advanced alike
+}
+
+TEST_CASE("a parameter no rank uses: untouched with find_unused_parameters (AdamW, weight decay), else an error") {
+  SUBCASE("find_unused_parameters = true") {
+    const auto out = testing::temp_dir("dp-unused");
+    REQUIRE(launch("unused", out, 2) == 0);
+    for (int r = 0; r < 2; ++r) {
+      torch::Tensor extra;
+      torch::load(extra, (out / fmt::format("extra{}.pt", r)).string());
+      INFO("rank " << r << ": " << extra);
+      CHECK(torch::equal(extra, torch::ones({4})));  // AdamW with weight decay 0.1 would have moved it
+    }
+  }
+  SUBCASE("find_unused_parameters = false") {
+    const auto out = testing::temp_dir("dp-unused-error");
+    CHECK(launch("unused_error", out, 2, /*stop_others=*/false) != 0);
+    for (int r = 0; r < 2; ++r) {
+      const std::string err = read_text(out / fmt::format("stderr{}.txt", r));
+      CHECK(err.find("no rank computed a gradient for parameter 'extra'") != std::string::npos);
+      CHECK(err.find("find_unused_parameters = true") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("a gradient hook firing twice for one parameter in one backward is an error (DDP: marked ready twice)") {
+  const auto out = testing::temp_dir("dp-twice");
+  CHECK(launch("twice", out, 2, /*stop_others=*/false) != 0);
+  const std::string err = read_text(out / "stderr0.txt");
+  CHECK(err.find("parameter 'fc1.weight' (index 0) was marked ready twice") != std::string::npos);
+}
+
+TEST_CASE("evaluation on 3 ranks counts each of 100 samples once (the sampler's wrap-around padding is left out)") {
+  const auto out = testing::temp_dir("dp-eval3");
+  REQUIRE(launch("eval3", out, 3) == 0);
+  MlpTask task(1);
+  auto [x, y] = testing::toy_data(100);
+  torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1));
+  pt::Trainer<MlpTask> one(task, opt);
+  pt::data::TensorLoader eval(x, y, {.batch_size = 16, .shuffle = false});
+  const auto want = one.evaluate(eval);
+  for (int r = 0; r < 3; ++r) {
+    const auto m = counts_d(out / fmt::format("metrics{}.txt", r));
+    REQUIRE(m.size() == 3);
+    CHECK(m[0] == 100);
+    CHECK(m[1] == doctest::Approx(want.loss).epsilon(1e-6));
+    CHECK(m[2] == doctest::Approx(want.accuracy));
+  }
+}
+
+TEST_CASE("resume with rank-local run directories: ranks that would start from different states stop with an error") {
+  const auto out = testing::temp_dir("dp-resume");
+  // Phase 1: 2 epochs, checkpoints only in rank 0's directory (run0): last.ckpt, epoch-1/2.ckpt, step-4/8/12.ckpt.
+  REQUIRE(launch("resume", out, 2, true, {{"POLICYTRAIN_TEST_PHASE", "1"}}) == 0);
+  REQUIRE(fs::exists(out / "run0" / "last.ckpt"));
+  auto expect_mismatch = [&](const std::string& what) {
+    CAPTURE(what);
+    CHECK(launch("resume", out, 2, /*stop_others=*/false, {{"POLICYTRAIN_TEST_PHASE", "2"}}) != 0);
+    for (int r = 0; r < 2; ++r) {
+      const std::string err = read_text(out / fmt::format("stderr{}.txt", r));
+      INFO("rank " << r << ": " << err);
+      CHECK(err.find("the ranks would start training from different states") != std::string::npos);
+      CHECK(err.find("rank 0: epoch") != std::string::npos);
+      CHECK(err.find(", step 12,") != std::string::npos);  // rank 0 resumed its newest file
+    }
+  };
+  SUBCASE("rank 1 has no checkpoint") { expect_mismatch("no file"); }
+  SUBCASE("rank 1 has an older checkpoint") {
+    fs::create_directories(out / "run1");
+    fs::copy_file(out / "run0" / "epoch-0001.ckpt", out / "run1" / "epoch-0001.ckpt");
+    expect_mismatch("older file");
+  }
+  SUBCASE("every rank reads rank 0's directory: they resume alike and end equal") {
+    REQUIRE(launch("resume", out, 2, true, {{"POLICYTRAIN_TEST_PHASE", "2"},
+                                            {"POLICYTRAIN_TEST_RUNDIR", (out / "run0").string()}}) == 0);
+    CHECK(max_abs_diff(load_params(out / "params0.pt"), load_params(out / "params1.pt")) == 0.0);
+    CHECK(counts(out / "counts0.txt")[0] == 18);  // 6 steps per epoch, 3 epochs
+  }
+}
+
+TEST_CASE("resuming a mid-epoch checkpoint with another world size stops with an error naming both sizes") {
+  const auto out = testing::temp_dir("dp-resume-world");
+  // 2 ranks stop after 4 steps (mid-epoch: 6 steps per epoch), saving step-4.ckpt and last.ckpt mid-epoch.
+  REQUIRE(launch("resume", out, 2, true, {{"POLICYTRAIN_TEST_PHASE", "1"}, {"POLICYTRAIN_TEST_MAX_STEPS", "4"}}) == 0);
+  CHECK(launch("resume", out, 3, /*stop_others=*/false, {{"POLICYTRAIN_TEST_PHASE", "2"},
+                                                         {"POLICYTRAIN_TEST_RUNDIR", (out / "run0").string()}}) != 0);
+  for (int r = 0; r < 3; ++r) {
+    const std::string err = read_text(out / fmt::format("stderr{}.txt", r));
+    INFO("rank " << r << ": " << err);
+    CHECK(err.find("by a run of world size 2, but this run has world size 3") != std::string::npos);
+  }
+}
+
+namespace {
+/// A parallel policy that says this process is rank 1 of 2 (for policies that only ask is_main / world_size).
+struct FakeRank1 {
+  static constexpr pt::Category category = pt::Category::parallel;
+  static constexpr std::string_view name = "FakeRank1";
+  bool is_main() { return false; }
+  int world_size() const { return 2; }
+};
+}  // namespace
+
+TEST_CASE("Profiler on a rank other than 0 stops recording when its window ends, and writes nothing") {
+  const auto dir = testing::temp_dir("dp-profiler");
+  MlpTask task(1);
+  auto [x, y] = testing::toy_data(96);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 8});
+  torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1));
+  pt::Trainer<MlpTask, FakeRank1, pt::callbacks::Profiler> t(
+      task, opt, FakeRank1{}, pt::callbacks::Profiler({.dir = dir, .wait = 1, .warmup = 1, .active = 2}));
+  t.fit(loader, {.epochs = 1});  // 12 steps: the window ends at step 4
+  auto& p = t.get<pt::callbacks::Profiler>();
+  CHECK_FALSE(p.window_open());
+  CHECK(p.key_averages().empty());  // a non-main rank keeps no events
+  CHECK_FALSE(fs::exists(dir / "trace.json"));
+}
+
+TEST_CASE("NominalBatch under data parallelism derives accumulate and the weight-decay factor from the global batch") {
+  MlpTask task(1);
+  auto [x, y] = testing::toy_data(96);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 12, .shuffle = false});
+  torch::optim::AdamW opt(task.module().parameters(), torch::optim::AdamWOptions(0.01).weight_decay(0.1));
+  pt::Trainer<MlpTask, FakeRank1, pt::accumulate::NominalBatch> t(
+      task, opt, FakeRank1{}, pt::accumulate::NominalBatch({.nominal = 64, .batch = 12}));
+  const auto r = t.fit(loader, {.epochs = 1});
+  auto& a = t.policy<pt::Category::accumulation>();
+  // Ultralytics: accumulate = max(round(nbs / global batch), 1) = round(64 / 24) = 3;
+  // weight decay × global batch × accumulate / nbs = 0.1 × 24 × 3 / 64.
+  CHECK(a.accumulate() == 3);
+  CHECK(static_cast<torch::optim::AdamWOptions&>(opt.param_groups()[0].options()).weight_decay() ==
+        doctest::Approx(0.1 * 24 * 3 / 64.0));
+  CHECK(r.global_steps == 3);  // 8 micro-batches, windows of 3
 }

@@ -2,7 +2,8 @@
 /// \file
 /// accumulate::NominalBatch — accumulates micro-batches up to a nominal batch, accumulate =
 /// max(round(nominal / batch), 1), and multiplies every param group's weight decay by batch * accumulate / nominal
-/// at on_fit_begin (the Ultralytics rule), from the value the group had at the first fit. The loss normalisation
+/// at on_fit_begin (the Ultralytics rule; under data parallelism `batch` is the global batch, the loader's batch
+/// times the world size), from the value the group had at the first fit. The loss normalisation
 /// and the trailing window are those of accumulate::Steps (accumulation/steps.hpp). With nominal = 0 it is
 /// `Steps{steps}`, so one composed Trainer can switch between the two at run time.
 /// Hooks: on_fit_begin, transform_loss, should_step, before_step; state: the groups' base weight decay.
@@ -10,6 +11,7 @@
 /// (another type is an error naming the fix). Cost when nominal = 0 and steps = 1: a few integer operations per
 /// micro-batch.
 /// Example: examples/fashion_mnist/flags_accumulation.hpp.
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string_view>
@@ -47,11 +49,15 @@ class NominalBatch {
   /// The settings.
   const Options& options() const { return o_; }
   /// Micro-batches per optimizer step.
-  int64_t accumulate() const { return o_.nominal > 0 ? nominal_accumulate(o_.nominal, o_.batch) : o_.steps; }
+  /// Under data parallelism the rule applies to the global batch, batch × world size (as Ultralytics does).
+  int64_t accumulate() const { return o_.nominal > 0 ? nominal_accumulate(o_.nominal, o_.batch * world_) : o_.steps; }
+  /// Ranks whose micro-batches make one global micro-batch (the parallel policy's world size, read at
+  /// on_fit_begin; 1 before).
+  int64_t world_size() const { return world_; }
   /// The weight-decay factor (1 when nominal == 0 or scaling is off).
   double weight_decay_factor() const {
     if (o_.nominal <= 0 || !o_.scale_weight_decay) return 1.0;
-    return static_cast<double>(o_.batch) * static_cast<double>(accumulate()) / static_cast<double>(o_.nominal);
+    return static_cast<double>(o_.batch * world_) * static_cast<double>(accumulate()) / static_cast<double>(o_.nominal);
   }
   /// Changes the micro-batch size (auto batch size); the accumulation follows the rule, and the weight decay
   /// is rescaled at the next on_fit_begin. With nominal == 0, `set_accumulate` changes the window instead.
@@ -69,6 +75,8 @@ class NominalBatch {
   /// fit (kept in the state, so a resumed or repeated fit never compounds the factor).
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
+    if constexpr (requires { ctx.template policy<Category::parallel>().world_size(); })
+      world_ = std::max<int64_t>(1, ctx.template policy<Category::parallel>().world_size());
     if (o_.nominal <= 0 || !o_.scale_weight_decay) return;
     auto& groups = ctx.optimizer().param_groups();
     if (base_wd_.empty())
@@ -115,6 +123,7 @@ class NominalBatch {
           o_.nominal, o_.batch, o_.steps));
   }
   Options o_;
+  int64_t world_ = 1;
   std::vector<double> base_wd_;
   detail::WindowMean mean_;
 };

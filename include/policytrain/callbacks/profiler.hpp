@@ -121,6 +121,8 @@ class Profiler {
 
   /// Whether the profiler is on (a non-empty `dir`).
   bool enabled() const { return !o_.dir.empty(); }
+  /// Whether Kineto is recording now (false between windows and after the last one, on every rank).
+  bool window_open() const { return recording(); }
   /// The trace file of cycle `k` (written when its active steps end).
   std::filesystem::path trace_path(int64_t k = 0) const {
     return o_.dir / (k == 0 ? std::string("trace.json") : fmt::format("trace_cycle{}.json", k));

@@ -365,9 +365,17 @@ class Trainer {
     auto run = [&]() -> Metrics {
       MetricsAccumulator acc;
       int64_t i = 0;
+      // A sharded loader pads the end of a rank's shard with repeated samples: they are not counted.
+      int64_t keep = -1;
+      if constexpr (requires { data.num_samples(); data.padding(); }) keep = data.num_samples() - data.padding();
       for (auto&& item : data) {
         if (limit_batches >= 0 && i++ >= limit_batches) break;
         Batch b = to_device(item);
+        if (keep >= 0) {
+          if (b.size() > keep) b = Batch{b.x.slice(0, 0, keep), b.y.slice(0, 0, keep)};
+          keep -= b.size();
+          if (b.size() == 0) continue;
+        }
         Prediction p = wrap_forward<0>([&] { return task_.validation_step(b); });
         acc.add(p.loss, p.output, b.y);
       }

@@ -57,6 +57,10 @@ class TensorLoader {
       const int64_t total = per_rank * o_.world_size;
       if (total > n) order = torch::cat({order, order.slice(0, 0, total - n)});
       order = order.slice(0, o_.rank, total, o_.world_size);
+      // Positions n..total-1 of the padded list repeat samples; this rank holds those ≡ rank (mod world size),
+      // at the end of its shard.
+      padding_ = 0;
+      for (int64_t p = n; p < total; ++p) padding_ += p % o_.world_size == o_.rank ? 1 : 0;
     }
     order_ = order;
   }
@@ -65,6 +69,9 @@ class TensorLoader {
   int64_t epoch() const { return epoch_; }
   /// Samples this rank sees per epoch.
   int64_t num_samples() const { return order_.size(0); }
+  /// Of them, the repeated samples at the end of this rank's shard that pad it to the others' length
+  /// (Trainer::evaluate leaves them out).
+  int64_t padding() const { return padding_; }
   /// Batches per epoch.
   size_t size() const {
     const int64_t n = num_samples();
@@ -111,6 +118,7 @@ class TensorLoader {
   torch::Tensor x_, y_, order_;
   LoaderOptions o_;
   int64_t epoch_ = 0;
+  int64_t padding_ = 0;
 };
 
 }  // namespace policytrain::data

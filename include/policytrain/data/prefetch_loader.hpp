@@ -221,6 +221,8 @@ class PrefetchLoader {
   size_t size() const { return order_.size(); }
   /// Samples this rank sees per epoch.
   int64_t num_samples() const { return order_.num_samples(); }
+  /// The repeated samples that pad this rank's shard (TensorLoader::padding).
+  int64_t padding() const { return order_.padding(); }
   /// The loader options (order, sharding, batch size).
   const LoaderOptions& options() const { return order_.options(); }
   /// The prefetch options.

@@ -5,17 +5,24 @@
 /// store when TORCHELASTIC_USE_AGENT_STORE is set).
 ///
 /// Every rank holds the whole model and trains on its own shard of the data (data::TensorLoader with
-/// LoaderOptions{rank, world_size}). At the start of fit, rank 0's parameters and buffers are broadcast. During
+/// LoaderOptions{rank, world_size}). At the start of fit, rank 0's parameters and buffers are broadcast, and at
+/// the first epoch every rank checks that all start from the same state (a resume from different checkpoints
+/// is an error, ResumeMismatch). Rank 0's buffers are broadcast before the first forward of every accumulation
+/// window and every evaluation (broadcast_buffers, as DDP's). During
 /// the backward of the last micro-step of each accumulation window, a post-accumulate-grad hook on every
 /// parameter marks its gradient ready; a bucket (about 25 MB of gradients, reverse parameter order) is
 /// all-reduced as soon as all of its gradients are ready, so communication overlaps the rest of the backward.
 /// Gradients are averaged (divided by the world size, then summed: Gloo has no AVG). Non-final micro-steps
 /// do no communication at all. before_step waits for every bucket and writes the averages back.
 ///
-/// Hooks: on_fit_begin (connect, broadcast, install gradient hooks), around_backward (sync or not),
-/// before_step (wait, write back), and the Trainer's is_main / agree_any / reduce_metrics.
+/// A parameter no rank used keeps an undefined gradient with find_unused_parameters (else an error), as DDP.
+///
+/// Hooks: on_fit_begin (connect, broadcast, install gradient hooks), on_epoch_begin (start check),
+/// around_forward / around_evaluate (buffers), around_backward (sync or not), before_step (wait, write back),
+/// state_dict (world size), and the Trainer's is_main / agree_any / reduce_metrics.
 /// Requires: every rank runs the same Trainer on equally long shards (TensorLoader pads by wrapping).
-/// Batch-norm statistics stay per rank (no SyncBatchNorm), as in PyTorch's DDP.
+/// Each rank normalises batch norm by its own micro-batch (no SyncBatchNorm), as in PyTorch's DDP.
+/// What matches DDP and what does not: docs/parallel.md (checked side by side: tests/unit/test_ddp_oracle.cpp).
 /// Cost: with WORLD_SIZE unset or 1, or `enabled = false`, nothing (no hooks installed, no process group).
 /// Example: examples/fashion_mnist (`--nproc 2`, or torchrun); docs/parallel.md.
 #include <algorithm>
@@ -26,6 +33,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -52,12 +60,20 @@
 
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metrics.hpp>
+#include <policytrain/core/state_dict.hpp>
+#include <policytrain/io/digest.hpp>
 
 namespace policytrain::parallel {
 
 /// A collective failed or timed out: a peer died, hung, or the network broke. The message names this rank,
 /// the collective, and the ranks that did not answer afterwards.
 struct CollectiveError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// The ranks would start training from different states (each resumed from a different checkpoint, or some
+/// from none), or a mid-epoch checkpoint is resumed with another world size. The message lists each rank's state.
+struct ResumeMismatch : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
@@ -135,6 +151,7 @@ struct DataParallelState {
     int64_t pending = 0;                  ///< gradients not yet ready in this backward
     bool launched = false;
     c10::intrusive_ptr<c10d::Work> work;
+    torch::Tensor wire;                   ///< the compressed copy on the wire (fp16 / bf16 compression)
   };
 
   Environment env;
@@ -143,6 +160,10 @@ struct DataParallelState {
   c10::intrusive_ptr<c10d::Backend> backend;
   torch::Device comm_device{torch::kCPU};  ///< where small control tensors go (NCCL reduces CUDA tensors only)
   std::vector<torch::Tensor> params;
+  std::vector<std::string> names;         ///< the parameters' names in the module (for errors)
+  std::vector<char> ready;                ///< gradient hook fired for the parameter in this synchronised backward
+  bool find_unused = false;               ///< a parameter no rank used keeps an undefined gradient (else an error)
+  std::optional<c10::ScalarType> wire_dtype;  ///< gradient compression: all-reduce in this dtype
   std::vector<int64_t> bucket_of;         ///< param index → bucket index
   std::vector<Bucket> buckets;
   size_t next_launch = 0;                 ///< buckets are launched in index order, identical on every rank
@@ -199,6 +220,10 @@ struct DataParallelState {
     }
   }
 
+  /// Elements of the last bucket past the gradients: one "used on this rank" flag per parameter, so that the
+  /// ranks learn which parameters no rank used without a collective of their own (DDP's local_used_map).
+  int64_t used_offset = 0;
+
   void launch(size_t b, bool from_hook) {
     auto& bk = buckets[b];
     {
@@ -207,11 +232,23 @@ struct DataParallelState {
         auto& p = params[bk.params[j]];
         auto slice = bk.flat.slice(0, bk.offsets[j], bk.offsets[j] + p.numel());
         if (p.grad().defined()) slice.copy_(p.grad().reshape({-1}));
-        else slice.zero_();  // an unused parameter still takes part, so every rank reduces the same buckets
+        else slice.zero_();  // unused here: a zero contribution, so every rank reduces the same buckets
       }
-      bk.flat.div_(env.world_size);
+      if (b + 1 == buckets.size()) {
+        // The last bucket is launched after every other one, when all gradients of this backward exist.
+        std::vector<float> flags(params.size());
+        for (size_t i = 0; i < params.size(); ++i) flags[i] = params[i].grad().defined() ? 1.0f : 0.0f;
+        bk.flat.slice(0, used_offset, used_offset + static_cast<int64_t>(params.size()))
+            .copy_(torch::tensor(flags, torch::kFloat));
+      }
+      if (wire_dtype) {
+        // As DDP's fp16_compress_hook / bf16_compress_hook: cast, divide in the low precision, sum, cast back.
+        bk.wire = bk.flat.to(*wire_dtype).div_(env.world_size);
+      } else {
+        bk.flat.div_(env.world_size);
+      }
     }
-    std::vector<at::Tensor> ts{bk.flat};
+    std::vector<at::Tensor> ts{wire_dtype ? bk.wire : bk.flat};
     bk.work = backend->allreduce(ts, c10d::AllreduceOptions{});
     bk.launched = true;
     any_launched = true;
@@ -227,6 +264,14 @@ struct DataParallelState {
   void grad_ready(size_t i) {
     std::lock_guard<std::mutex> lock(mu);
     if (!sync) return;
+    if (ready[i])
+      throw std::runtime_error(fmt::format(
+          "policytrain::parallel::DataParallel: {}: parameter '{}' (index {}) was marked ready twice in one "
+          "backward (its gradient hook fired again after its bucket was counted), as DDP reports it: the "
+          "parameter takes part in a reentrant backward (a reentrant activation checkpoint, or a backward "
+          "inside a custom autograd function) or in two backward passes of one micro-step; use non-reentrant "
+          "checkpointing, or a single backward per micro-step", who(), names[i], i));
+    ready[i] = 1;
     auto& bk = buckets[static_cast<size_t>(bucket_of[i])];
     if (bk.launched || bk.pending == 0) return;
     --bk.pending;
@@ -237,6 +282,7 @@ struct DataParallelState {
     std::lock_guard<std::mutex> lock(mu);
     sync = true;
     if (!any_launched) allreduce_calls_last_step = 0;
+    std::fill(ready.begin(), ready.end(), 0);
     for (auto& b : buckets) {
       b.pending = static_cast<int64_t>(b.params.size());
       b.launched = false;
@@ -254,6 +300,10 @@ struct DataParallelState {
 
   /// Waits for every bucket and writes the averaged gradients back.
   void finish_step() {
+    if (buckets.empty()) {  // nothing to train (no parameter requires a gradient)
+      ++step;
+      return;
+    }
     if (!any_launched) {  // a window stepped without a synchronised backward (a loader of unknown length)
       begin_sync_backward();
       flush();
@@ -264,9 +314,34 @@ struct DataParallelState {
                                         buckets.size(), step));
     comm_wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     torch::NoGradGuard ng;
+    if (wire_dtype)
+      for (auto& bk : buckets) bk.flat.copy_(bk.wire);
+    // Which parameters some rank used (the flags were averaged: > 0 means used somewhere).
+    auto& last = buckets.back();
+    auto used = last.flat.slice(0, used_offset, used_offset + static_cast<int64_t>(params.size()))
+                    .to(torch::kDouble).gt(0).to(torch::kCPU);
+    const auto* used_p = used.data_ptr<bool>();
+    std::vector<size_t> unused;
+    for (size_t i = 0; i < params.size(); ++i)
+      if (!used_p[i]) unused.push_back(i);
+    if (!unused.empty() && !find_unused) {
+      std::vector<std::string> ns;
+      for (size_t i : unused) ns.push_back(fmt::format("'{}' (index {})", names[i], i));
+      for (auto& bk : buckets) bk.work.reset();
+      any_launched = false;
+      throw std::runtime_error(fmt::format(
+          "policytrain::parallel::DataParallel: {}: no rank computed a gradient for parameter{} {} in optimizer "
+          "step {} (DDP stops on such parameters too); set DataParallelOptions::find_unused_parameters = true "
+          "to leave them untouched, or freeze them (requires_grad false)", who(), ns.size() > 1 ? "s" : "",
+          fmt::join(ns, ", "), step));
+    }
     for (auto& bk : buckets) {
       for (size_t j = 0; j < bk.params.size(); ++j) {
-        auto& p = params[bk.params[j]];
+        const size_t i = bk.params[j];
+        auto& p = params[i];
+        // A parameter no rank used keeps an undefined gradient, so the optimizer leaves it (and its moments)
+        // alone, as in one process and in DDP with find_unused_parameters.
+        if (!used_p[i]) continue;
         auto slice = bk.flat.slice(0, bk.offsets[j], bk.offsets[j] + p.numel()).view(p.sizes());
         if (p.grad().defined()) p.mutable_grad().copy_(slice);
         else p.mutable_grad() = slice.clone();
@@ -297,6 +372,16 @@ struct DataParallelOptions {
   double bucket_mb = 25;              ///< gradient bytes per all-reduce (MiB), as DDP's bucket_cap_mb
   std::string backend = "auto";       ///< auto (NCCL on CUDA, Gloo on CPU), gloo, nccl
   int gloo_threads = 2;               ///< Gloo's worker threads (collectives in flight at once)
+  /// Broadcast rank 0's buffers (batch-norm statistics) before the first forward of every accumulation window
+  /// and before every evaluation, as DDP's broadcast_buffers=True (DDP: before the forward that follows a
+  /// synchronised one). false: every rank keeps its own buffers.
+  bool broadcast_buffers = true;
+  /// A parameter that no rank used in a step keeps an undefined gradient (the optimizer leaves it alone), as
+  /// DDP's find_unused_parameters=True; false: such a parameter is an error naming it (DDP also stops).
+  bool find_unused_parameters = false;
+  /// Gradient compression on the wire, as DDP's built-in communication hooks: "none", "fp16"
+  /// (fp16_compress_hook) or "bf16" (bf16_compress_hook).
+  std::string compression = "none";
 };
 
 /// Data-parallel training on c10d: one process per device, gradients averaged in buckets during backward.
@@ -314,6 +399,12 @@ class DataParallel {
   explicit DataParallel(Options o = {}) : o_(std::move(o)), s_(std::make_shared<detail::DataParallelState>()) {
     s_->env = o_.enabled ? Environment::from_env() : Environment{};
     s_->timeout = o_.timeout;
+    s_->find_unused = o_.find_unused_parameters;
+    if (o_.compression == "fp16") s_->wire_dtype = c10::ScalarType::Half;
+    else if (o_.compression == "bf16") s_->wire_dtype = c10::ScalarType::BFloat16;
+    else if (o_.compression != "none")
+      throw std::invalid_argument(fmt::format("policytrain::parallel::DataParallel: compression '{}' is unknown; "
+                                              "use none, fp16 or bf16", o_.compression));
   }
 
   /// The options.
@@ -342,6 +433,14 @@ class DataParallel {
   int64_t allreduce_calls_last_step() const { return s_->allreduce_calls_last_step; }
   /// Seconds spent waiting for all-reduces to finish.
   double comm_wait_seconds() const { return s_->comm_wait_seconds; }
+  /// Bytes all-reduced per optimizer step: every bucket as it goes on the wire (compressed or not), the
+  /// per-parameter "used" flags of the last bucket included.
+  int64_t bucket_bytes() const {
+    int64_t n = 0;
+    const auto elt = s_->wire_dtype ? static_cast<int64_t>(c10::elementSize(*s_->wire_dtype)) : int64_t{0};
+    for (const auto& b : s_->buckets) n += b.flat.numel() * (elt ? elt : static_cast<int64_t>(b.flat.element_size()));
+    return n;
+  }
 
   /// Joins the job: the store (rank 0 hosts it, or torchrun's agent does), then the process group.
   /// Idempotent. Throws std::runtime_error naming MASTER_ADDR / MASTER_PORT when that fails.
@@ -428,6 +527,7 @@ class DataParallel {
   /// Connects, broadcasts rank 0's parameters and buffers, and installs the gradient hooks.
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
+    verified_ = false;
     if (!active()) return;
     connect(ctx.device());
     torch::NoGradGuard ng;
@@ -436,6 +536,37 @@ class DataParallel {
     for (auto& b : ctx.module().buffers()) state.push_back(b.detach());
     broadcast(state, "rank 0's parameters and buffers");
     if (s_->params.empty()) build_buckets(ctx.module());
+  }
+
+  /// At the first epoch of a fit, after every policy's on_fit_begin (a checkpoint policy has resumed by then):
+  /// checks that every rank starts from the same state (verify_start).
+  template <class Ctx>
+  void on_epoch_begin(Ctx& ctx) {
+    if (!verified_) verify_start(ctx);
+  }
+
+  /// A fit that had no epoch left to run still takes part in the start check (the other ranks may have).
+  template <class Ctx>
+  void on_fit_end(Ctx& ctx) {
+    if (!verified_) verify_start(ctx);
+  }
+
+  /// Before the first forward of every accumulation window in training, broadcasts rank 0's buffers
+  /// (batch-norm statistics) when `broadcast_buffers` is set, as DDP does before the forward that follows a
+  /// synchronised one.
+  template <class Ctx, class F>
+  decltype(auto) around_forward(Ctx& ctx, F&& fn) {
+    if (active() && o_.broadcast_buffers && ctx.module().is_training() && ctx.state().micro_step == 1)
+      sync_buffers(ctx.module());
+    return fn();
+  }
+
+  /// Broadcasts rank 0's buffers before an evaluation (when `broadcast_buffers` is set), so that every rank
+  /// evaluates the same model.
+  template <class Ctx, class F>
+  Metrics around_evaluate(Ctx& ctx, F&& evaluate) {
+    if (active() && o_.broadcast_buffers) sync_buffers(ctx.module());
+    return evaluate();
   }
 
   /// Runs `fn` (the backward); on a window's last micro-step, all-reduces gradient buckets as they become ready.
@@ -455,6 +586,14 @@ class DataParallel {
   void before_step(Ctx&) {
     if (active()) s_->finish_step();
   }
+
+  /// The world size, saved in checkpoints so that a resume with another one is recognised.
+  StateDict state_dict() const { return {{"world_size", scalar_tensor(static_cast<int64_t>(world_size()))}}; }
+  /// Restores what state_dict() saved (the world size of the run that wrote the checkpoint).
+  void load_state_dict(const StateDict& d) { saved_world_size_ = state_int(d, "world_size"); }
+
+  /// Buffer broadcasts so far (broadcast_buffers).
+  int64_t buffer_broadcasts() const { return buffer_broadcasts_; }
 
   /// Whether this is rank 0 (the Trainer's is_main hook).
   bool is_main() { return s_->env.rank == 0; }
@@ -490,10 +629,87 @@ class DataParallel {
   }
 
  private:
+  void sync_buffers(torch::nn::Module& m) {
+    std::vector<torch::Tensor> bufs;
+    for (auto& b : m.buffers()) bufs.push_back(b.detach());
+    if (bufs.empty()) return;
+    torch::NoGradGuard ng;
+    // One broadcast of all buffers flattened per dtype (DDP coalesces them too).
+    std::vector<std::vector<size_t>> groups;
+    for (size_t i = 0; i < bufs.size(); ++i) {
+      auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& v) {
+        return bufs[v.front()].scalar_type() == bufs[i].scalar_type() && bufs[v.front()].device() == bufs[i].device();
+      });
+      if (g == groups.end()) groups.push_back({i});
+      else g->push_back(i);
+    }
+    for (const auto& g : groups) {
+      std::vector<torch::Tensor> parts;
+      for (size_t i : g) parts.push_back(bufs[i].reshape({-1}));
+      auto flat = torch::cat(parts);
+      std::vector<at::Tensor> ts{flat};
+      s_->wait(s_->backend->broadcast(ts, c10d::BroadcastOptions{}), "broadcast of rank 0's buffers");
+      int64_t off = 0;
+      for (size_t i : g) {
+        bufs[i].copy_(flat.slice(0, off, off + bufs[i].numel()).view(bufs[i].sizes()));
+        off += bufs[i].numel();
+      }
+    }
+    ++buffer_broadcasts_;
+  }
+
+  /// Every rank must start training from the same state: the same counters (epoch, optimizer step, micro-batch
+  /// in the epoch, skipped steps) and the same parameters and buffers (SHA-256). A fresh start always agrees
+  /// (rank 0's weights were broadcast at on_fit_begin); a resume agrees when every rank loaded the same
+  /// checkpoint. Otherwise every rank stops with an error listing each rank's state: never a silent divergence.
+  /// Also stops a mid-epoch resume with another world size than the checkpoint's (the rest of that epoch
+  /// cannot be re-sharded); at an epoch boundary the loaders re-shard by themselves.
+  template <class Ctx>
+  void verify_start(Ctx& ctx) {
+    verified_ = true;
+    if (!active()) return;
+    const auto& st = ctx.state();
+    const std::string sha = io::params_sha256(ctx.module());
+    const auto digest = static_cast<int64_t>(std::stoull(sha.substr(0, 15), nullptr, 16));
+    constexpr int64_t k = 6;
+    const int64_t w = world_size();
+    auto table = torch::zeros({w, k}, torch::kLong);
+    auto row = table[rank()];
+    const int64_t mine[k] = {st.epoch, st.global_step, st.batch_in_epoch, st.skipped_steps, saved_world_size_, digest};
+    for (int64_t j = 0; j < k; ++j) row[j].fill_(mine[j]);
+    all_reduce(table, c10d::ReduceOp::SUM, "agreement on the starting state (resume)");
+    auto t = table.accessor<int64_t, 2>();
+    bool same = true;
+    for (int64_t r = 1; r < w; ++r)
+      for (int64_t j = 0; j < k; ++j) same = same && t[r][j] == t[0][j];
+    if (!same) {
+      std::vector<std::string> rows;
+      for (int64_t r = 0; r < w; ++r)
+        rows.push_back(fmt::format("rank {}: epoch {}, step {}, micro-batch {} of the epoch, weights {:015x}", r,
+                                   t[r][0], t[r][1], t[r][2], t[r][5]));
+      throw ResumeMismatch(fmt::format(
+          "policytrain::parallel::DataParallel: {}: the ranks would start training from different states ({}); "
+          "each rank resumed on its own (rank-local run directories?): give every rank the same checkpoint (a "
+          "run directory all ranks read, or a copy of rank 0's file), or start all of them fresh",
+          s_->who(), fmt::join(rows, "; ")));
+    }
+    const int64_t saved = t[0][4];
+    if (saved > 0 && saved != w && st.batch_in_epoch > 0)
+      throw ResumeMismatch(fmt::format(
+          "policytrain::parallel::DataParallel: {}: the checkpoint was written mid-epoch (micro-batch {} of epoch "
+          "{}) by a run of world size {}, but this run has world size {}: the rest of that epoch cannot be "
+          "re-sharded; resume with WORLD_SIZE={}, or from a checkpoint taken at an epoch end (those re-shard)",
+          s_->who(), st.batch_in_epoch, st.epoch, saved, w, saved));
+  }
+
   void build_buckets(torch::nn::Module& m) {
     auto& s = *s_;
-    for (auto& p : m.parameters())
-      if (p.requires_grad()) s.params.push_back(p);
+    for (auto& p : m.named_parameters())
+      if (p.value().requires_grad()) {
+        s.params.push_back(p.value());
+        s.names.push_back(p.key());
+      }
+    s.ready.assign(s.params.size(), 0);
     const auto cap = static_cast<int64_t>(o_.bucket_mb * 1024 * 1024);
     s.bucket_of.assign(s.params.size(), -1);
     int64_t bytes = 0;
@@ -517,6 +733,11 @@ class DataParallel {
     for (auto& b : s.buckets) {
       int64_t n = 0;
       for (size_t j = 0; j < b.params.size(); ++j) n += s.params[b.params[j]].numel();
+      // The last bucket also carries one "used on this rank" flag per parameter (see used_offset).
+      if (&b == &s.buckets.back()) {
+        s.used_offset = n;
+        n += static_cast<int64_t>(s.params.size());
+      }
       b.flat = torch::zeros({n}, s.params[b.params.front()].options().requires_grad(false));
     }
     for (size_t i = 0; i < s.params.size(); ++i)
@@ -526,6 +747,9 @@ class DataParallel {
 
   Options o_;
   std::shared_ptr<detail::DataParallelState> s_;
+  bool verified_ = false;
+  int64_t saved_world_size_ = 0;   ///< world size of the run whose checkpoint was loaded (0: none loaded)
+  int64_t buffer_broadcasts_ = 0;
 };
 
 }  // namespace policytrain::parallel

@@ -138,7 +138,9 @@ class Autocast {
   template <class Ctx>
   bool step(Ctx& ctx) {
     if (scaling_) return scaler_.step(ctx.optimizer());
-    const bool ok = window_ok_;
+    // Under data parallelism a window is skipped on every rank when any rank's loss was non-finite.
+    const bool ok = (o_.on_nonfinite == NonFinite::skip || o_.on_nonfinite == NonFinite::rollback) ? !ctx.agree_any(!window_ok_)
+                                                                                 : window_ok_;
     window_ok_ = true;
     if (ok) ctx.optimizer().step();
     return ok;

@@ -71,7 +71,9 @@ struct Fp32 {
 
   template <class Ctx>
   bool step(Ctx& ctx) {
-    const bool ok = window_ok_;
+    // Under data parallelism a window is skipped on every rank when any rank's loss was non-finite.
+    const bool ok = (on_nonfinite == NonFinite::skip || on_nonfinite == NonFinite::rollback) ? !ctx.agree_any(!window_ok_)
+                                                                                 : window_ok_;
     window_ok_ = true;
     if (ok) ctx.optimizer().step();
     return ok;

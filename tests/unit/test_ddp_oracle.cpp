@@ -1,0 +1,262 @@
+// parallel::DataParallel side by side with PyTorch's DistributedDataParallel, the oracle. For each scenario,
+// torchrun (--nproc-per-node 2, Gloo) runs tests/integration/ddp_oracle.py, which writes the data set and the
+// initial weights and trains with DDP; then 2 ranks of this binary (started by parallel::launch_local, or by two
+// torchrun "nodes" on loopback) load the same data and weights and train the same model (an MLP with batch norm and
+// one parameter its forward never uses) with the same shards and AdamW. After the last step every rank's
+// parameters, buffers (batch-norm statistics, broadcast from rank 0 before each window's forward) and AdamW state
+// (exp_avg, exp_avg_sq, step) equal DDP's rank's within 1e-6. A worker is this binary with POLICYTRAIN_ORACLE_WORKER
+// set: a static initialiser runs it before doctest's main and exits.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "unit/helpers.hpp"
+
+namespace pt = policytrain;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int64_t kIn = 8, kHidden = 16, kOut = 3, kEpochs = 2, kGlobalBatch = 16;
+constexpr double kLr = 0.01, kWd = 0.1;
+
+/// The model of ddp_oracle.py, with the same parameter and buffer names.
+struct NetImpl : torch::nn::Module {
+  NetImpl()
+      : fc1(register_module("fc1", torch::nn::Linear(kIn, kHidden))),
+        bn(register_module("bn", torch::nn::BatchNorm1d(kHidden))),
+        fc2(register_module("fc2", torch::nn::Linear(kHidden, kOut))) {
+    unused = register_parameter("unused", torch::ones({4}));  // never used by forward
+  }
+  torch::Tensor forward(torch::Tensor x) { return fc2(bn(torch::tanh(fc1(x)))); }
+  torch::nn::Linear fc1;
+  torch::nn::BatchNorm1d bn;
+  torch::nn::Linear fc2;
+  torch::Tensor unused;
+};
+TORCH_MODULE(Net);
+
+struct NetTask {
+  Net net;
+  torch::nn::Module& module() { return *net; }
+  torch::Tensor training_step(const pt::Batch& b) {
+    return torch::nn::functional::cross_entropy(net->forward(b.x), b.y);
+  }
+};
+
+using Tensors = std::map<std::string, torch::Tensor>;
+
+/// Reads a directory written by ddp_oracle.py's save_tensors (manifest.json and raw little-endian files).
+Tensors load_tensors(const fs::path& dir) {
+  std::ifstream mf(dir / "manifest.json");
+  if (!mf) throw std::runtime_error("no manifest.json in " + dir.string());
+  const auto manifest = nlohmann::json::parse(mf);
+  Tensors out;
+  for (const auto& [name, e] : manifest.items()) {
+    std::vector<int64_t> shape = e["shape"].get<std::vector<int64_t>>();
+    const auto dtype = e["dtype"] == "float32" ? torch::kFloat : torch::kLong;
+    auto t = torch::empty(shape, dtype);
+    std::ifstream f(dir / e["file"].get<std::string>(), std::ios::binary);
+    f.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(t.numel() * t.element_size()));
+    if (!f) throw std::runtime_error("short file for " + name + " in " + dir.string());
+    out[name] = t;
+  }
+  return out;
+}
+
+/// Writes `tensors` in the same format.
+void save_tensors(const fs::path& dir, const Tensors& tensors) {
+  fs::create_directories(dir);
+  nlohmann::json manifest = nlohmann::json::object();
+  int i = 0;
+  for (const auto& [name, t0] : tensors) {
+    auto t = t0.detach().to(torch::kCPU).contiguous();
+    t = t.is_floating_point() ? t.to(torch::kFloat) : t.to(torch::kLong);
+    const std::string file = std::to_string(i++) + ".bin";
+    std::ofstream f(dir / file, std::ios::binary);
+    f.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.numel() * t.element_size()));
+    manifest[name] = {{"dtype", t.is_floating_point() ? "float32" : "int64"}, {"shape", t.sizes().vec()}, {"file", file}};
+  }
+  std::ofstream(dir / "manifest.json") << manifest.dump();
+}
+
+/// One rank of our side: the same training as ddp_oracle.py, written to <dir>/<subdir>/rank<r>.
+int run_worker(const std::string& scenario, const fs::path& dir, const std::string& subdir) {
+  const int64_t accumulate = scenario == "accumulate" ? 2 : 1;
+  // POLICYTRAIN_ORACLE_NO_BUFFERS=1 turns the buffer broadcast off (the behaviour before it existed: the
+  // oracle then fails on the batch-norm statistics; for checking the check by hand).
+  const bool no_buffers = std::getenv("POLICYTRAIN_ORACLE_NO_BUFFERS") != nullptr;
+  pt::parallel::DataParallel dp({.timeout = std::chrono::seconds(120),
+                                 .broadcast_buffers = !no_buffers,
+                                 .find_unused_parameters = scenario == "unused",
+                                 .compression = scenario == "bf16" ? "bf16" : "none"});
+  const int world = dp.world_size(), rank = dp.rank();
+  NetTask task;
+  {
+    torch::manual_seed(1000 + static_cast<uint64_t>(rank));  // whatever: the initial weights are loaded below
+    task.net = Net();
+    torch::NoGradGuard ng;
+    const auto init = load_tensors(dir / "init");
+    for (auto& p : task.net->named_parameters()) p.value().copy_(init.at(p.key()));
+    for (auto& b : task.net->named_buffers()) b.value().copy_(init.at(b.key()));
+  }
+  if (scenario != "unused") task.net->unused.requires_grad_(false);
+  const auto data = load_tensors(dir / "data");
+  pt::data::TensorLoader loader(data.at("x"), data.at("y"),
+                                {.batch_size = kGlobalBatch / world / accumulate, .shuffle = false, .rank = rank,
+                                 .world_size = world});
+  torch::optim::AdamW opt(task.net->parameters(), torch::optim::AdamWOptions(kLr).weight_decay(kWd));
+  pt::Trainer<NetTask, pt::parallel::DataParallel, pt::accumulate::Steps> trainer(task, opt, std::move(dp),
+                                                                                 pt::accumulate::Steps(accumulate));
+  trainer.fit(loader, {.epochs = kEpochs});
+  Tensors out;
+  for (auto& p : task.net->named_parameters()) out["param." + p.key()] = p.value();
+  for (auto& b : task.net->named_buffers()) out["buffer." + b.key()] = b.value();
+  for (auto& p : task.net->named_parameters()) {
+    auto it = opt.state().find(p.value().unsafeGetTensorImpl());
+    if (it == opt.state().end()) continue;
+    auto& st = static_cast<torch::optim::AdamWParamState&>(*it->second);
+    out["opt." + p.key() + ".exp_avg"] = st.exp_avg();
+    out["opt." + p.key() + ".exp_avg_sq"] = st.exp_avg_sq();
+    out["opt." + p.key() + ".step"] = torch::tensor(static_cast<float>(st.step()));
+  }
+  save_tensors(dir / subdir / fmt::format("rank{}", rank), out);
+  return 0;
+}
+
+const int kWorkerHook = [] {
+  const char* scenario = std::getenv("POLICYTRAIN_ORACLE_WORKER");
+  if (!scenario) return 0;
+  const fs::path dir = std::getenv("POLICYTRAIN_ORACLE_DIR");
+  const std::string subdir = std::getenv("POLICYTRAIN_ORACLE_SUBDIR");
+  const std::string rank = std::getenv("RANK") ? std::getenv("RANK") : "0";
+  std::freopen((dir / (subdir + "-stderr" + rank + ".txt")).c_str(), "w", stderr);
+  int code = 0;
+  try {
+    code = run_worker(scenario, dir, subdir);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "worker error: %s\n", e.what());
+    code = 3;
+  }
+  std::fflush(nullptr);
+  std::_Exit(code);
+}();
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+/// Runs a shell command line with a generous limit (the machine may be loaded); returns its exit status.
+int sh(const std::string& cmd, const fs::path& log) {
+  const std::string line = "timeout 900 sh -c '" + cmd + "' >" + log.string() + " 2>&1";
+  const int rc = std::system(line.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+}
+
+/// DDP's side: torchrun on ddp_oracle.py.
+void run_python(const std::string& scenario, const fs::path& dir) {
+  const int port = pt::parallel::free_port();
+  const std::string cmd = fmt::format(
+      "OMP_NUM_THREADS=1 torchrun --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {} {}/tests/integration/"
+      "ddp_oracle.py --scenario {} --out {}", port, POLICYTRAIN_SOURCE_DIR, scenario, dir.string());
+  const int rc = sh(cmd, dir / "torchrun.log");
+  INFO("torchrun: " << read_text(dir / "torchrun.log"));
+  REQUIRE(rc == 0);
+}
+
+/// Our side: 2 ranks of this binary on one node (launch_local).
+void run_ours(const std::string& scenario, const fs::path& dir, const std::string& subdir) {
+  const int rc = pt::parallel::launch_local({.nproc = 2,
+                                             .program = "/proc/self/exe",
+                                             .env = {{"POLICYTRAIN_ORACLE_WORKER", scenario},
+                                                     {"POLICYTRAIN_ORACLE_DIR", dir.string()},
+                                                     {"POLICYTRAIN_ORACLE_SUBDIR", subdir},
+                                                     {"OMP_NUM_THREADS", "1"}},
+                                             .deadline = std::chrono::seconds(600)});
+  INFO("rank 0: " << read_text(dir / (subdir + "-stderr0.txt")) << "\nrank 1: " << read_text(dir / (subdir + "-stderr1.txt")));
+  REQUIRE(rc == 0);
+}
+
+/// Compares every tensor of `got` with `want` (the same names on both sides).
+void compare(const fs::path& want_dir, const fs::path& got_dir, double tol) {
+  const auto want = load_tensors(want_dir), got = load_tensors(got_dir);
+  std::vector<std::string> wn, gn;
+  for (const auto& [k, v] : want) wn.push_back(k);
+  for (const auto& [k, v] : got) gn.push_back(k);
+  CHECK(fmt::format("{}", fmt::join(gn, " ")) == fmt::format("{}", fmt::join(wn, " ")));
+  for (const auto& [name, w] : want) {
+    if (!got.count(name)) continue;
+    const auto& g = got.at(name);
+    REQUIRE(g.sizes() == w.sizes());
+    const double d = (g.to(torch::kDouble) - w.to(torch::kDouble)).abs().max().item<double>();
+    INFO(got_dir.string() << " " << name << ": max |ours - DDP| = " << d);
+    CHECK(d <= tol);
+  }
+}
+
+void side_by_side(const std::string& scenario, double tol = 1e-6) {
+  const auto dir = testing::temp_dir("ddp-oracle-" + scenario);
+  run_python(scenario, dir);
+  run_ours(scenario, dir, "cpp");
+  for (int r = 0; r < 2; ++r) compare(dir / "py" / fmt::format("rank{}", r), dir / "cpp" / fmt::format("rank{}", r), tol);
+}
+
+}  // namespace
+
+TEST_CASE("DDP oracle: plain data parallel (2 ranks, batch norm, a frozen parameter) equals DDP within 1e-6") {
+  side_by_side("plain");
+}
+
+TEST_CASE("DDP oracle: accumulation (no all-reduce on the first micro-step, DDP's no_sync) equals DDP within 1e-6") {
+  side_by_side("accumulate");
+}
+
+TEST_CASE("DDP oracle: a parameter no rank uses stays untouched, as DDP with find_unused_parameters") {
+  const auto dir = testing::temp_dir("ddp-oracle-unused");
+  run_python("unused", dir);
+  run_ours("unused", dir, "cpp");
+  for (int r = 0; r < 2; ++r) {
+    compare(dir / "py" / fmt::format("rank{}", r), dir / "cpp" / fmt::format("rank{}", r), 1e-6);
+    const auto got = load_tensors(dir / "cpp" / fmt::format("rank{}", r));
+    CHECK(torch::equal(got.at("param.unused"), torch::ones({4})));  // AdamW's weight decay did not touch it
+    CHECK(got.count("opt.unused.exp_avg") == 0);                     // no optimizer state: its grad stayed undefined
+  }
+}
+
+TEST_CASE("DDP oracle: bf16 gradient compression equals DDP's bf16_compress_hook") {
+  side_by_side("bf16");
+}
+
+TEST_CASE("two torchrun 'nodes' on loopback (--nnodes 2 --node-rank 0/1, --no-python) equal DDP and one node of 2") {
+  const auto dir = testing::temp_dir("ddp-oracle-nodes");
+  run_python("plain", dir);
+  run_ours("plain", dir, "cpp");
+  const int port = pt::parallel::free_port();
+  auto node = [&](int r) {
+    return fmt::format("torchrun --nnodes 2 --node-rank {} --nproc-per-node 1 --master-addr 127.0.0.1 "
+                       "--master-port {} --no-python /proc/{}/exe", r, port, ::getpid());
+  };
+  // Both launchers run at once, as on two machines; each node's agent hosts or joins the store.
+  const std::string cmd = fmt::format(
+      "export OMP_NUM_THREADS=1 POLICYTRAIN_ORACLE_WORKER=plain POLICYTRAIN_ORACLE_DIR={} "
+      "POLICYTRAIN_ORACLE_SUBDIR=nodes; {} > {}/node0.log 2>&1 & a=$!; {} > {}/node1.log 2>&1 & b=$!; "
+      "wait $a; ra=$?; wait $b; rb=$?; exit $((ra + rb))", dir.string(), node(0), dir.string(), node(1), dir.string());
+  const int rc = sh(cmd, dir / "nodes.log");
+  INFO("node 0: " << read_text(dir / "node0.log") << read_text(dir / "nodes-stderr0.txt"));
+  INFO("node 1: " << read_text(dir / "node1.log") << read_text(dir / "nodes-stderr1.txt"));
+  REQUIRE(rc == 0);
+  for (int r = 0; r < 2; ++r) {
+    compare(dir / "py" / fmt::format("rank{}", r), dir / "nodes" / fmt::format("rank{}", r), 1e-6);
+    compare(dir / "cpp" / fmt::format("rank{}", r), dir / "nodes" / fmt::format("rank{}", r), 0.0);
+  }
+}
