@@ -123,32 +123,41 @@ bool python_available() {
   return ok;
 }
 
-/// Python's torch.optim run over the same inputs: {"params": [[Tensor] per step], "state": [{name: Tensor}]}.
-c10::impl::GenericDict python_oracle(const Case& c, const Inputs& in, const std::string& name) {
+/// Python's torch.optim runs over the same inputs, all cases in one Python process (importing torch is slow):
+/// for each, {"params": [[Tensor] per step], "state": [{name: Tensor}]}.
+std::vector<c10::impl::GenericDict> python_oracle(const std::vector<std::pair<Case, Inputs>>& cases, const std::string& name) {
   const auto dir = testing::temp_dir("fused-optim-" + name);
-  c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
-  d.insert("kind", c.kind);
-  c10::Dict<std::string, double> opts;
-  for (auto& [k, v] : c.options) opts.insert(k, v);
-  d.insert("options", opts);
-  d.insert("group_lr", c10::List<double>(c.group_lr));
-  d.insert("group_of", c10::List<int64_t>(c.group_of));
-  d.insert("grad_scale", c10::List<double>(c.grad_scale));
-  d.insert("found_inf", c10::List<double>(c.found_inf));
-  d.insert("params", c10::List<Tensor>(in.params));
-  c10::List<c10::List<Tensor>> grads;
-  for (auto& g : in.grads) grads.push_back(c10::List<Tensor>(g));
-  d.insert("grads", grads);
-  const auto bytes = torch::pickle_save(d);
-  std::ofstream(dir / "in.pt", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   const fs::path script = fs::path(POLICYTRAIN_SOURCE_DIR) / "tests/unit/fused_optim_oracle.py";
-  const std::string cmd = "python3 " + script.string() + " " + (dir / "in.pt").string() + " " + (dir / "out.pt").string();
+  std::string cmd = "python3 " + script.string();
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const auto& [c, in] = cases[k];
+    c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
+    d.insert("kind", c.kind);
+    c10::Dict<std::string, double> opts;
+    for (auto& [key, v] : c.options) opts.insert(key, v);
+    d.insert("options", opts);
+    d.insert("group_lr", c10::List<double>(c.group_lr));
+    d.insert("group_of", c10::List<int64_t>(c.group_of));
+    d.insert("grad_scale", c10::List<double>(c.grad_scale));
+    d.insert("found_inf", c10::List<double>(c.found_inf));
+    d.insert("params", c10::List<Tensor>(in.params));
+    c10::List<c10::List<Tensor>> grads;
+    for (auto& g : in.grads) grads.push_back(c10::List<Tensor>(g));
+    d.insert("grads", grads);
+    const auto bytes = torch::pickle_save(d);
+    const auto in_file = dir / ("in" + std::to_string(k) + ".pt");
+    std::ofstream(in_file, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    cmd += " " + in_file.string() + " " + (dir / ("out" + std::to_string(k) + ".pt")).string();
+  }
   REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, cmd);
-  std::ifstream f(dir / "out.pt", std::ios::binary);
-  std::vector<char> out((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  auto result = torch::pickle_load(out).toGenericDict();
+  std::vector<c10::impl::GenericDict> results;
+  for (size_t k = 0; k < cases.size(); ++k) {
+    std::ifstream f(dir / ("out" + std::to_string(k) + ".pt"), std::ios::binary);
+    std::vector<char> out((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    results.push_back(torch::pickle_load(out).toGenericDict());
+  }
   fs::remove_all(dir);
-  return result;
+  return results;
 }
 
 /// Our state of parameter `p` under Python's names (the step as a float, as PyTorch keeps it).
@@ -168,17 +177,11 @@ std::map<std::string, Tensor> our_state(const Case& c, torch::optim::Optimizer& 
   return s;
 }
 
-/// Runs `c` in C++ and in Python and checks every step's parameters and the final state are equal.
-void check_against_python(const Case& c, const std::string& name, uint64_t seed = 11) {
-  if (!python_available()) {
-    MESSAGE("python3 with torch is not installed; skipped");
-    return;
-  }
-  const auto in = make_inputs(c, seed);
+/// Checks our run of `c` against Python's (`py`): every step's parameters and the final state equal.
+void check_case(const Case& c, const Inputs& in, const c10::impl::GenericDict& py) {
   auto params = clone_all(in.params);
   auto opt = make(c, params);
   const auto ours = run(c, in, *opt, params, 0, c.steps());
-  auto py = python_oracle(c, in, name);
   auto py_params = py.at("params").toList();
   REQUIRE(py_params.size() == ours.size());
   for (size_t t = 0; t < ours.size(); ++t) {
@@ -211,6 +214,21 @@ void check_against_python(const Case& c, const std::string& name, uint64_t seed 
   for (size_t i = 0; i < params.size(); ++i) CHECK_FALSE(torch::equal(params[i], in.params[i]));
 }
 
+/// Runs each case in C++ and in Python and checks every step's parameters and the final state are equal.
+void check_against_python(const std::vector<Case>& cases, const std::string& name, uint64_t seed = 11) {
+  if (!python_available()) {
+    MESSAGE("python3 with torch is not installed; skipped");
+    return;
+  }
+  std::vector<std::pair<Case, Inputs>> all;
+  for (auto& c : cases) all.emplace_back(c, make_inputs(c, seed++));
+  const auto oracle = python_oracle(all, name);
+  for (size_t k = 0; k < all.size(); ++k) {
+    CAPTURE(k);
+    check_case(all[k].first, all[k].second, oracle[k]);
+  }
+}
+
 const std::vector<double> kNoScale(8, 0.0), kNoInf(8, -1.0);
 // The loss scaler's sequence: a scale that changes, two skipped steps (inf in the gradients), found_inf 0 otherwise.
 const std::vector<double> kScale{1024, 1024, 2048, 1024, 1024, 512, 512, 1024}, kInf{0, 0, 1, 0, 0, 1, 0, 0};
@@ -232,30 +250,28 @@ Case scaled(Case c) {
 }  // namespace
 
 TEST_CASE("FusedAdamW equals torch.optim.AdamW(fused=True) step for step") {
-  for (bool amsgrad : {false, true}) {
-    CAPTURE(amsgrad);
-    check_against_python(adam_case("adamw", amsgrad, 0.05), "adamw");
-    check_against_python(scaled(adam_case("adamw", amsgrad, 0.05)), "adamw-scaled");
-  }
+  std::vector<Case> cases;
+  for (bool amsgrad : {false, true})
+    for (auto c : {adam_case("adamw", amsgrad, 0.05), scaled(adam_case("adamw", amsgrad, 0.05))}) cases.push_back(c);
+  check_against_python(cases, "adamw");
 }
 
 TEST_CASE("FusedAdam equals torch.optim.Adam(fused=True) step for step") {
-  for (bool amsgrad : {false, true}) {
-    CAPTURE(amsgrad);
-    check_against_python(adam_case("adam", amsgrad, 0.0), "adam");
-    check_against_python(adam_case("adam", amsgrad, 0.01), "adam-l2");
-    check_against_python(scaled(adam_case("adam", amsgrad, 0.01)), "adam-scaled");
-  }
+  std::vector<Case> cases;
+  for (bool amsgrad : {false, true})
+    for (auto c : {adam_case("adam", amsgrad, 0.0), adam_case("adam", amsgrad, 0.01), scaled(adam_case("adam", amsgrad, 0.01))})
+      cases.push_back(c);
+  check_against_python(cases, "adam");
 }
 
 TEST_CASE("FusedSgd equals torch.optim.SGD(fused=True) step for step") {
-  const std::vector<Case> cases{sgd_case(0.937, 0, true, 5e-4),  // the Ultralytics default
-                                sgd_case(0.9, 0.1, false, 1e-2), sgd_case(0, 0, false, 1e-3), sgd_case(0.5, 0, false, 0)};
-  for (size_t k = 0; k < cases.size(); ++k) {
-    CAPTURE(k);
-    check_against_python(cases[k], "sgd");
-    check_against_python(scaled(cases[k]), "sgd-scaled");
+  std::vector<Case> cases;
+  for (auto c : {sgd_case(0.937, 0, true, 5e-4),  // the Ultralytics default
+                 sgd_case(0.9, 0.1, false, 1e-2), sgd_case(0, 0, false, 1e-3), sgd_case(0.5, 0, false, 0)}) {
+    cases.push_back(c);
+    cases.push_back(scaled(c));
   }
+  check_against_python(cases, "sgd");
 }
 
 TEST_CASE("FusedSgd: a first step skipped by found_inf leaves zero buffers, then equals Python started a step later") {
@@ -280,7 +296,7 @@ TEST_CASE("FusedSgd: a first step skipped by found_inf leaves zero buffers, then
   later.grad_scale.erase(later.grad_scale.begin());
   later.found_inf = std::vector<double>(c.steps() - 1, -1.0);
   Inputs in_later{in.params, {in.grads.begin() + 1, in.grads.end()}};
-  auto py = python_oracle(later, in_later, "sgd-later").at("params").toList();
+  auto py = python_oracle({{later, in_later}}, "sgd-later").at(0).at("params").toList();
   for (size_t t = 1; t < c.steps(); ++t)
     for (size_t i = 0; i < params.size(); ++i) CHECK(torch::equal(ours[t][i], py.get(t - 1).toList().get(i).toTensor()));
 }
