@@ -17,7 +17,7 @@ namespace {
 constexpr int64_t kSamples = 2048, kBatch = 32, kIn = 64, kHidden = 128, kOut = 10;
 
 template <class Opt, class Options>
-void BM_Loop(benchmark::State& st, Options opts) {
+void run_loop(benchmark::State& st, Options opts) {
   torch::set_num_threads(1);
   testing::MlpTask task{1, kIn, kHidden, kOut};
   Opt opt(task.module().parameters(), opts);
@@ -41,8 +41,9 @@ const auto kSgd = torch::optim::SGDOptions(1e-2).momentum(0.937).nesterov(true).
 
 }  // namespace
 
-#define POLICYTRAIN_BM(name, Opt, opts) \
-  BENCHMARK_CAPTURE(BM_Loop<Opt>, name, opts)->Unit(benchmark::kMillisecond)->MinTime(0.5)->Repetitions(5)
+#define POLICYTRAIN_BM(name, Opt, opts)                               \
+  void BM_##name(benchmark::State& st) { run_loop<Opt>(st, opts); } \
+  BENCHMARK(BM_##name)->Unit(benchmark::kMillisecond)->MinTime(0.5)->Repetitions(5)
 POLICYTRAIN_BM(libtorch_AdamW, torch::optim::AdamW, kAdamW);
 POLICYTRAIN_BM(fused_AdamW, pt::optim::FusedAdamW, kAdamW);
 POLICYTRAIN_BM(libtorch_Adam, torch::optim::Adam, kAdam);
