@@ -51,8 +51,9 @@ void add_core_flags(CLI::App& app, Config& c) {
   app.add_option("--run-dir", c.run_dir, "Directory for summary.json and checkpoints");
   app.add_option("--epochs", c.epochs, "Epochs to train")->check(CLI::PositiveNumber);
   app.add_option("--lr", c.lr, "Peak learning rate")->check(CLI::PositiveNumber);
-  app.add_option("--optimizer", c.optimizer, "Optimizer (adamw: policytrain's fused AdamW; adamw-loop: LibTorch's AdamW)")
-      ->check(CLI::IsMember({"sgd", "adamw", "adamw-loop"}));
+  app.add_option("--optimizer", c.optimizer,
+                 "Optimizer (adamw, adam, sgd: policytrain's fused ones; adamw-loop, adam-loop, sgd-loop: LibTorch's)")
+      ->check(CLI::IsMember({"adamw", "adam", "sgd", "adamw-loop", "adam-loop", "sgd-loop"}));
   app.add_option("--weight-decay", c.weight_decay, "Weight decay")->check(CLI::NonNegativeNumber);
   app.add_option("--momentum", c.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", c.seed, "Seed of the weights' initialisation and the data order");
@@ -85,9 +86,18 @@ torch::Device resolve_device(const Config& c, int local_rank) {
 }
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Config& c, torch::nn::Module& m) {
-  if (c.optimizer == "sgd")
-    return std::make_unique<torch::optim::SGD>(
-        m.parameters(), torch::optim::SGDOptions(c.lr).momentum(c.momentum).nesterov(true).weight_decay(c.weight_decay));
+  // sgd: Nesterov momentum (the Ultralytics default form); the fused optimizers are drop-in replacements of
+  // LibTorch's classes (same options and state, so checkpoints move between them).
+  if (c.optimizer == "sgd" || c.optimizer == "sgd-loop") {
+    const auto opts = torch::optim::SGDOptions(c.lr).momentum(c.momentum).nesterov(true).weight_decay(c.weight_decay);
+    if (c.optimizer == "sgd-loop") return std::make_unique<torch::optim::SGD>(m.parameters(), opts);
+    return std::make_unique<pt::optim::FusedSgd>(m.parameters(), opts);
+  }
+  if (c.optimizer == "adam" || c.optimizer == "adam-loop") {
+    const auto opts = torch::optim::AdamOptions(c.lr).weight_decay(c.weight_decay);
+    if (c.optimizer == "adam-loop") return std::make_unique<torch::optim::Adam>(m.parameters(), opts);
+    return std::make_unique<pt::optim::FusedAdam>(m.parameters(), opts);
+  }
   const auto opts = torch::optim::AdamWOptions(c.lr).weight_decay(c.weight_decay);
   if (c.optimizer == "adamw-loop") return std::make_unique<torch::optim::AdamW>(m.parameters(), opts);
   return std::make_unique<pt::optim::FusedAdamW>(m.parameters(), opts);

@@ -49,4 +49,6 @@
 
 #include <policytrain/io/digest.hpp>
 
+#include <policytrain/optim/fused_adam.hpp>
 #include <policytrain/optim/fused_adamw.hpp>
+#include <policytrain/optim/fused_sgd.hpp>
