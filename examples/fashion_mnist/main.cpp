@@ -41,6 +41,7 @@ struct Config {
   int64_t limit_val_batches = -1;
   int64_t width = 32;
   int progress_tty = -1;
+  bool recompute = false;
 };
 
 void add_core_flags(CLI::App& app, Config& c) {
@@ -58,6 +59,8 @@ void add_core_flags(CLI::App& app, Config& c) {
   app.add_option("--limit-val-batches", c.limit_val_batches, "Test batches evaluated at most (-1: all)");
   app.add_option("--width", c.width, "Channels of the first convolution")->check(CLI::PositiveNumber);
   app.add_option("--progress-tty", c.progress_tty, "Progress display: -1 detect, 0 plain lines, 1 terminal");
+  app.add_flag("--recompute", c.recompute,
+               "Activation checkpointing: keep only each CNN block's input, recompute the block in backward");
 }
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Config& c, torch::nn::Module& m) {
@@ -108,7 +111,7 @@ int main(int argc, char** argv) {
                 static_cast<long long>(train.x.size(0)), static_cast<long long>(test.x.size(0)),
                 cfg.data.string().c_str(), torch::get_num_threads());
 
-    fmnist::Classifier task(cfg.width);
+    fmnist::Classifier task(cfg.width, cfg.recompute);
     auto optimizer = make_optimizer(cfg, task.module());
     const int64_t micro_batch = accumulation.resolve(task, train.x, train.y, cfg.batch_size);
     // [snippet:loader]
@@ -166,6 +169,7 @@ int main(int argc, char** argv) {
           {"optimizer", {{"name", cfg.optimizer}, {"lr", cfg.lr}, {"weight_decay", cfg.weight_decay}}},
           {"parallel", par.describe(trainer.policy<pt::Category::parallel>())},
           {"batch_size", cfg.batch_size},
+          {"recompute", cfg.recompute},
           {"accumulation", accumulation.describe()},
           {"schedule", schedule.describe()},
           {"seed", cfg.seed}}},
