@@ -111,6 +111,7 @@ TEST_CASE("2 ranks with recompute and batch B/2 each end with the parameters of 
   const int code = pt::parallel::launch_local({.nproc = 2,
                                                .env = {{"POLICYTRAIN_RECOMPUTE_WORKER", out.string()},
                                                        {"OMP_NUM_THREADS", "1"}},
+                                               .stop_others_on_failure = true,
                                                .deadline = std::chrono::seconds(120)});
   INFO("rank 0: " << read_text(out / "stderr0.txt") << "\nrank 1: " << read_text(out / "stderr1.txt"));
   REQUIRE(code == 0);
