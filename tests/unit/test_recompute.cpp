@@ -191,6 +191,22 @@ TEST_CASE("under bf16 autocast the deep MLP's gradients with recompute equal tho
   CHECK((h.scalar_type() == torch::kBFloat16));
 }
 
+TEST_CASE("under autocast, a weight used inside a recompute and again outside it gets both gradients") {
+  // The recompute's forward runs under no-grad: a bf16 copy of the weight cast there has no autograd history, and
+  // autocast's weight cache must not hand it to the later use outside the recompute (its gradient would be lost).
+  torch::manual_seed(8);
+  auto lin = torch::nn::Linear(8, 8);
+  auto x = torch::randn({4, 8});
+  auto run = [&](bool rc) {
+    lin->zero_grad();
+    pt::precision::AutocastGuard ac(c10::DeviceType::CPU, c10::ScalarType::BFloat16);
+    auto h = rc ? mem::recompute([&](const torch::Tensor& in) { return lin(in); }, x) : lin(x);
+    lin(h).to(torch::kFloat).sum().backward();
+    return std::vector<torch::Tensor>{lin->weight.grad().clone(), lin->bias.grad().clone()};
+  };
+  check_equal(run(true), run(false));
+}
+
 TEST_CASE("PyTorch's checkpoint(use_reentrant=False) on the same module and weights gives the same gradients") {
   if (!python_has_torch()) {
     MESSAGE("python3 with torch is not installed; skipped");
