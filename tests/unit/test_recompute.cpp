@@ -343,7 +343,7 @@ struct SpikyTask : testing::MlpTask {
 };
 }  // namespace
 
-TEST_CASE("MetricsLog: peak RSS per step sees a 256 MiB allocation in its step only; summary and progress show it") {
+TEST_CASE("MetricsLog: peak RSS per step sees a 256 MiB allocation in its step only, and the summary and progress show it") {
   // Large blocks from the system, returned on free, so that RSS follows the tensors (glibc otherwise keeps them).
   ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
   const auto dir = testing::temp_dir("peak-memory");
