@@ -44,6 +44,7 @@ struct Config {
   int64_t width = 32;
   int progress_tty = -1;
   std::string device = "cpu";
+  bool recompute = false;
 };
 
 void add_core_flags(CLI::App& app, Config& c) {
@@ -68,6 +69,8 @@ void add_core_flags(CLI::App& app, Config& c) {
   app.add_option("--progress-tty", c.progress_tty, "Progress display: -1 detect, 0 plain lines, 1 terminal");
   app.add_option("--device", c.device, "cpu, or cuda (each rank takes the GPU of its local rank)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_flag("--recompute", c.recompute,
+               "Activation checkpointing: keep only each CNN block's input, recompute the block in backward");
 }
 
 /// The device this rank trains on: --device cuda takes the GPU of the local rank (one process per GPU).
@@ -152,7 +155,7 @@ int main(int argc, char** argv) {
                 static_cast<long long>(test.x.size(0)),
                 cfg.data.string().c_str(), torch::get_num_threads());
 
-    fmnist::Classifier task(cfg.width);
+    fmnist::Classifier task(cfg.width, cfg.recompute);
     task.module().to(device);  // before the optimizer takes the parameters; the Trainer moves batches here
     auto optimizer = make_optimizer(cfg, task.module());
     const int64_t micro_batch = accumulation.resolve(task, train.x, train.y, cfg.batch_size);
@@ -229,6 +232,7 @@ int main(int argc, char** argv) {
           {"optimizer", {{"name", cfg.optimizer}, {"lr", cfg.lr}, {"weight_decay", cfg.weight_decay}}},
           {"parallel", par.describe(trainer.policy<pt::Category::parallel>())},
           {"batch_size", cfg.batch_size},
+          {"recompute", cfg.recompute},
           {"accumulation", accumulation.describe()},
           {"schedule", schedule.describe()},
           {"seed", cfg.seed}}},

@@ -7,9 +7,12 @@
 namespace fmnist {
 
 /// 2 conv + batch norm + max-pool blocks, then 2 fully connected layers (about 420K parameters).
+/// With `recompute`, each of the three blocks (conv 1, conv 2, the classifier head) is run under
+/// memory::recompute when training: only the blocks' inputs are kept for backward.
 struct CnnImpl : torch::nn::Module {
-  explicit CnnImpl(int64_t width = 32)
-      : conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, width, 3).padding(1).bias(false)))),
+  explicit CnnImpl(int64_t width = 32, bool recompute = false)
+      : recompute(recompute),
+        conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, width, 3).padding(1).bias(false)))),
         bn1(register_module("bn1", torch::nn::BatchNorm2d(width))),
         conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(width, 2 * width, 3).padding(1).bias(false)))),
         bn2(register_module("bn2", torch::nn::BatchNorm2d(2 * width))),
@@ -18,11 +21,29 @@ struct CnnImpl : torch::nn::Module {
         fc2(register_module("fc2", torch::nn::Linear(128, 10))) {}
 
   torch::Tensor forward(torch::Tensor x) {
-    x = torch::max_pool2d(torch::relu(bn1(conv1(x))), 2);
-    x = torch::max_pool2d(torch::relu(bn2(conv2(x))), 2);
-    x = drop(torch::relu(fc1(x.flatten(1))));
-    return fc2(x);
+    if (recompute && is_training()) {
+      // [snippet:recompute-cnn]
+      namespace mem = policytrain::memory;
+      x = mem::recompute([this](const torch::Tensor& in) { return block(in, conv1, bn1); }, x);
+      x = mem::recompute([this](const torch::Tensor& in) { return block(in, conv2, bn2); }, x);
+      return mem::recompute([this](const torch::Tensor& in) { return head(in); }, x);
+      // [/snippet:recompute-cnn]
+    }
+    return head(block(block(x, conv1, bn1), conv2, bn2));
   }
+  torch::Tensor block(const torch::Tensor& x, torch::nn::Conv2d& conv, torch::nn::BatchNorm2d& bn) {
+    return torch::max_pool2d(torch::relu(batch_norm(conv(x), bn)), 2);
+  }
+  torch::Tensor head(const torch::Tensor& x) { return fc2(drop(torch::relu(fc1(x.flatten(1))))); }
+  /// `bn(x)`, except in a recompute, which normalises with the batch statistics again without updating the
+  /// running statistics a second time (the same arithmetic: the output is bit for bit the forward's).
+  static torch::Tensor batch_norm(const torch::Tensor& x, torch::nn::BatchNorm2d& bn) {
+    if (!policytrain::memory::recomputing()) return bn(x);
+    namespace F = torch::nn::functional;
+    return F::batch_norm(x, torch::Tensor(), torch::Tensor(),
+                         F::BatchNormFuncOptions().weight(bn->weight).bias(bn->bias).training(true).eps(bn->options.eps()));
+  }
+  bool recompute;
   torch::nn::Conv2d conv1;
   torch::nn::BatchNorm2d bn1;
   torch::nn::Conv2d conv2;
@@ -36,7 +57,7 @@ TORCH_MODULE(Cnn);
 /// The task: what a training step and a validation step of the classifier compute.
 struct Classifier {
   Cnn net;
-  explicit Classifier(int64_t width = 32) : net(width) {}
+  explicit Classifier(int64_t width = 32, bool recompute = false) : net(width, recompute) {}
   torch::nn::Module& module() { return *net; }
   torch::Tensor training_step(const policytrain::Batch& b) { return torch::nn::functional::cross_entropy(net->forward(b.x), b.y); }
   policytrain::Prediction validation_step(const policytrain::Batch& b) {

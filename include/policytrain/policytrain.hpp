@@ -20,6 +20,8 @@
 #include <policytrain/checkpoint/export.hpp>
 #include <policytrain/checkpoint/format.hpp>
 #include <policytrain/checkpoint/none.hpp>
+#include <policytrain/memory/peak.hpp>
+#include <policytrain/memory/recompute.hpp>
 #include <policytrain/parallel/data_parallel.hpp>
 #include <policytrain/parallel/launch.hpp>
 #include <policytrain/parallel/single.hpp>

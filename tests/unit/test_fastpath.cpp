@@ -310,7 +310,7 @@ TEST_CASE("MetricsLog writes one CSV and JSONL row per step and per epoch, with 
   auto csv = read_lines(dir / "steps.csv");
   REQUIRE(csv.size() == 11);
   CHECK(csv[0] == "epoch,step,batch_in_epoch,loss,lr,loss_scale,grad_norm,samples,samples_per_s,step_s,data_s,"
-                  "forward_s,backward_s,optimizer_s,stepped");
+                  "forward_s,backward_s,optimizer_s,stepped,peak_rss_mib,peak_cuda_mib");
   auto jsonl = read_lines(dir / "steps.jsonl");
   REQUIRE(jsonl.size() == 10);
   for (size_t i = 0; i < jsonl.size(); ++i) {

@@ -13,6 +13,10 @@
 /// Hooks: on_fit_begin, on_epoch_begin, around_forward, around_backward, before_step, after_step,
 /// on_validation_end, on_epoch_end, on_fit_end. Cost: four clock reads per micro-step, and per logged step one read of the loss
 /// (and of the grad norm), each a device sync on CUDA; an empty `dir` writes no files but still times.
+/// Peak memory per step (memory::PeakMemory: peak RSS from VmHWM, reset at each step's first forward; with CUDA
+/// also the caching allocator's peak) goes in the step rows (peak_rss_mib, peak_cuda_mib), and its maximum over
+/// the fit in the summary ("peak_memory"); a read of /proc/self/status and a write of clear_refs per step.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -28,6 +32,7 @@
 #include <policytrain/callbacks/step_phases.hpp>
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metrics.hpp>
+#include <policytrain/memory/peak.hpp>
 
 namespace policytrain::callbacks {
 
@@ -52,6 +57,9 @@ class MetricsLog {
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     totals_ = {};
+    peak_max_ = {};
+    peak_.reset();
+    peak_pending_ = false;
     steps_ = 0;
     samples_ = 0;
     if (o_.dir.empty() || !ctx.is_main()) return;
@@ -64,7 +72,7 @@ class MetricsLog {
       throw std::runtime_error(fmt::format("policytrain::callbacks::MetricsLog: cannot write the logs in '{}'; "
                                            "check that the directory is writable", o_.dir.string()));
     steps_csv_ << "epoch,step,batch_in_epoch,loss,lr,loss_scale,grad_norm,samples,samples_per_s,step_s,data_s,"
-                  "forward_s,backward_s,optimizer_s,stepped\n";
+                  "forward_s,backward_s,optimizer_s,stepped,peak_rss_mib,peak_cuda_mib\n";
     epochs_csv_ << "epoch,train_loss,val_loss,val_accuracy,seconds,samples_per_s,data_wait_fraction\n";
   }
   /// Starts the epoch's timing and clears its totals.
@@ -79,7 +87,13 @@ class MetricsLog {
   }
   /// Runs `fn` (the forward), timed.
   template <class Ctx, class F>
-  auto around_forward(Ctx&, F&& fn) { return phases_.forward(fn); }
+  auto around_forward(Ctx&, F&& fn) {
+    if (peak_pending_) {  // the first forward of a step: its peak memory starts here
+      peak_.reset();
+      peak_pending_ = false;
+    }
+    return phases_.forward(fn);
+  }
   /// Runs `fn` (the backward), timed.
   template <class Ctx, class F>
   void around_backward(Ctx& ctx, F&& fn) { phases_.backward(fn, ctx.is_last_micro_step()); }
@@ -92,6 +106,11 @@ class MetricsLog {
   template <class Ctx>
   void after_step(Ctx& ctx, bool stepped) {
     const PhaseTimes t = phases_.step_end();
+    const memory::PeakReading mem = peak_.read();
+    peak_pending_ = true;
+    peak_max_.rss_whole_process = mem.rss_whole_process;
+    if (mem.rss) peak_max_.rss = std::max(peak_max_.rss.value_or(0), *mem.rss);
+    if (mem.cuda) peak_max_.cuda = std::max(peak_max_.cuda.value_or(0), *mem.cuda);
     const int64_t n = ctx.state().window_samples;
     totals_ += t;
     epoch_ += t;
@@ -117,10 +136,10 @@ class MetricsLog {
     const double total = t.total();
     const double rate = total > 0 ? n / total : 0.0;
     auto opt = [](const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : std::string(); };
-    steps_csv_ << fmt::format("{},{},{},{:.6g},{:.6g},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{}\n",
+    steps_csv_ << fmt::format("{},{},{},{:.6g},{:.6g},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{}\n",
                               ctx.state().epoch, ctx.state().global_step, ctx.state().batch_in_epoch, loss, step_lr_,
                               opt(scale), opt(norm), n, rate, total, t.data, t.forward, t.backward, t.step,
-                              stepped ? 1 : 0);
+                              stepped ? 1 : 0, opt(mb(mem.rss)), opt(mb(mem.cuda)));
     nlohmann::json j{{"epoch", ctx.state().epoch}, {"step", ctx.state().global_step},
                      {"batch_in_epoch", ctx.state().batch_in_epoch}, {"loss", finite_or_null(loss)},
                      {"lr", step_lr_}, {"samples", n}, {"samples_per_s", rate}, {"step_s", total},
@@ -128,6 +147,8 @@ class MetricsLog {
                      {"optimizer_s", t.step}, {"stepped", stepped}};
     if (scale) j["loss_scale"] = *scale;
     if (norm) j["grad_norm"] = finite_or_null(*norm);
+    if (mem.rss) j["peak_rss_mib"] = *mb(mem.rss);
+    if (mem.cuda) j["peak_cuda_mib"] = *mb(mem.cuda);
     steps_jsonl_ << j.dump() << "\n";
   }
 
@@ -185,8 +206,11 @@ class MetricsLog {
               {"step", totals_.step}, {"total", totals_.total()}}},
             {"step_seconds_mean",
              {{"data", totals_.data * k}, {"forward", totals_.forward * k}, {"backward", totals_.backward * k},
-              {"step", totals_.step * k}, {"total", totals_.total() * k}}}};
+              {"step", totals_.step * k}, {"total", totals_.total() * k}}},
+            {"peak_memory", peak_memory_json()}};
   }
+  /// The highest per-step peaks of the fit (bytes; `rss_whole_process`: the RSS peak could not be reset).
+  const memory::PeakReading& peak_memory() const { return peak_max_; }
   /// The printed summary: where the time went and what to try next.
   std::string summary_text() const {
     const double tot = totals_.total();
@@ -195,6 +219,10 @@ class MetricsLog {
         "Time per phase over {} steps ({:.2f} s): data wait {:.1f}%, forward {:.1f}%, backward {:.1f}%, "
         "optimizer {:.1f}%\n",
         steps_, tot, pct(totals_.data), pct(totals_.forward), pct(totals_.backward), pct(totals_.step));
+    if (peak_max_.rss)
+      s += fmt::format("Peak memory of a step: {:.0f} MiB resident (VmHWM{}){}\n", *mb(peak_max_.rss),
+                       peak_max_.rss_whole_process ? ", not resettable here: the whole process's peak" : "",
+                       peak_max_.cuda ? fmt::format(", {:.0f} MiB CUDA allocated", *mb(peak_max_.cuda)) : "");
     const double w = data_wait_fraction();
     if (w > 0.2)
       s += "The step waits for data: add loader workers (--workers) and prefetch (--prefetch), or do less per sample.";
@@ -206,6 +234,18 @@ class MetricsLog {
   }
 
  private:
+  static std::optional<double> mb(std::optional<int64_t> bytes) {
+    return bytes ? std::optional<double>(static_cast<double>(*bytes) / (1024.0 * 1024.0)) : std::nullopt;
+  }
+  nlohmann::json peak_memory_json() const {
+    nlohmann::json j = nlohmann::json::object();
+    j["rss_source"] = std::string(peak_max_.rss_whole_process
+                                      ? "VmHWM of the whole process (/proc/self/status)"
+                                      : "VmHWM per step (/proc/self/status, reset via /proc/self/clear_refs)");
+    j["rss_mib"] = peak_max_.rss ? nlohmann::json(*mb(peak_max_.rss)) : nlohmann::json(nullptr);
+    if (peak_max_.cuda) j["cuda_allocated_mib"] = *mb(peak_max_.cuda);
+    return j;
+  }
   static nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
   Options o_;
@@ -215,6 +255,9 @@ class MetricsLog {
   double epoch_loss_sum_ = 0;
   double step_lr_ = 0;
   std::optional<Metrics> val_;
+  memory::PeakMemory peak_;
+  memory::PeakReading peak_max_;
+  bool peak_pending_ = false;
   std::ofstream steps_csv_, steps_jsonl_, epochs_csv_, epochs_jsonl_;
 };
 

@@ -3,7 +3,9 @@
 /// callbacks::ProgressBar — progress of each epoch (it/s, ETA, loss, lr, and the loss scale when a precision
 /// policy scales), and one summary line per epoch with the validation metrics.
 /// On a terminal it redraws one line; otherwise (CI logs, files) it prints plain lines every `every` steps
-/// (default: about ten per epoch). Prints on the main rank only.
+/// (default: about ten per epoch). Prints on the main rank only. Each line ends with the peak memory: the peak
+/// RSS (VmHWM; per step when a MetricsLog resets it each step, else since the start) and with CUDA the caching
+/// allocator's peak (see memory/peak.hpp).
 /// Hooks: on_fit_begin, on_epoch_begin, after_step, on_validation_end, on_epoch_end. Cost: a clock read per
 /// step, and one loss read (a device sync) per printed line.
 #include <chrono>
@@ -15,6 +17,7 @@
 
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metrics.hpp>
+#include <policytrain/memory/peak.hpp>
 
 namespace policytrain::callbacks {
 
@@ -105,6 +108,8 @@ class ProgressBar {
       const double scale = ctx.template policy<Category::precision>().loss_scale();
       if (scale > 0) s += fmt::format(" scale {:g}", scale);
     }
+    if (const auto rss = memory::peak_rss_bytes()) s += fmt::format(" mem {:.0f}MiB", *rss / 1048576.0);
+    if (const auto cuda = memory::cuda_peak_allocated_bytes()) s += fmt::format(" cuda {:.0f}MiB", *cuda / 1048576.0);
     return s;
   }
 
