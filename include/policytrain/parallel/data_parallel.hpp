@@ -52,6 +52,7 @@
 
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metrics.hpp>
+#include <policytrain/core/parameters.hpp>
 
 namespace policytrain::parallel {
 
@@ -432,8 +433,8 @@ class DataParallel {
     connect(ctx.device());
     torch::NoGradGuard ng;
     std::vector<torch::Tensor> state;
-    for (auto& p : ctx.module().parameters()) state.push_back(p.detach());
-    for (auto& b : ctx.module().buffers()) state.push_back(b.detach());
+    for (auto& p : unique_parameters(ctx.module())) state.push_back(p.detach());
+    for (auto& [name, b] : unique_named_buffers(ctx.module())) state.push_back(b.detach());
     broadcast(state, "rank 0's parameters and buffers");
     if (s_->params.empty()) build_buckets(ctx.module());
   }
@@ -492,7 +493,8 @@ class DataParallel {
  private:
   void build_buckets(torch::nn::Module& m) {
     auto& s = *s_;
-    for (auto& p : m.parameters())
+    // Each tensor once: a tied weight has one gradient, one hook and one slot in a bucket.
+    for (auto& p : unique_parameters(m))
       if (p.requires_grad()) s.params.push_back(p);
     const auto cap = static_cast<int64_t>(o_.bucket_mb * 1024 * 1024);
     s.bucket_of.assign(s.params.size(), -1);
