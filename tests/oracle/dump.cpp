@@ -236,7 +236,7 @@ json nominal_ramp() {
     cases.push_back({{"nominal", c.nominal}, {"batch", c.batch}, {"warmup", c.warmup}, {"nb", c.nb}, {"epochs", c.epochs},
                      {"steps_at", at}, {"accumulate_at", ramp}, {"accumulate", acc.accumulate()},
                      {"weight_decay_factor", acc.weight_decay_factor()},
-                     {"weight_decay", opt.param_groups()[0].options().get<torch::optim::SGDOptions>().weight_decay()}});
+                     {"weight_decay", static_cast<torch::optim::SGDOptions&>(opt.param_groups()[0].options()).weight_decay()}});
   }
   return {{"cases", cases}};
 }

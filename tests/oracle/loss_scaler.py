@@ -12,9 +12,13 @@ o = d["options"]
 steps = d["steps"]
 
 
-def new_scaler():
-    return torch.amp.GradScaler("cpu", init_scale=o["init_scale"], growth_factor=o["growth_factor"],
-                                backoff_factor=o["backoff_factor"], growth_interval=o["growth_interval"])
+def new_scaler(state=None):
+    s = torch.amp.GradScaler("cpu", init_scale=o["init_scale"], growth_factor=o["growth_factor"],
+                             backoff_factor=o["backoff_factor"], growth_interval=o["growth_interval"])
+    if state is not None:
+        s.load_state_dict(state)
+    s.scale(torch.ones(()))  # GradScaler creates its scale lazily, on the CPU here (as the C++ side does)
+    return s
 
 
 params = [torch.nn.Parameter(tensor(p)) for p in d["init"]]
@@ -27,8 +31,7 @@ for k, s in enumerate(steps):
         for key in ("scale", "growth_factor", "backoff_factor", "growth_interval"):
             close(d["saved_state"][key], sd[key], f"state_dict['{key}'] at step {k}", 0, 0)
         close(d["saved_state"]["growth_tracker"], sd["_growth_tracker"], f"state_dict growth tracker at step {k}", 0, 0)
-        scaler = new_scaler()
-        scaler.load_state_dict(sd)
+        scaler = new_scaler(sd)
         n += 5
     S = scaler.get_scale()
     close(s["scale_before"], S, f"scale before step {k}", 0, 0)
