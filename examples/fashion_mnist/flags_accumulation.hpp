@@ -1,6 +1,7 @@
 #pragma once
 // The example's gradient-accumulation flags: --batch-size N|auto, --accumulate N, --nominal-batch NBS, and the
-// auto batch size's --auto-memory-fraction and --auto-max-halvings.
+// auto batch size's --auto-memory-fraction and --auto-max-halvings; --accumulate-warmup NW ramps the nominal batch's
+// accumulation from 1 over the first NW micro-batches (Ultralytics' warmup rule).
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -23,6 +24,7 @@ struct AccumulationFlags {
   bool auto_batch = false;       ///< --batch-size auto
   double memory_fraction = 0.9;
   int max_halvings = 4;
+  int64_t accumulate_warmup = 0;  ///< Ultralytics' nw: micro-batches over which accumulate ramps from 1 (0: none)
 
   /// Registers the flags; `--batch-size` writes a number into `batch_size`, or selects auto.
   void add(CLI::App& app, int64_t& batch_size) {
@@ -46,6 +48,10 @@ struct AccumulationFlags {
     app.add_option("--nominal-batch", nominal,
                    "Nominal batch: accumulate round(NBS / batch) micro-batches and scale the weight decay by "
                    "batch*accumulate/NBS (0: off)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--accumulate-warmup", accumulate_warmup,
+                   "With --nominal-batch: ramp the accumulation from 1 to NBS / batch over this many micro-batches, "
+                   "as Ultralytics' warmup (it uses max(warmup epochs x batches per epoch, 100)); 0: no ramp")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--auto-memory-fraction", memory_fraction, "--batch-size auto: fraction of GPU memory to fill")
         ->check(CLI::Range(0.05, 1.0));
@@ -100,7 +106,8 @@ struct AccumulationFlags {
   /// The accumulation policy: NominalBatch covers --accumulate (nominal 0) and --nominal-batch.
   policytrain::accumulate::NominalBatch make() const {
     if (auto_batch && nominal == 0) return policytrain::accumulate::NominalBatch({.nominal = 0, .steps = plan_.accumulate});
-    return policytrain::accumulate::NominalBatch({.nominal = nominal, .batch = batch_, .steps = accumulate});
+    return policytrain::accumulate::NominalBatch(
+        {.nominal = nominal, .batch = batch_, .steps = accumulate, .warmup_batches = nominal > 0 ? accumulate_warmup : 0});
   }
 
   /// trainer.fit, or with --batch-size auto the fit that recovers from out-of-memory errors (then
@@ -117,6 +124,7 @@ struct AccumulationFlags {
   nlohmann::json describe() const {
     nlohmann::json j{{"name", "accumulate::NominalBatch"}, {"micro_batch", batch_}, {"accumulate", plan_.accumulate},
                      {"nominal_batch", nominal}, {"auto_batch", auto_batch}};
+    if (nominal > 0) j["accumulate_warmup_batches"] = accumulate_warmup;
     if (nominal > 0) j["weight_decay_factor"] = make().weight_decay_factor();
     if (auto_) j["out_of_memory_halvings"] = auto_->halvings();
     return j;

@@ -6,6 +6,7 @@
 #include <policytrain/core/hooks.hpp>
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/monitor.hpp>
+#include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state.hpp>
 #include <policytrain/core/state_dict.hpp>
 #include <policytrain/core/trainer.hpp>

@@ -14,7 +14,8 @@
 ///
 /// fit_auto_batch(trainer, auto_batch, plan, make_loader, val, options) trains with a plan and recovers from an
 /// out-of-memory error: it discards the open window (zeroes the gradients), applies the halved plan to the
-/// accumulation policy (set_accumulate or set_batch) and to a new loader, and continues with `fit`, which restarts
+/// accumulation policy (set_accumulate or set_batch) and to a new loader, resets the precision policy's per-step
+/// state (discard_step: a loss scaler interrupted between unscale and update), and continues with `fit`, which restarts
 /// the interrupted epoch from its first batch (optimizer steps already taken in that epoch are kept).
 /// Hooks: none (not a policy). Cost when unused: nothing.
 #include <algorithm>
@@ -209,6 +210,9 @@ auto fit_auto_batch(TrainerT& trainer, AutoBatch& auto_batch, BatchPlan& plan, M
       plan = *next;
       // The open window's gradients and counters belong to the failed micro-batch size: discard them.
       trainer.optimizer().zero_grad(/*set_to_none=*/true);
+      // A step interrupted inside optimizer.step() left the loss scaler unscaled-but-not-updated.
+      if constexpr (requires { trainer.template policy<Category::precision>().discard_step(); })
+        trainer.template policy<Category::precision>().discard_step();
       trainer.state().micro_step = 0;
       trainer.state().window_samples = 0;
 #ifdef POLICYTRAIN_WITH_CUDA

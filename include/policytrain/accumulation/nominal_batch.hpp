@@ -4,7 +4,14 @@
 /// max(round(nominal / batch), 1), and multiplies every param group's weight decay by batch * accumulate / nominal
 /// at on_fit_begin (the Ultralytics rule; under data parallelism `batch` is the global batch, the loader's batch
 /// times the world size), from the value the group had at the first fit. The loss normalisation
-/// and the trailing window are those of accumulate::Steps (accumulation/steps.hpp). With nominal = 0 it is
+/// and the trailing window are those of accumulate::Steps (accumulation/steps.hpp).
+/// Warmup ramp (Ultralytics' trainer, on by default when `warmup_batches` > 0): while the global micro-batch index
+/// ni = epoch * batches_per_epoch + batch_in_epoch (0-based) is at most nw = warmup_batches, the window closes
+/// once it holds accumulate(ni) = max(1, round(interp(ni, [0, nw], [1, nominal / batch]))) micro-batches
+/// (numpy's interp and round, half to even); afterwards the full accumulate. Ultralytics sets
+/// nw = max(round(warmup_epochs * batches_per_epoch), 100). A window whose length the ramp changed is still
+/// normalised to the mean over its samples. Unlike Ultralytics, whose windows run across epoch ends, the
+/// trailing window of an epoch is stepped. With nominal = 0 it is
 /// `Steps{steps}`, so one composed Trainer can switch between the two at run time.
 /// Hooks: on_fit_begin, transform_loss, should_step, before_step; state: the groups' base weight decay.
 /// Requires an optimizer whose options are AdamW, Adam, SGD, RMSprop or Adagrad when it scales the weight decay
@@ -40,6 +47,10 @@ class NominalBatch {
     int64_t batch = 0;               ///< the micro-batch size the loader yields (required when nominal > 0)
     int64_t steps = 1;               ///< micro-batches per step when nominal == 0
     bool scale_weight_decay = true;  ///< multiply each group's weight decay by batch * accumulate / nominal
+    /// Ultralytics' warmup ramp length nw in micro-batches (nominal > 0 only); 0: no ramp.
+    int64_t warmup_batches = 0;
+    /// Ramp the accumulation from 1 over the warmup, as Ultralytics (false: the full accumulation from the start).
+    bool ramp_accumulate = true;
   };
 
   NominalBatch() = default;
@@ -54,6 +65,15 @@ class NominalBatch {
   /// Ranks whose micro-batches make one global micro-batch (the parallel policy's world size, read at
   /// on_fit_begin; 1 before).
   int64_t world_size() const { return world_; }
+  /// Micro-batches per optimizer step for the window that holds global micro-batch `ni` (0-based): the warmup
+  /// ramp while ni <= warmup_batches, else accumulate().
+  int64_t accumulate_at(int64_t ni) const {
+    if (o_.nominal <= 0 || !o_.ramp_accumulate || o_.warmup_batches <= 0 || ni > o_.warmup_batches) return accumulate();
+    // numpy.interp(ni, [0, nw], [1, nominal / batch]) = slope * (ni - 0) + 1, in numpy's order of operations.
+    const double target = static_cast<double>(o_.nominal) / static_cast<double>(o_.batch * world_);
+    const double slope = (target - 1.0) / static_cast<double>(o_.warmup_batches);
+    return std::max<int64_t>(1, round_half_even(slope * static_cast<double>(ni) + 1.0));
+  }
   /// The weight-decay factor (1 when nominal == 0 or scaling is off).
   double weight_decay_factor() const {
     if (o_.nominal <= 0 || !o_.scale_weight_decay) return 1.0;
@@ -92,11 +112,11 @@ class NominalBatch {
   /// Multiplies the micro-batch's mean loss by its share of the window (see accumulate::Steps).
   template <class Ctx>
   torch::Tensor transform_loss(Ctx& ctx, torch::Tensor loss) {
-    return mean_.transform_loss(ctx, std::move(loss), accumulate());
+    return mean_.transform_loss(ctx, std::move(loss), accumulate_at(micro_batch_index(ctx)));
   }
-  /// Steps once the window holds accumulate() micro-batches.
+  /// Steps once the window holds accumulate_at(ni) micro-batches (accumulate() after the warmup).
   template <class Ctx>
-  bool should_step(Ctx& ctx) { return ctx.state().micro_step >= accumulate(); }
+  bool should_step(Ctx& ctx) { return ctx.state().micro_step >= accumulate_at(micro_batch_index(ctx)); }
   /// Rescales the gradients of an uneven window to the mean over its samples.
   template <class Ctx>
   void before_step(Ctx& ctx) { mean_.before_step(ctx); }
@@ -115,7 +135,21 @@ class NominalBatch {
   }
 
  private:
+  /// The global index of the current micro-batch (only needed during the ramp).
+  template <class Ctx>
+  int64_t micro_batch_index(Ctx& ctx) const {
+    if (o_.nominal <= 0 || !o_.ramp_accumulate || o_.warmup_batches <= 0) return 0;
+    const int64_t nb = ctx.epoch_batches();
+    if (nb < 0)
+      throw std::invalid_argument(
+          "policytrain::accumulate::NominalBatch: the warmup ramp of the accumulation needs the epoch's length, but "
+          "the training loader has no size; give a sized loader, or set warmup_batches = 0 / ramp_accumulate = false");
+    return ctx.state().epoch * nb + ctx.state().batch_in_epoch - 1;
+  }
   void validate() const {
+    if (o_.warmup_batches < 0)
+      throw std::invalid_argument(fmt::format(
+          "policytrain::accumulate::NominalBatch: warmup_batches {}; expected >= 0 (0: no ramp)", o_.warmup_batches));
     if (o_.nominal < 0 || (o_.nominal > 0 && o_.batch <= 0) || o_.steps < 1)
       throw std::invalid_argument(fmt::format(
           "policytrain::accumulate::NominalBatch: nominal {}, batch {}, steps {}; expected nominal >= 0, "

@@ -20,6 +20,7 @@
 #include <torch/types.h>
 
 #include <policytrain/core/category.hpp>
+#include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state_dict.hpp>
 
 namespace policytrain {
@@ -98,6 +99,7 @@ class WindowMean {
     for (auto& group : ctx.optimizer().param_groups())
       for (auto& p : group.params())
         if (p.grad().defined()) grads.push_back(p.mutable_grad());
+    grads = unique_tensors(std::move(grads));  // a parameter listed twice has one gradient: scale it once
     if (!grads.empty()) at::_foreach_mul_(grads, c);
   }
 

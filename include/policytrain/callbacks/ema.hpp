@@ -1,15 +1,20 @@
 #pragma once
 /// \file
-/// callbacks::Ema — an exponential moving average of the model's parameters, used for evaluation.
-/// After every optimizer step that was taken (not after a skipped one) the average moves towards the weights
-/// with the ramped decay of Ultralytics' ModelEMA, d_t = decay * (1 - exp(-t / tau)) for the t-th update:
-///     ema = d_t * ema + (1 - d_t) * weights
-/// so early averages follow the weights closely. Buffers (batch-norm statistics) are not averaged: evaluation
-/// uses the model's own, i.e. they are copied (Ultralytics averages floating-point buffers too).
+/// callbacks::Ema — an exponential moving average of the model's parameters and floating-point buffers, used for
+/// evaluation: Ultralytics' ModelEMA. After every optimizer step that was taken (not after a skipped one) the
+/// average moves towards the model with the ramped decay d_t = decay * (1 - exp(-t / tau)) for the t-th update:
+///     ema = d_t * ema + (1 - d_t) * live
+/// for every parameter and, with `average_buffers` (default, as ModelEMA, which averages every floating-point
+/// entry of the state_dict), every floating-point buffer (batch-norm running mean and variance). Integer buffers
+/// (num_batches_tracked) are not averaged: evaluation uses the live ones. With average_buffers = false, evaluation
+/// pairs the EMA weights with the live statistics.
+/// Tied parameters (one tensor registered under two names) are averaged and swapped once
+/// (policytrain::unique_named_parameters); ModelEMA, iterating the state_dict, would update a tied tensor twice.
 /// Hooks: on_fit_begin (first copy), after_step (update), around_evaluate (the EMA weights are swapped in for
 /// the evaluation and swapped back, also when it throws). Stateful: the average and the update count go into
 /// checkpoints. Requires nothing; put it after callbacks::DivergenceRollback so a rolled-back step is not averaged.
-/// Cost: one copy of the parameters, two foreach kernels per step; when `enabled` is false, a branch per hook.
+/// Cost: one copy of the parameters and floating-point buffers, four foreach kernels per step; when `enabled` is
+/// false, a branch per hook.
 #include <cmath>
 #include <map>
 #include <stdexcept>
@@ -25,6 +30,7 @@
 #include <torch/utils.h>
 
 #include <policytrain/core/metrics.hpp>
+#include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state_dict.hpp>
 
 namespace policytrain::callbacks {
@@ -40,6 +46,8 @@ class Ema {
     bool enabled = true;
     double decay = 0.9999;  ///< the decay the ramp approaches
     double tau = 2000;      ///< ramp length in updates (0: the constant decay from the first update)
+    /// Average the floating-point buffers too (Ultralytics' ModelEMA); false: evaluation uses the live buffers.
+    bool average_buffers = true;
   };
 
   Ema() = default;
@@ -58,8 +66,10 @@ class Ema {
   int64_t updates() const { return updates_; }
   /// The decay of the t-th update.
   double decay_at(int64_t t) const { return o_.tau > 0 ? o_.decay * (1.0 - std::exp(-static_cast<double>(t) / o_.tau)) : o_.decay; }
-  /// The averaged parameters, in the module's parameter order (empty before the first fit).
+  /// The averaged parameters, in the module's parameter order, each tied tensor once (empty before the first fit).
   const std::vector<torch::Tensor>& average() const { return shadow_; }
+  /// The averaged floating-point buffers, in the module's buffer order (empty with average_buffers = false).
+  const std::vector<torch::Tensor>& buffer_average() const { return buffer_shadow_; }
 
   /// Copies the parameters as the first average.
   template <class Ctx>
@@ -78,6 +88,10 @@ class Ema {
     torch::NoGradGuard g;
     at::_foreach_mul_(shadow_, d);
     at::_foreach_add_(shadow_, params_, 1.0 - d);
+    if (!buffer_shadow_.empty()) {
+      at::_foreach_mul_(buffer_shadow_, d);
+      at::_foreach_add_(buffer_shadow_, buffers_, 1.0 - d);
+    }
   }
 
   /// Runs `evaluate` with the EMA weights swapped in.
@@ -100,67 +114,98 @@ class Ema {
     return fn();
   }
 
-  /// The update count and the average, by parameter name.
+  /// The update count and the average, by parameter name ("average/<name>") and buffer name ("buffer/<name>").
   StateDict state_dict() const {
     StateDict d{{"updates", scalar_tensor(updates_)}};
     for (size_t i = 0; i < shadow_.size(); ++i) d.emplace("average/" + names_[i], shadow_[i]);
+    for (size_t i = 0; i < buffer_shadow_.size(); ++i) d.emplace("buffer/" + buffer_names_[i], buffer_shadow_[i]);
     return d;
   }
-  /// Restores the count and the average; the average is matched to the module's parameters by name at the
-  /// next fit (on_fit_begin), which throws when they differ.
+  /// Restores the count and the average; the average is matched to the module's parameters (and floating-point
+  /// buffers) by name at the next fit (on_fit_begin), which throws when they differ.
   void load_state_dict(const StateDict& d) {
     updates_ = state_int(d, "updates");
     pending_.clear();
+    pending_buffers_.clear();
     for (const auto& [k, v] : sub_state(d, "average/")) pending_.emplace(k, v.detach().clone());
+    for (const auto& [k, v] : sub_state(d, "buffer/")) pending_buffers_.emplace(k, v.detach().clone());
     if (!pending_.empty() && !params_.empty()) adopt_pending();
   }
 
  private:
-  /// Takes the module's parameters; the average starts as their copy (or as a loaded average).
+  /// Takes the module's parameters (each tensor once) and floating-point buffers; the average starts as their
+  /// copy (or as a loaded average).
   void bind(torch::nn::Module& m) {
     params_.clear();
     names_.clear();
-    for (const auto& p : m.named_parameters(true)) {
-      names_.push_back(p.key());
-      params_.push_back(p.value());
+    buffers_.clear();
+    buffer_names_.clear();
+    for (auto& [name, p] : unique_named_parameters(m)) {
+      names_.push_back(name);
+      params_.push_back(p);
     }
+    if (o_.average_buffers)
+      for (auto& [name, b] : unique_named_buffers(m))
+        if (b.is_floating_point()) {
+          buffer_names_.push_back(name);
+          buffers_.push_back(b);
+        }
     if (!pending_.empty()) {
       adopt_pending();
-    } else if (shadow_.size() != params_.size()) {
+    } else if (shadow_.size() != params_.size() || buffer_shadow_.size() != buffers_.size()) {
       torch::NoGradGuard g;
       shadow_.clear();
+      buffer_shadow_.clear();
       for (const auto& p : params_) shadow_.push_back(p.detach().clone());
+      for (const auto& b : buffers_) buffer_shadow_.push_back(b.detach().clone());
     }
   }
-  void adopt_pending() {
+  static std::vector<torch::Tensor> match(const std::vector<std::string>& names, const std::vector<torch::Tensor>& live,
+                                          std::map<std::string, torch::Tensor>& pending, const char* what) {
     std::vector<torch::Tensor> s;
-    for (size_t i = 0; i < names_.size(); ++i) {
-      auto it = pending_.find(names_[i]);
-      if (it == pending_.end() || it->second.sizes() != params_[i].sizes())
+    for (size_t i = 0; i < names.size(); ++i) {
+      auto it = pending.find(names[i]);
+      if (it == pending.end() || it->second.sizes() != live[i].sizes())
         throw std::invalid_argument(fmt::format(
-            "policytrain::callbacks::Ema: the loaded average {} '{}' of this model; load the state of the same model",
-            it == pending_.end() ? "lacks" : "has another shape for", names_[i]));
-      s.push_back(it->second.to(params_[i].device(), params_[i].scalar_type()));
+            "policytrain::callbacks::Ema: the loaded average {} {} '{}' of this model; load the state of the same "
+            "model{}",
+            it == pending.end() ? "lacks the" : "has another shape for the", what, names[i],
+            std::string_view(what) == "buffer" ? " (a state saved with average_buffers = false needs it false)" : ""));
+      s.push_back(it->second.to(live[i].device(), live[i].scalar_type()));
     }
-    if (pending_.size() != names_.size())
-      throw std::invalid_argument("policytrain::callbacks::Ema: the loaded average has parameters this model lacks");
+    if (pending.size() != names.size())
+      throw std::invalid_argument(fmt::format(
+          "policytrain::callbacks::Ema: the loaded average has {} {}s, this model {}; load the state of the same model{}",
+          pending.size(), what, names.size(),
+          std::string_view(what) == "buffer" ? " (a state saved with average_buffers = true needs it true)" : ""));
+    pending.clear();
+    return s;
+  }
+  void adopt_pending() {
+    auto s = match(names_, params_, pending_, "parameter");
+    auto b = match(buffer_names_, buffers_, pending_buffers_, "buffer");
     shadow_ = std::move(s);
-    pending_.clear();
+    buffer_shadow_ = std::move(b);
+  }
+  static void swap(std::vector<torch::Tensor>& live, std::vector<torch::Tensor>& shadow) {
+    for (size_t i = 0; i < shadow.size(); ++i) {
+      auto tmp = live[i].detach().clone();
+      live[i].detach().copy_(shadow[i]);
+      shadow[i].copy_(tmp);
+    }
   }
   void swap() {
     torch::NoGradGuard g;
-    for (size_t i = 0; i < shadow_.size(); ++i) {
-      auto tmp = params_[i].detach().clone();
-      params_[i].detach().copy_(shadow_[i]);
-      shadow_[i].copy_(tmp);
-    }
+    swap(params_, shadow_);
+    swap(buffers_, buffer_shadow_);
   }
 
   Options o_;
   int64_t updates_ = 0;
   std::vector<std::string> names_;
-  std::vector<torch::Tensor> params_, shadow_;
-  std::map<std::string, torch::Tensor> pending_;
+  std::vector<std::string> buffer_names_;
+  std::vector<torch::Tensor> params_, shadow_, buffers_, buffer_shadow_;
+  std::map<std::string, torch::Tensor> pending_, pending_buffers_;
 };
 
 }  // namespace policytrain::callbacks

@@ -9,6 +9,8 @@
 /// (POLICYTRAIN_WITH_CUDA) the norms and the multiply are foreach kernels (one launch per group); on the CPU
 /// the same math runs per tensor. The total norm stays a tensor (`last_norm_tensor()`); `last_norm()` reads it.
 /// By value: every gradient element clamped to [-clip_value, clip_value].
+/// Tied (shared) parameters are counted once (policytrain::unique_parameters), as clip_grad_norm_ over
+/// Python's deduplicated `parameters()`.
 /// Cost when off (mode none): one branch per optimizer step.
 #include <cmath>
 #include <limits>
@@ -19,6 +21,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
+
+#include <policytrain/core/parameters.hpp>
 
 namespace policytrain::callbacks {
 
@@ -82,8 +86,9 @@ class GradClip {
   template <class Ctx>
   void before_step(Ctx& ctx) {
     if (o_.mode == Mode::none) return;
+    // Each tensor once: a tied weight's gradient counts once in the norm and is scaled once.
     std::vector<torch::Tensor> grads;
-    for (auto& p : ctx.module().parameters())
+    for (auto& p : unique_parameters(ctx.module()))
       if (p.grad().defined()) grads.push_back(p.grad());
     if (grads.empty()) return;
     torch::NoGradGuard ng;

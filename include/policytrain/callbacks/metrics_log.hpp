@@ -9,6 +9,9 @@
 /// fraction of the time spent waiting for data.
 /// At the end of fit it prints a summary (data wait vs compute, and the advice that follows) and keeps it for
 /// summary.json (`summary()`: data_wait_fraction, step_seconds by phase).
+/// A fit that continues a run (its state has steps or epochs done: resumed from a checkpoint, or a second fit)
+/// appends to the files in `dir`, keeping the rows up to its state (steps <= global_step, epochs < epoch) and
+/// dropping later ones, so a resumed run's logs have every row once; a fit from step 0 truncates them.
 /// Phase times come from StepPhases (see its header for what each phase covers).
 /// Hooks: on_fit_begin, on_epoch_begin, around_forward, around_backward, before_step, after_step,
 /// on_validation_end, on_epoch_end, on_fit_end. Cost: four clock reads per micro-step, and per logged step one read of the loss
@@ -21,8 +24,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include <fmt/format.h>
@@ -64,16 +69,41 @@ class MetricsLog {
     samples_ = 0;
     if (o_.dir.empty() || !ctx.is_main()) return;
     std::filesystem::create_directories(o_.dir);
-    steps_csv_.open(o_.dir / "steps.csv");
-    steps_jsonl_.open(o_.dir / "steps.jsonl");
-    epochs_csv_.open(o_.dir / "epochs.csv");
-    epochs_jsonl_.open(o_.dir / "epochs.jsonl");
-    if (!steps_csv_ || !steps_jsonl_ || !epochs_csv_ || !epochs_jsonl_)
-      throw std::runtime_error(fmt::format("policytrain::callbacks::MetricsLog: cannot write the logs in '{}'; "
-                                           "check that the directory is writable", o_.dir.string()));
-    steps_csv_ << "epoch,step,batch_in_epoch,loss,lr,loss_scale,grad_norm,samples,samples_per_s,step_s,data_s,"
-                  "forward_s,backward_s,optimizer_s,stepped,peak_rss_mib,peak_cuda_mib\n";
-    epochs_csv_ << "epoch,train_loss,val_loss,val_accuracy,seconds,samples_per_s,data_wait_fraction\n";
+    // A resumed run (or a second fit) continues the logs of the run it continues: rows up to its state are kept,
+    // later ones (written after the checkpoint it resumed from, or by an epoch cut short) are dropped.
+    const int64_t step0 = ctx.state().global_step, epoch0 = ctx.state().epoch;
+    const bool fresh = step0 == 0 && epoch0 == 0;
+    auto field = [](const std::string& line, size_t i) -> std::optional<int64_t> {
+      size_t b = 0;
+      for (size_t k = 0; k < i; ++k) {
+        b = line.find(',', b);
+        if (b == std::string::npos) return std::nullopt;
+        ++b;
+      }
+      try {
+        size_t used = 0;
+        const int64_t v = std::stoll(line.substr(b, line.find(',', b) - b), &used);
+        return used > 0 ? std::optional<int64_t>(v) : std::nullopt;
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
+    };
+    auto key = [](const std::string& line, const char* k) -> std::optional<int64_t> {
+      auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (!j.is_object() || !j.contains(k) || !j[k].is_number_integer()) return std::nullopt;
+      return j[k].get<int64_t>();
+    };
+    const std::string steps_header = "epoch,step,batch_in_epoch,loss,lr,loss_scale,grad_norm,samples,samples_per_s,"
+                                     "step_s,data_s,forward_s,backward_s,optimizer_s,stepped,peak_rss_mib,peak_cuda_mib";
+    const std::string epochs_header = "epoch,train_loss,val_loss,val_accuracy,seconds,samples_per_s,data_wait_fraction";
+    open_log(steps_csv_, o_.dir / "steps.csv", steps_header, fresh,
+             [&](const std::string& l) { auto v = field(l, 1); return v && *v <= step0; });
+    open_log(steps_jsonl_, o_.dir / "steps.jsonl", "", fresh,
+             [&](const std::string& l) { auto v = key(l, "step"); return v && *v <= step0; });
+    open_log(epochs_csv_, o_.dir / "epochs.csv", epochs_header, fresh,
+             [&](const std::string& l) { auto v = field(l, 0); return v && *v < epoch0; });
+    open_log(epochs_jsonl_, o_.dir / "epochs.jsonl", "", fresh,
+             [&](const std::string& l) { auto v = key(l, "epoch"); return v && *v < epoch0; });
   }
   /// Starts the epoch's timing and clears its totals.
   template <class Ctx>
@@ -234,6 +264,36 @@ class MetricsLog {
   }
 
  private:
+  /// Opens `file` for writing rows. Fresh: truncated (and the CSV header written). Otherwise the complete lines of an
+  /// existing file that `keep` accepts stay (a torn last line, from a killed process, is dropped), then new rows
+  /// are appended (the file is rewritten with them, so the dropped rows go); a missing file starts with its header.
+  template <class Keep>
+  void open_log(std::ofstream& f, const std::filesystem::path& file, const std::string& header, bool fresh, Keep&& keep) {
+    std::string kept;
+    if (!fresh) {
+      std::ifstream in(file, std::ios::binary);
+      std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      size_t b = 0;
+      for (size_t e; (e = content.find('\n', b)) != std::string::npos; b = e + 1) {
+        const std::string line = content.substr(b, e - b);
+        if (!header.empty() && b == 0) {
+          if (line != header)
+            throw std::runtime_error(fmt::format(
+                "policytrain::callbacks::MetricsLog: '{}' starts with '{}', expected the header '{}'; resume into the "
+                "run directory this version wrote, or into a new one", file.string(), line, header));
+        } else if (keep(line)) {
+          kept += line + "\n";
+        }
+      }
+    }
+    f.open(file, std::ios::out | std::ios::trunc);
+    if (!f)
+      throw std::runtime_error(fmt::format("policytrain::callbacks::MetricsLog: cannot write the log '{}'; "
+                                           "check that the directory is writable", file.string()));
+    if (!header.empty()) f << header << "\n";
+    f << kept;
+    f.flush();
+  }
   static std::optional<double> mb(std::optional<int64_t> bytes) {
     return bytes ? std::optional<double>(static_cast<double>(*bytes) / (1024.0 * 1024.0)) : std::nullopt;
   }

@@ -17,8 +17,11 @@
 #include <cstdint>
 #include <iterator>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 #include <type_traits>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -539,9 +542,27 @@ class Trainer {
     on_step_end();
   }
 
+  /// A tensor listed twice in the optimizer (tied weights: Module::parameters() repeats a shared tensor) would be
+  /// updated twice per step: refuse it.
+  void check_unique_parameters() {
+    std::unordered_set<const void*> seen;
+    for (auto& g : optimizer_.param_groups())
+      for (auto& p : g.params())
+        if (!seen.insert(p.unsafeGetTensorImpl()).second) {
+          std::string name = "(a tensor not in the module)";
+          for (const auto& q : module().named_parameters(true))
+            if (q.value().unsafeGetTensorImpl() == p.unsafeGetTensorImpl()) { name = q.key(); break; }
+          throw std::invalid_argument(
+              "policytrain::Trainer: the optimizer holds the parameter '" + name + "' more than once (tied weights: "
+              "torch::nn::Module::parameters() lists a shared tensor once per module that registers it), so every "
+              "step would update it twice; build the optimizer from policytrain::unique_parameters(module)");
+        }
+  }
+
   template <class TrainData, class ValData>
   FitResult fit_impl(TrainData& train, ValData val, const FitOptions& options) {
     options_ = options;
+    check_unique_parameters();
     FitResult result;
     state_.stop_requested = false;
     module().train();
@@ -563,12 +584,20 @@ class Trainer {
       // A resumed epoch passes over the batches already consumed without dereferencing them (TensorLoader
       // assembles a batch only on dereference).
       for (int64_t i = 0; i < state_.batch_in_epoch && it != end; ++i) ++it;
+      bool cut = false;
       for (; it != end; ++it) {
         if (epoch_batches_ >= 0 && state_.batch_in_epoch >= epoch_batches_) break;
         auto&& item = *it;
         train_micro_step(to_device(item));
         if (options.max_steps >= 0 && state_.global_step >= options.max_steps) {
           state_.stop_requested = true;
+          // Cut before the epoch's last batch: the epoch is not finished, and the next fit resumes it.
+          if (epoch_batches_ >= 0) {
+            cut = state_.batch_in_epoch < epoch_batches_;
+          } else {
+            ++it;
+            cut = it != end;
+          }
           break;
         }
       }
@@ -592,6 +621,12 @@ class Trainer {
         result.stopped_early = state_.epoch + 1 < options.epochs;
       }
       result.epochs_run = state_.epoch + 1 - start_epoch;
+      if (cut) {
+        // The state stays inside the epoch (epoch, batch_in_epoch), as a mid-epoch checkpoint records it, so
+        // that the next fit continues with the batch after the last one trained.
+        resume_batches_ = state_.batch_in_epoch;
+        break;
+      }
     }
     on_fit_end();
     result.global_steps = state_.global_step;

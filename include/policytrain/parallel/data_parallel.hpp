@@ -60,6 +60,7 @@
 
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metrics.hpp>
+#include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state_dict.hpp>
 #include <policytrain/io/digest.hpp>
 
@@ -532,8 +533,8 @@ class DataParallel {
     connect(ctx.device());
     torch::NoGradGuard ng;
     std::vector<torch::Tensor> state;
-    for (auto& p : ctx.module().parameters()) state.push_back(p.detach());
-    for (auto& b : ctx.module().buffers()) state.push_back(b.detach());
+    for (auto& p : unique_parameters(ctx.module())) state.push_back(p.detach());
+    for (auto& [name, b] : unique_named_buffers(ctx.module())) state.push_back(b.detach());
     broadcast(state, "rank 0's parameters and buffers");
     if (s_->params.empty()) build_buckets(ctx.module());
   }
@@ -704,10 +705,11 @@ class DataParallel {
 
   void build_buckets(torch::nn::Module& m) {
     auto& s = *s_;
-    for (auto& p : m.named_parameters())
-      if (p.value().requires_grad()) {
-        s.params.push_back(p.value());
-        s.names.push_back(p.key());
+    // Each tensor once: a tied weight has one gradient, one hook and one slot in a bucket.
+    for (auto& [name, p] : unique_named_parameters(m))
+      if (p.requires_grad()) {
+        s.params.push_back(p);
+        s.names.push_back(name);
       }
     s.ready.assign(s.params.size(), 0);
     const auto cap = static_cast<int64_t>(o_.bucket_mb * 1024 * 1024);

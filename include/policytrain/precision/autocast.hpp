@@ -152,6 +152,13 @@ class Autocast {
     if (scaling_) scaler_.update();
   }
 
+  /// Abandons the current window (an exception interrupted the step): the scaler's per-step state
+  /// (LossScaler::discard_step) and the window's loss check are reset; the scale is unchanged.
+  void discard_step() {
+    scaler_.discard_step();
+    window_ok_ = true;
+  }
+
   /// The scaler's scale, growth tracker and skip count (also when not scaling).
   StateDict state_dict() const { return scaler_.state_dict(); }
   /// Restores what state_dict() saved.

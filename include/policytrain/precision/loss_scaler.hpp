@@ -29,6 +29,7 @@
 #include <torch/optim/optimizer.h>
 #include <torch/types.h>
 
+#include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state_dict.hpp>
 
 namespace policytrain::precision {
@@ -75,8 +76,11 @@ class LossScaler {
       std::vector<torch::Tensor> grads;
     };
     std::vector<Group> groups;
+    std::vector<torch::Tensor> params;
     for (auto& group : opt.param_groups())
-      for (auto& p : group.params()) {
+      for (auto& p : group.params()) params.push_back(p);
+    // A parameter listed twice (tied weights) has one gradient: unscale it once.
+    for (auto& p : unique_tensors(std::move(params))) {
         torch::Tensor g = p.grad();
         if (!g.defined()) continue;
         if (g.scalar_type() == torch::kHalf)
@@ -132,6 +136,15 @@ class LossScaler {
     torch::Tensor combined = found_inf_.front().found_inf.to(scale_.device(), /*non_blocking=*/true);
     for (size_t i = 1; i < found_inf_.size(); ++i) combined = combined + found_inf_[i].found_inf.to(scale_.device(), true);
     at::_amp_update_scale_(scale_, tracker_, combined, o_.growth_factor, o_.backoff_factor, o_.growth_interval);
+    found_inf_.clear();
+    stage_ = Stage::ready;
+  }
+
+  /// Abandons the current step: forgets its inf checks and readies the next one, leaving the scale and the
+  /// growth tracker unchanged (no update). For a step interrupted by an exception (out of memory inside
+  /// optimizer.step()), whose gradients the caller discards; GradScaler has no such call, its per-step state
+  /// is per optimizer and lives until update().
+  void discard_step() {
     found_inf_.clear();
     stage_ = Stage::ready;
   }
