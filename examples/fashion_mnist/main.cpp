@@ -122,6 +122,7 @@ int main(int argc, char** argv) {
 
     pt::callbacks::ProgressBar progress({.force_tty = cfg.progress_tty});
     const std::string settings = nlohmann::json{{"argv", std::vector<std::string>(argv, argv + argc)}}.dump();
+    ckpt_flags.run = {.batch_size = micro_batch, .data_size = train.x.size(0)};  // the run fingerprint's sizes
     // [snippet:trainer]
     // One fully composed Trainer: each policy's type is fixed here, its settings (and whether it acts) come from
     // the command line. Class template argument deduction names the policies from the arguments.
