@@ -194,7 +194,9 @@ inline std::vector<std::string> fingerprint_differences(const nlohmann::json& sa
 /// temporary file, never a partial checkpoint: write_atomic renames only a complete, fsynced file).
 class AsyncWriter {
  public:
+  /// Starts the writer thread.
   AsyncWriter() : thread_([this] { loop(); }) {}
+  /// Finishes the job in flight, if any, and joins the thread.
   ~AsyncWriter() {
     {
       std::lock_guard<std::mutex> lk(m_);
