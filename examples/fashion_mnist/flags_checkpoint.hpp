@@ -3,6 +3,7 @@
 //   --save last,best,every:N,steps:N,minutes:M   what to write (default: last)
 //   --checkpoint-dir DIR (default RUN_DIR/checkpoints)  --keep K  --top-k K  --monitor loss|accuracy  --mode min|max
 //   --half-weights  --half-optimizer  --resume [PATH] (no value: the newest good checkpoint of the directory)
+//   --resume-weights-only (with --resume: take the weights only, start a new run)  --async-checkpoint
 //   --ema [--ema-decay D --ema-tau T]  --patience P [--min-delta D]  --rollback [--rollback-factor F]  --no-export
 #include <cstdio>
 #include <filesystem>
@@ -30,6 +31,9 @@ struct CheckpointFlags {
   bool half_weights = false;
   bool half_optimizer = false;
   std::string resume;
+  bool resume_weights_only = false;
+  bool async_checkpoint = false;
+  policytrain::checkpoint::RunInfo run{};  // not a flag: the batch and data sizes main resolves
   bool no_export = false;
   bool ema = false;
   double ema_decay = 0.9999;
@@ -51,6 +55,9 @@ struct CheckpointFlags {
     app.add_flag("--half-optimizer", half_optimizer, "Store the optimizer's moments as bf16 too");
     app.add_option("--resume", resume, "Resume from PATH, or without a value from the newest good checkpoint")
         ->expected(0, 1)->default_str("auto");
+    app.add_flag("--resume-weights-only", resume_weights_only,
+                 "With --resume: load the model's weights only (even from another run's checkpoint) and start a new run");
+    app.add_flag("--async-checkpoint", async_checkpoint, "Write checkpoints in a background thread");
     app.add_flag("--no-export", no_export, "Do not write RUN_DIR/checkpoints/final.pt (torch.load-able weights)");
     app.add_flag("--ema", ema, "Evaluate with an exponential moving average of the weights");
     app.add_option("--ema-decay", ema_decay, "EMA decay")->check(CLI::Range(0.0, 0.999999999));
@@ -67,7 +74,8 @@ struct CheckpointFlags {
             .min_delta = min_delta};
   }
 
-  /// The checkpoint policy; `settings` is the run's command line as JSON.
+  /// The checkpoint policy; `settings` is the run's command line as JSON; `run` (set by main) is what the run
+  /// fingerprint records beyond the model and the optimizer (batch size, data size).
   policytrain::checkpoint::Disk make_checkpoint(const std::filesystem::path& run_dir, std::string settings) const {
     policytrain::checkpoint::Disk::Options o;
     o.directory = dir.empty() ? run_dir / "checkpoints" : dir;
@@ -89,6 +97,11 @@ struct CheckpointFlags {
     o.top_k = top_k;
     o.save = {.half_weights = half_weights, .half_optimizer = half_optimizer};
     o.resume = resume;
+    if (resume_weights_only && resume.empty())
+      throw std::invalid_argument("--resume-weights-only: needs --resume [PATH] (the checkpoint to take the weights from)");
+    o.weights_only = resume_weights_only;
+    o.async = async_checkpoint;
+    o.run = run;
     o.settings = std::move(settings);
     o.export_final = !no_export && !none;
     return policytrain::checkpoint::Disk(std::move(o));
@@ -108,7 +121,8 @@ struct CheckpointFlags {
 
   nlohmann::json describe() const {
     return {{"checkpoint", {{"name", "checkpoint::Disk"}, {"save", save}, {"keep", keep}, {"top_k", top_k},
-                            {"half_weights", half_weights}, {"half_optimizer", half_optimizer}, {"resume", resume}}},
+                            {"half_weights", half_weights}, {"half_optimizer", half_optimizer}, {"resume", resume},
+                            {"resume_weights_only", resume_weights_only}, {"async", async_checkpoint}}},
             {"ema", {{"enabled", ema}, {"decay", ema_decay}, {"tau", ema_tau}}},
             {"early_stopping", {{"enabled", patience > 0}, {"patience", patience}, {"monitor", monitor}, {"min_delta", min_delta}}},
             {"rollback", {{"enabled", rollback}, {"lr_factor", rollback_factor}}}};

@@ -174,6 +174,7 @@ int main(int argc, char** argv) {
     const nlohmann::json hparams{{"lr", cfg.lr}, {"batch_size", cfg.batch_size}, {"epochs", cfg.epochs},
                                  {"optimizer", cfg.optimizer}, {"weight_decay", cfg.weight_decay}, {"width", cfg.width},
                                  {"precision", precision_flags.describe().at("dtype")}};
+    ckpt_flags.run = {.batch_size = micro_batch, .data_size = train.x.size(0)};  // the run fingerprint's sizes
     // [snippet:trainer]
     // One fully composed Trainer: each policy's type is fixed here, its settings (and whether it acts) come from
     // the command line. Class template argument deduction names the policies from the arguments.

@@ -1,12 +1,13 @@
 """Kills the main job with SIGKILL at random moments, resumes it with --resume each time, and checks that the
 final weights are bit-identical to an uninterrupted run's (params_sha256 in summary.json).
-Usage: kill_resume.py FASHION_MNIST_EXE WORK_DIR   (KILL_SEED=n reproduces a run's kill times)"""
+Usage: kill_resume.py FASHION_MNIST_EXE WORK_DIR [FLAG...]   (KILL_SEED=n reproduces a run's kill times; FLAGs are
+added to every run, e.g. --async-checkpoint)"""
 import json, os, random, shutil, subprocess, sys, time
 
 exe, work = sys.argv[1], sys.argv[2]
 common = [exe, "--epochs", "2", "--limit-train-batches", "30", "--limit-val-batches", "1", "--progress-tty", "0",
           "--width", "8", "--batch-size", "32",
-          "--threads", "1", "--save", "last,steps:3", "--keep", "2", "--ema", "--ema-tau", "20"]
+          "--threads", "1", "--save", "last,steps:3", "--keep", "2", "--ema", "--ema-tau", "20"] + sys.argv[3:]
 shutil.rmtree(work, ignore_errors=True)
 ref_dir, run_dir = os.path.join(work, "reference"), os.path.join(work, "killed")
 

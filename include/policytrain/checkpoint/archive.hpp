@@ -365,6 +365,40 @@ struct Loaded {
   }
 };
 
+namespace detail {
+/// The model section of a payload, checked against `module` (the same names, shapes and dtypes; fp16 where the
+/// file says its weights are half), in the live module's order. Throws CheckpointError.
+inline std::vector<torch::Tensor> read_model(InputArchive& a, const std::filesystem::path& file,
+                                             const torch::nn::Module& module, bool half_w) {
+  std::vector<torch::Tensor> model;
+  auto saved = read_named(a, "model", file);
+  std::map<std::string, torch::Tensor> by_name(saved.begin(), saved.end());
+  auto live = named_tensors(module);
+  for (const auto& [name, t] : live) {
+    auto it = by_name.find(name);
+    if (it == by_name.end())
+      fail(file, fmt::format("the checkpoint has no '{}': it belongs to another model (it holds {} tensors, this "
+                             "model {})", name, saved.size(), live.size()));
+    const torch::Tensor& s = it->second;
+    if (s.sizes() != t.sizes())
+      fail(file, fmt::format("'{}' has shape {} in the checkpoint, {} in this model: it belongs to another model",
+                             name, shape_str(s), shape_str(t)));
+    const bool dtype_ok = s.scalar_type() == t.scalar_type() ||
+                          (half_w && s.scalar_type() == torch::kHalf && t.is_floating_point());
+    if (!dtype_ok)
+      fail(file, fmt::format("'{}' is {} in the checkpoint, {} in this model", name, dtype_str(s), dtype_str(t)));
+    model.push_back(s);
+  }
+  if (saved.size() != live.size()) {
+    std::set<std::string> live_names;
+    for (const auto& [n, t] : live) live_names.insert(n);
+    for (const auto& [n, t] : saved)
+      if (!live_names.count(n)) fail(file, fmt::format("the checkpoint holds '{}', which this model lacks: it belongs to another model", n));
+  }
+  return model;
+}
+}  // namespace detail
+
 /// Parses a validated file's payload and checks it against the live module, optimizer and Trainer state
 /// (`live_state`: Trainer::state_dict() now). Every entry of `live_state` must be present with the same dtype
 /// (and be a scalar where it is one), and the checkpoint may hold no state of a policy this Trainer lacks. Throws CheckpointError.
@@ -374,8 +408,8 @@ inline Loaded read_payload(const RawFile& raw, const std::filesystem::path& file
   Loaded r;
   r.file = file;
   r.meta = raw.meta;
-  const bool half_w = raw.meta.value("half_weights", false);
-  const bool half_o = raw.meta.value("half_optimizer", false);
+  const bool half_w = meta_bool(file, raw.meta, "half_weights", false);
+  const bool half_o = meta_bool(file, raw.meta, "half_optimizer", false);
   detail::InputArchive a;
   try {
     detail::from_bytes(a, raw.payload());
@@ -383,32 +417,7 @@ inline Loaded read_payload(const RawFile& raw, const std::filesystem::path& file
     fail(file, fmt::format("the payload is not a readable LibTorch archive: {}", e.what()));
   }
   try {
-    // Model: the same names, shapes and dtypes (fp16 where the file says its weights are half).
-    auto saved = detail::read_named(a, "model", file);
-    std::map<std::string, torch::Tensor> by_name(saved.begin(), saved.end());
-    auto live = detail::named_tensors(module);
-    for (const auto& [name, t] : live) {
-      auto it = by_name.find(name);
-      if (it == by_name.end())
-        fail(file, fmt::format("the checkpoint has no '{}': it belongs to another model (it holds {} tensors, this "
-                               "model {})", name, saved.size(), live.size()));
-      const torch::Tensor& s = it->second;
-      if (s.sizes() != t.sizes())
-        fail(file, fmt::format("'{}' has shape {} in the checkpoint, {} in this model: it belongs to another model",
-                               name, detail::shape_str(s), detail::shape_str(t)));
-      const bool dtype_ok = s.scalar_type() == t.scalar_type() ||
-                            (half_w && s.scalar_type() == torch::kHalf && t.is_floating_point());
-      if (!dtype_ok)
-        fail(file, fmt::format("'{}' is {} in the checkpoint, {} in this model", name, detail::dtype_str(s),
-                               detail::dtype_str(t)));
-      r.model.push_back(s);
-    }
-    if (saved.size() != live.size()) {
-      std::set<std::string> live_names;
-      for (const auto& [n, t] : live) live_names.insert(n);
-      for (const auto& [n, t] : saved)
-        if (!live_names.count(n)) fail(file, fmt::format("the checkpoint holds '{}', which this model lacks: it belongs to another model", n));
-    }
+    r.model = detail::read_model(a, file, module, half_w);
     // Optimizer: converted back to fp32 when stored as bf16, then checked against the live one.
     detail::InputArchive opt;
     if (!a.try_read("optimizer", opt)) fail(file, "the payload has no optimizer state");
@@ -461,6 +470,31 @@ inline Loaded read_payload(const RawFile& raw, const std::filesystem::path& file
     fail(file, fmt::format("the payload is malformed: {}", e.what()));
   }
   return r;
+}
+
+/// Loads only the model's weights (parameters and buffers) of checkpoint `file` into `module`: names, shapes and
+/// dtypes must match; the optimizer, the counters and the policies' state are not read. Validates everything
+/// before copying anything. Returns the file's metadata; throws CheckpointError naming the file and the problem.
+inline nlohmann::json load_weights(torch::nn::Module& module, const std::filesystem::path& file) {
+  const RawFile raw = read_file(file);
+  detail::InputArchive a;
+  try {
+    detail::from_bytes(a, raw.payload());
+  } catch (const std::exception& e) {
+    detail::fail(file, fmt::format("the payload is not a readable LibTorch archive: {}", e.what()));
+  }
+  std::vector<torch::Tensor> model;
+  try {
+    model = detail::read_model(a, file, module, meta_bool(file, raw.meta, "half_weights", false));
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const std::exception& e) {
+    detail::fail(file, fmt::format("the payload is malformed: {}", e.what()));
+  }
+  torch::NoGradGuard g;
+  auto live = detail::named_tensors(module);
+  for (size_t i = 0; i < live.size(); ++i) live[i].second.copy_(model[i]);
+  return raw.meta;
 }
 
 }  // namespace policytrain::checkpoint

@@ -16,15 +16,27 @@
 /// An epoch-end checkpoint resumes at the start of the next epoch; a step checkpoint resumes mid-epoch (the
 /// Trainer skips the batches already consumed). Requires nothing; with callbacks::Ema, final.pt holds the
 /// EMA weights. Cost when off (empty `directory`): a branch per hook; when on: a serialization per save.
+#include <cxxabi.h>
+#include <openssl/evp.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <limits>
 #include <string>
 #include <system_error>
+#include <typeinfo>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -80,18 +92,174 @@ inline Candidates list_checkpoints(const std::filesystem::path& dir) {
     const auto name = e.path().filename().string();
     if (!e.is_regular_file() || e.path().extension() != ".ckpt" || name.front() == '.') continue;
     try {
-      c.readable.emplace_back(e.path(), read_meta(e.path()));
+      auto meta = read_meta(e.path());
+      for (const char* k : {"global_step", "epoch", "batch_in_epoch", "created_unix_ns"}) (void)meta_int(e.path(), meta, k, 0);
+      c.readable.emplace_back(e.path(), std::move(meta));
     } catch (const CheckpointError& err) {
       c.unreadable.emplace_back(e.path(), err.what());
     }
   }
-  auto key = [](const nlohmann::json& m) {
-    return std::tuple(m.value("global_step", int64_t{-1}), m.value("epoch", int64_t{-1}), m.value("batch_in_epoch", int64_t{-1}),
-                      m.value("created_unix_ns", int64_t{0}));
+  auto key = [](const std::pair<std::filesystem::path, nlohmann::json>& f) {
+    const auto& [p, m] = f;  // fields validated above
+    return std::tuple(meta_int(p, m, "global_step", -1), meta_int(p, m, "epoch", -1), meta_int(p, m, "batch_in_epoch", -1),
+                      meta_int(p, m, "created_unix_ns", 0));
   };
-  std::stable_sort(c.readable.begin(), c.readable.end(), [&](const auto& a, const auto& b) { return key(a.second) > key(b.second); });
+  std::stable_sort(c.readable.begin(), c.readable.end(), [&](const auto& a, const auto& b) { return key(a) > key(b); });
   return c;
 }
+
+/// What a run is, beyond its policies: a checkpoint resumes only a run whose fingerprint it matches. Fields left
+/// at 0 are not recorded (and not compared).
+struct RunInfo {
+  int64_t world_size = 0;  ///< processes; 0: taken from the Trainer's parallel policy (1 without data parallelism)
+  int64_t batch_size = 0;  ///< the batch size the position within an epoch counts in
+  int64_t data_size = 0;   ///< training samples (the epoch's length)
+};
+
+namespace detail {
+/// Hex SHA-256 of the module's architecture: every parameter's and buffer's name, shape and dtype, in
+/// registration order (not the values).
+inline std::string architecture_digest(const torch::nn::Module& m) {
+  std::string text;
+  auto add = [&](const std::string& kind, const std::string& name, const torch::Tensor& t) {
+    text += fmt::format("{} {} {} {}\n", kind, name, c10::str(t.sizes()), t.dtype().name());
+  };
+  for (const auto& p : m.named_parameters(true)) add("param", p.key(), p.value());
+  for (const auto& b : m.named_buffers(true)) add("buffer", b.key(), b.value());
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  EVP_MD_CTX* c = EVP_MD_CTX_new();
+  if (!c || EVP_DigestInit_ex(c, EVP_sha256(), nullptr) != 1 || EVP_DigestUpdate(c, text.data(), text.size()) != 1 ||
+      EVP_DigestFinal_ex(c, md, &len) != 1) {
+    EVP_MD_CTX_free(c);
+    throw CheckpointError("policytrain::checkpoint: OpenSSL SHA-256 unavailable for the run fingerprint");
+  }
+  EVP_MD_CTX_free(c);
+  std::string hex;
+  for (unsigned i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
+  return hex;
+}
+/// The dynamic type of `opt`, demangled ("torch::optim::AdamW").
+inline std::string optimizer_kind(const torch::optim::Optimizer& opt) {
+  const char* mangled = typeid(opt).name();
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string r = status == 0 && d ? d : mangled;
+  std::free(d);
+  return r;
+}
+}  // namespace detail
+
+/// The fingerprint of a run (stored as the metadata's "fingerprint"): the model's architecture digest, its tensor
+/// and element counts, the optimizer's kind, and the RunInfo fields that are set.
+inline nlohmann::json run_fingerprint(const torch::nn::Module& m, const torch::optim::Optimizer& opt, const RunInfo& run) {
+  int64_t tensors = 0, elements = 0;
+  for (const auto& p : m.named_parameters(true)) ++tensors, elements += p.value().numel();
+  for (const auto& b : m.named_buffers(true)) ++tensors, elements += b.value().numel();
+  nlohmann::json f{{"model", detail::architecture_digest(m)},
+                   {"model_tensors", tensors},
+                   {"model_elements", elements},
+                   {"optimizer", detail::optimizer_kind(opt)}};
+  if (run.world_size > 0) f["world_size"] = run.world_size;
+  if (run.batch_size > 0) f["batch_size"] = run.batch_size;
+  if (run.data_size > 0) f["data_size"] = run.data_size;
+  return f;
+}
+
+/// What differs between a checkpoint's fingerprint (`saved`) and this run's (`now`), one phrase per field;
+/// empty when they agree. A field only one of them records is not compared (a file of an older version records none).
+inline std::vector<std::string> fingerprint_differences(const nlohmann::json& saved, const nlohmann::json& now) {
+  std::vector<std::string> out;
+  if (!saved.is_object() || !now.is_object()) return out;
+  auto str = [](const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+  if (saved.contains("model") && now.contains("model") && saved["model"] != now["model"]) {
+    std::string what = "model architecture (parameter names, shapes or dtypes)";
+    if (saved.contains("model_tensors") && saved.contains("model_elements") && now.contains("model_tensors"))
+      what += fmt::format(": {} tensors of {} elements in the checkpoint, {} tensors of {} elements in this run",
+                          str(saved["model_tensors"]), str(saved["model_elements"]), str(now["model_tensors"]),
+                          str(now["model_elements"]));
+    out.push_back(what);
+  }
+  const std::pair<const char*, const char*> fields[] = {
+      {"optimizer", "optimizer"}, {"world_size", "world size"}, {"batch_size", "batch size"}, {"data_size", "data size"}};
+  for (const auto& [key, label] : fields)
+    if (saved.contains(key) && now.contains(key) && saved[key] != now[key])
+      out.push_back(fmt::format("{}: {} in the checkpoint, {} in this run", label, str(saved[key]), str(now[key])));
+  return out;
+}
+
+/// The background writer of asynchronous checkpoints: one thread, one job in flight at most, jobs in order.
+/// A job's failure is kept and rethrown by the next `submit` or `wait`. The destructor finishes the job in
+/// flight (an exception unwinding the Trainer does not abandon a write half way; a killed process leaves the
+/// temporary file, never a partial checkpoint: write_atomic renames only a complete, fsynced file).
+class AsyncWriter {
+ public:
+  /// Starts the writer thread.
+  AsyncWriter() : thread_([this] { loop(); }) {}
+  /// Finishes the job in flight, if any, and joins the thread.
+  ~AsyncWriter() {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  AsyncWriter(const AsyncWriter&) = delete;
+  AsyncWriter& operator=(const AsyncWriter&) = delete;
+
+  /// Waits for the job in flight (rethrowing its failure), then starts `job`.
+  void submit(std::function<void()> job) {
+    wait();
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      job_ = std::move(job);
+    }
+    cv_.notify_all();
+  }
+  /// Waits until no job is in flight; rethrows the failure of the last one, once.
+  void wait() {
+    std::unique_lock<std::mutex> lk(m_);
+    done_.wait(lk, [&] { return !job_ && !running_; });
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+  /// Whether a job is in flight.
+  bool busy() {
+    std::lock_guard<std::mutex> lk(m_);
+    return job_ || running_;
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lk(m_);
+    for (;;) {
+      cv_.wait(lk, [&] { return stop_ || job_; });
+      if (!job_) return;  // stop requested, nothing left
+      auto job = std::move(job_);  // the job owns the payload: moved, never copied
+      job_ = nullptr;
+      running_ = true;
+      lk.unlock();
+      std::exception_ptr err;
+      try {
+        job();
+      } catch (...) {
+        err = std::current_exception();
+      }
+      job = nullptr;  // frees the payload
+      lk.lock();
+      running_ = false;
+      if (err) error_ = err;
+      done_.notify_all();
+    }
+  }
+
+  std::mutex m_;
+  std::condition_variable cv_, done_;
+  std::function<void()> job_;
+  std::exception_ptr error_;
+  bool stop_ = false, running_ = false;
+  std::thread thread_;  // last: started once the rest is constructed
+};
 
 /// Checkpoints in a directory (see the file comment).
 class Disk {
@@ -115,6 +283,9 @@ class Disk {
     SaveOptions save{};               ///< half_weights (fp16 model), half_optimizer (bf16 moments)
     std::string resume{};             ///< "": start fresh; a file; a directory, or "auto" for `directory`: its newest good file
     std::string settings{};           ///< the run's settings as JSON text, kept in every checkpoint's metadata
+    RunInfo run{};                    ///< world size, batch size, data size: part of the run fingerprint
+    bool async = false;               ///< write in a background thread (the step pays only the serialization)
+    bool weights_only = false;        ///< resume: load the model's weights only (any run's file), start a new run
     bool export_final = true;         ///< write final.pt (torch.load-able weights) at fit end
     bool verbose = false;             ///< a line per file written
     std::FILE* log = stderr;          ///< where messages go (nullptr: nowhere)
@@ -141,8 +312,28 @@ class Disk {
   int64_t best_epoch() const { return best_epoch_; }
   /// Wall time of the last save (serialization and every file written), in seconds.
   double last_save_seconds() const { return last_save_seconds_; }
+  /// Waits for the asynchronous write in flight, if any; rethrows its failure (a CheckpointError).
+  void wait() {
+    if (writer_) writer_->wait();
+  }
   /// Number of checkpoint files written so far.
-  int64_t files_written() const { return files_written_; }
+  int64_t files_written() const { return files_written_ + (written_ ? written_->load() : 0); }
+  /// This run's fingerprint (set at fit begin; see run_fingerprint).
+  const nlohmann::json& fingerprint() const { return fingerprint_; }
+
+  /// The fingerprint of the run `ctx` trains: run_fingerprint with the world size of the Trainer's parallel
+  /// policy when `run.world_size` is 0.
+  template <class Ctx>
+  nlohmann::json fingerprint(Ctx& ctx) const {
+    RunInfo run = o_.run;
+    if (run.world_size == 0) {
+      if constexpr (requires { ctx.template policy<Category::parallel>().world_size(); })
+        run.world_size = static_cast<int64_t>(ctx.template policy<Category::parallel>().world_size());
+      else
+        run.world_size = 1;
+    }
+    return run_fingerprint(ctx.module(), ctx.optimizer(), run);
+  }
 
   /// Best metric, best epoch, metric history and the top-k list, for resume.
   StateDict state_dict() const {
@@ -188,6 +379,7 @@ class Disk {
         if (e.path().filename().string().starts_with(".") && e.path().filename().string().find(".tmp-") != std::string::npos)
           fs::remove(e.path(), ec);
     }
+    fingerprint_ = fingerprint(ctx);
     if (!o_.resume.empty()) resume(ctx);
     last_saved_step_ = ctx.state().global_step;
   }
@@ -198,8 +390,7 @@ class Disk {
     if (!enabled()) return;
     const int64_t step = ctx.state().global_step;
     if (o_.every_steps > 0 && step % o_.every_steps == 0) {
-      save(ctx, {{fmt::format("step-{:08d}.ckpt", step), "step"}}, false);
-      if (ctx.is_main()) rotate();
+      save(ctx, {{fmt::format("step-{:08d}.ckpt", step), "step"}}, false, [this] { rotate(); });
     } else if (o_.every_seconds > 0 && o_.last &&
                std::chrono::duration<double>(Clock::now() - last_write_).count() >= o_.every_seconds) {
       save(ctx, {{"last.ckpt", "last"}}, false);
@@ -250,12 +441,13 @@ class Disk {
     if (files.empty()) return;
     // An epoch cut short (max_steps) is saved mid-epoch; a finished one resumes at the next epoch.
     const bool finished = ctx.epoch_batches() < 0 || ctx.state().batch_in_epoch >= ctx.epoch_batches();
-    save(ctx, files, finished);
-    if (!dropped.empty() && ctx.is_main()) {
-      std::error_code ec;
-      std::filesystem::remove(o_.directory / dropped, ec);
-    }
-    if (periodic && ctx.is_main()) rotate();
+    save(ctx, files, finished, [this, dropped, periodic] {
+      if (!dropped.empty()) {
+        std::error_code ec;
+        std::filesystem::remove(o_.directory / dropped, ec);
+      }
+      if (periodic) rotate();
+    });
   }
 
   /// Writes a final last.ckpt if steps were taken since, and exports final.pt (EMA weights with callbacks::Ema).
@@ -263,6 +455,7 @@ class Disk {
   void on_fit_end(Ctx& ctx) {
     if (!enabled() || !ctx.is_main()) return;
     if (o_.last && last_saved_step_ != ctx.state().global_step) save(ctx, {{"last.ckpt", "last"}}, false);
+    wait();  // the last asynchronous write is on disk (or its failure raised) when fit returns
     if (!o_.export_final) return;
     const auto file = o_.directory / "final.pt";
     if constexpr (Ctx::template has<callbacks::Ema>()) {
@@ -278,9 +471,13 @@ class Disk {
   }
 
   /// Writes the current state to `files` (names in the directory, with their kind). `epoch_end`: the epoch is
-  /// complete, so the checkpoint resumes at the start of the next one. Main rank only; others return.
+  /// complete, so the checkpoint resumes at the start of the next one. `after` runs once the files are written
+  /// (rotation). Main rank only; others return. With `async`, the state is serialized now (a copy on the host)
+  /// and the files are written by the background thread; a failure of that write is raised by the next save or
+  /// at fit end.
   template <class Ctx>
-  void save(Ctx& ctx, const std::vector<std::pair<std::string, std::string>>& files, bool epoch_end) {
+  void save(Ctx& ctx, const std::vector<std::pair<std::string, std::string>>& files, bool epoch_end,
+            std::function<void()> after = {}) {
     if (!ctx.is_main()) return;
     const auto t0 = Clock::now();
     StateDict st = ctx.state_dict();
@@ -289,7 +486,7 @@ class Disk {
     const int64_t batch = epoch_end ? 0 : s.batch_in_epoch;
     st["trainer/epoch"] = scalar_tensor(epoch);
     st["trainer/batch_in_epoch"] = scalar_tensor(batch);
-    const std::string payload = make_payload(ctx.module(), ctx.optimizer(), st, o_.save);
+    std::string payload = make_payload(ctx.module(), ctx.optimizer(), st, o_.save);
     nlohmann::json meta{{"library", "policytrain"},
                         {"library_version", kLibraryVersion},
                         {"torch_version", policytrain::detail::torch_version()},
@@ -309,11 +506,21 @@ class Disk {
                                  {"value", std::isfinite(best_metric_) ? nlohmann::json(best_metric_) : nlohmann::json()},
                                  {"epoch", best_epoch_}};
     if (!o_.settings.empty()) meta["settings"] = nlohmann::json::parse(o_.settings);
-    for (const auto& [file, kind] : files) {
-      meta["kind"] = kind;
-      write_file(o_.directory / file, meta, payload);
-      ++files_written_;
-      if (o_.verbose) say("policytrain::checkpoint: wrote {} (epoch {}, step {})", (o_.directory / file).string(), epoch, s.global_step);
+    meta["fingerprint"] = fingerprint_.is_null() ? fingerprint(ctx) : fingerprint_;
+    if (!o_.async) {
+      write_files(files, meta, payload, epoch, s.global_step, nullptr);
+      files_written_ += static_cast<int64_t>(files.size());
+      if (after) after();
+    } else {
+      if (!writer_) {
+        writer_ = std::make_shared<AsyncWriter>();
+        written_ = std::make_shared<std::atomic<int64_t>>(0);
+      }
+      writer_->submit([this, files, meta = std::move(meta), payload = std::move(payload), epoch,
+                       step = s.global_step, after = std::move(after), written = written_]() mutable {
+        write_files(files, meta, payload, epoch, step, written.get());
+        if (after) after();
+      });
     }
     last_write_ = Clock::now();
     last_saved_step_ = s.global_step;
@@ -323,11 +530,50 @@ class Disk {
  private:
   using Clock = std::chrono::steady_clock;
 
+  void write_files(const std::vector<std::pair<std::string, std::string>>& files, nlohmann::json& meta,
+                   const std::string& payload, int64_t epoch, int64_t step, std::atomic<int64_t>* written) const {
+    for (const auto& [file, kind] : files) {
+      meta["kind"] = kind;
+      write_file(o_.directory / file, meta, payload);
+      if (written) ++*written;
+      if (o_.verbose) say("policytrain::checkpoint: wrote {} (epoch {}, step {})", (o_.directory / file).string(), epoch, step);
+    }
+  }
+
   template <class... A>
-  void say(fmt::format_string<A...> f, A&&... a) {
+  void say(fmt::format_string<A...> f, A&&... a) const {
     if (!o_.log) return;
     std::fprintf(o_.log, "%s\n", fmt::format(f, std::forward<A>(a)...).c_str());
     std::fflush(o_.log);
+  }
+
+  /// Why `file` (metadata `meta`) is another run's, or "" when its fingerprint matches this run's (or it has none).
+  std::string other_run(const std::filesystem::path& file, const nlohmann::json& meta) const {
+    if (!meta.contains("fingerprint")) {
+      say("policytrain::checkpoint: {} records no run fingerprint (written before policytrain recorded one); its "
+          "settings cannot be compared", file.string());
+      return "";
+    }
+    const auto diff = fingerprint_differences(meta["fingerprint"], fingerprint_);
+    if (diff.empty()) return "";
+    return fmt::format("policytrain::checkpoint: {}: belongs to another run: {}; to start a new run from its weights, "
+                       "resume with weights only (checkpoint::Disk::Options::weights_only, --resume-weights-only)",
+                       file.string(), fmt::join(diff, "; "));
+  }
+
+  /// Loads `file` (metadata `meta`): everything, or the weights only. Throws CheckpointError.
+  template <class Ctx>
+  void load_one(Ctx& ctx, const std::filesystem::path& file, const nlohmann::json& meta) {
+    if (o_.weights_only) {
+      load_weights(ctx.module(), file);
+      resumed_from_ = file;
+      say("policytrain::checkpoint: loaded the weights of {} (step {}); a new run starts at step 0", file.string(),
+          meta_int(file, meta, "global_step", 0));
+      return;
+    }
+    if (const std::string why = other_run(file, meta); !why.empty()) throw CheckpointError(why);
+    load(ctx, file);
+    resumed_from_ = file;
   }
 
   template <class Ctx>
@@ -335,11 +581,16 @@ class Disk {
     namespace fs = std::filesystem;
     const fs::path target = o_.resume == "auto" ? o_.directory : fs::path(o_.resume);
     std::error_code ec;
+    auto resumed = [&](const fs::path& file, const nlohmann::json& meta, bool fell_back) {
+      if (o_.weights_only) return;
+      say("policytrain::checkpoint: resumed from {} (epoch {}, batch {}, step {}){}", file.string(),
+          meta_int(file, meta, "epoch", 0) + 1, meta_int(file, meta, "batch_in_epoch", 0),
+          meta_int(file, meta, "global_step", 0), fell_back ? ", the newest usable checkpoint" : "");
+    };
     if (fs::is_regular_file(target, ec)) {  // a named file: no fallback
-      const auto meta = load(ctx, target);
-      resumed_from_ = target;
-      say("policytrain::checkpoint: resumed from {} (epoch {}, batch {}, step {})", target.string(),
-          meta.value("epoch", int64_t{0}) + 1, meta.value("batch_in_epoch", int64_t{0}), meta.value("global_step", int64_t{0}));
+      const auto meta = read_meta(target);
+      load_one(ctx, target, meta);
+      resumed(target, meta, false);
       return;
     }
     if (!fs::is_directory(target, ec)) {
@@ -354,11 +605,8 @@ class Disk {
     for (const auto& [file, why] : c.unreadable) errors.push_back(why);
     for (const auto& [file, meta] : c.readable) {
       try {
-        load(ctx, file);
-        resumed_from_ = file;
-        say("policytrain::checkpoint: resumed from {} (epoch {}, batch {}, step {}){}", file.string(),
-            meta.value("epoch", int64_t{0}) + 1, meta.value("batch_in_epoch", int64_t{0}),
-            meta.value("global_step", int64_t{0}), errors.empty() ? "" : ", the newest usable checkpoint");
+        load_one(ctx, file, meta);
+        resumed(file, meta, !errors.empty());
         return;
       } catch (const CheckpointError& e) {
         say("{}; falling back to the previous checkpoint", e.what());
@@ -384,7 +632,7 @@ class Disk {
       if (e.path().extension() != ".ckpt" || !(n.starts_with("epoch-") || n.starts_with("step-"))) continue;
       try {
         const auto m = read_meta(e.path());
-        periodic.push_back({{m.value("global_step", int64_t{0}), m.value("epoch", int64_t{0})}, e.path()});
+        periodic.push_back({{meta_int(e.path(), m, "global_step", 0), meta_int(e.path(), m, "epoch", 0)}, e.path()});
       } catch (const CheckpointError&) {
         periodic.push_back({{-1, -1}, e.path()});  // unreadable: the first to go
       }
@@ -403,6 +651,9 @@ class Disk {
   Clock::time_point last_write_{};
   int64_t last_saved_step_ = -1;
   int64_t files_written_ = 0;
+  nlohmann::json fingerprint_;
+  std::shared_ptr<AsyncWriter> writer_;             // asynchronous mode: the background writer (made on first save)
+  std::shared_ptr<std::atomic<int64_t>> written_;   // files the writer has written
   double last_save_seconds_ = 0;
 };
 

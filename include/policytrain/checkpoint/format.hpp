@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdint>
@@ -34,6 +35,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -110,7 +112,7 @@ inline Header parse_header(const std::filesystem::path& file, std::string_view h
       fail(file, fmt::format("truncated: {} bytes, shorter than the {}-byte header", file_size, kHeaderSize));
     fail(file, "not a policytrain checkpoint (its first bytes are not the checkpoint magic)");
   }
-  if (h.size() < kHeaderSize)
+  if (h.size() < kHeaderSize || file_size < kHeaderSize)
     fail(file, fmt::format("truncated: {} bytes, shorter than the {}-byte header", file_size, kHeaderSize));
   if (detail::crc32(h.substr(0, 32)) != detail::get_le(h.data() + 32, 4))
     fail(file, "the header is corrupt (its checksum does not match)");
@@ -124,9 +126,16 @@ inline Header parse_header(const std::filesystem::path& file, std::string_view h
     fail(file, fmt::format("incompatible version: checkpoint format {}, this build of policytrain reads format {}{}",
                            r.version, kFormatVersion,
                            r.version > kFormatVersion ? "; load it with the newer policytrain that wrote it" : ""));
-  const uint64_t expected = kHeaderSize + r.meta_size + r.payload_size;
-  if (file_size < expected)
-    fail(file, fmt::format("truncated: {} bytes, the header announces {}", file_size, expected));
+  // Each length is checked against what the file really holds, without adding (a forged 64-bit length would
+  // make 36 + meta + payload wrap around to the file's size).
+  const uint64_t body = file_size - kHeaderSize;
+  if (r.meta_size > body)
+    fail(file, fmt::format("the header's metadata length ({} bytes) exceeds the {} bytes after the header (the file has "
+                           "{}): truncated or forged", r.meta_size, body, file_size));
+  if (r.payload_size > body - r.meta_size)
+    fail(file, fmt::format("the header's payload length ({} bytes) exceeds the {} bytes after the metadata (the file has "
+                           "{}): truncated or forged", r.payload_size, body - r.meta_size, file_size));
+  const uint64_t expected = kHeaderSize + r.meta_size + r.payload_size;  // <= file_size: no overflow
   if (file_size > expected)
     fail(file, fmt::format("{} unexpected bytes after the payload (the header announces {} bytes, the file has {})",
                            file_size - expected, expected, file_size));
@@ -134,11 +143,16 @@ inline Header parse_header(const std::filesystem::path& file, std::string_view h
 }
 
 namespace detail {
-inline std::string read_bytes(const std::filesystem::path& file, uint64_t offset, uint64_t n) {
+/// Reads `n` bytes at `offset` of `file`, whose size is `file_size`: a range past the end is refused before
+/// anything is allocated (`what` names the field that asked for it).
+inline std::string read_bytes(const std::filesystem::path& file, uint64_t offset, uint64_t n, uint64_t file_size,
+                              std::string_view what) {
+  if (offset > file_size || n > file_size - offset)
+    fail(file, fmt::format("{}: {} bytes at offset {} lie past the end of the file ({} bytes)", what, n, offset, file_size));
   std::ifstream in(file, std::ios::binary);
   if (!in) fail(file, fmt::format("cannot open for reading: {}", std::strerror(errno)));
   in.seekg(static_cast<std::streamoff>(offset));
-  std::string s(n, '\0');
+  std::string s(static_cast<size_t>(n), '\0');
   in.read(s.data(), static_cast<std::streamsize>(n));
   s.resize(static_cast<size_t>(in.gcount()));
   return s;
@@ -157,12 +171,47 @@ inline nlohmann::json parse_meta(const std::filesystem::path& file, std::string_
 }
 }  // namespace detail
 
+namespace detail {
+/// Runs `f`; any exception other than CheckpointError (std::bad_alloc, std::length_error, a JSON error) becomes a
+/// CheckpointError naming the file, so that callers that fall back past bad files see only the documented type.
+template <class F>
+auto documented_errors(const std::filesystem::path& file, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail(file, fmt::format("unreadable: {}", e.what()));
+  }
+}
+}  // namespace detail
+
 /// Reads and validates the header and metadata only (cheap: used to rank the files of a directory).
 inline nlohmann::json read_meta(const std::filesystem::path& file) {
-  const uint64_t size = detail::file_size_of(file);
-  const std::string head = detail::read_bytes(file, 0, kHeaderSize);
-  const Header h = parse_header(file, head, size);
-  return detail::parse_meta(file, detail::read_bytes(file, kHeaderSize, h.meta_size), h.meta_crc);
+  return detail::documented_errors(file, [&] {
+    const uint64_t size = detail::file_size_of(file);
+    const std::string head = detail::read_bytes(file, 0, std::min<uint64_t>(kHeaderSize, size), size, "the header");
+    const Header h = parse_header(file, head, size);
+    return detail::parse_meta(file, detail::read_bytes(file, kHeaderSize, h.meta_size, size, "the metadata length"),
+                              h.meta_crc);
+  });
+}
+
+/// The integer metadata field `key` of `file`, or `fallback` when absent; a field of another type is a
+/// CheckpointError naming the file and the field (a forged or foreign file must not escape as a JSON error).
+inline int64_t meta_int(const std::filesystem::path& file, const nlohmann::json& meta, const char* key, int64_t fallback) {
+  const auto it = meta.find(key);
+  if (it == meta.end() || it->is_null()) return fallback;
+  if (!it->is_number_integer())
+    detail::fail(file, fmt::format("the metadata field '{}' is {}, not an integer", key, it->type_name()));
+  return it->get<int64_t>();
+}
+/// The boolean metadata field `key` of `file`, or `fallback` when absent (see meta_int).
+inline bool meta_bool(const std::filesystem::path& file, const nlohmann::json& meta, const char* key, bool fallback) {
+  const auto it = meta.find(key);
+  if (it == meta.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) detail::fail(file, fmt::format("the metadata field '{}' is {}, not a boolean", key, it->type_name()));
+  return it->get<bool>();
 }
 
 /// A whole checkpoint file, validated: header, both checksums and length.
@@ -176,18 +225,32 @@ struct RawFile {
   std::string_view payload() const { return std::string_view(bytes).substr(payload_offset); }
 };
 
+/// Validates the bytes of a whole checkpoint file (`file` names it in messages); throws CheckpointError naming
+/// the file and the problem. Every length is checked against `bytes.size()` before it is used.
+inline RawFile parse_file(const std::filesystem::path& file, std::string bytes) {
+  return detail::documented_errors(file, [&] {
+    RawFile r;
+    r.bytes = std::move(bytes);
+    const uint64_t size = r.bytes.size();
+    const std::string_view all(r.bytes);
+    const Header h = parse_header(file, all.substr(0, std::min<size_t>(kHeaderSize, all.size())), size);
+    // parse_header guarantees kHeaderSize + meta_size + payload_size == size.
+    r.meta = detail::parse_meta(file, all.substr(kHeaderSize, h.meta_size), h.meta_crc);
+    r.payload_offset = kHeaderSize + h.meta_size;
+    if (detail::crc32(r.payload()) != h.payload_crc)
+      detail::fail(file, "the payload is corrupt (its checksum does not match: flipped bytes or a partial write)");
+    return r;
+  });
+}
+
 /// Reads `file` and validates it byte for byte; throws CheckpointError naming the file and the problem.
 inline RawFile read_file(const std::filesystem::path& file) {
-  const uint64_t size = detail::file_size_of(file);
-  RawFile r;
-  r.bytes = detail::read_bytes(file, 0, size);
-  if (r.bytes.size() != size) detail::fail(file, "the file changed while it was read");
-  const Header h = parse_header(file, std::string_view(r.bytes).substr(0, std::min<size_t>(kHeaderSize, r.bytes.size())), size);
-  r.meta = detail::parse_meta(file, std::string_view(r.bytes).substr(kHeaderSize, h.meta_size), h.meta_crc);
-  r.payload_offset = kHeaderSize + h.meta_size;
-  if (detail::crc32(r.payload()) != h.payload_crc)
-    detail::fail(file, "the payload is corrupt (its checksum does not match: flipped bytes or a partial write)");
-  return r;
+  return detail::documented_errors(file, [&] {
+    const uint64_t size = detail::file_size_of(file);
+    std::string bytes = detail::read_bytes(file, 0, size, size, "the file");
+    if (bytes.size() != size) detail::fail(file, "the file changed while it was read");
+    return parse_file(file, std::move(bytes));
+  });
 }
 
 /// Writes the concatenation of `pieces` to `file` atomically (temporary file in the same directory, fsync,
@@ -232,12 +295,21 @@ inline void write_atomic(const std::filesystem::path& file, std::initializer_lis
   }
   if (::close(fd) != 0) fail_errno("close", errno);
   if (::rename(tmp.c_str(), file.c_str()) != 0) fail_errno("rename", errno);
-  // The rename is durable only once the directory entry is.
+  // The rename is durable only once the directory entry is. The new file is in place; what failed is the
+  // guarantee that it survives a power loss, which the caller must hear about.
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
+  if (dfd < 0) {
+    const int err = errno;
+    detail::fail(file, fmt::format("written, but the directory {} cannot be opened to make the rename durable: {}",
+                                   dir.string(), std::strerror(err)));
   }
+  if (::fsync(dfd) != 0) {
+    const int err = errno;
+    ::close(dfd);
+    detail::fail(file, fmt::format("written, but the fsync of the directory {} failed: {}; the rename may not survive "
+                                   "a crash or power loss", dir.string(), std::strerror(err)));
+  }
+  ::close(dfd);
 }
 
 /// Writes a checkpoint file: header, `meta` (a JSON object) and `payload`, atomically.
