@@ -15,6 +15,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/types.h>
 
 namespace policytrain::data {
