@@ -47,6 +47,9 @@ def close(a, b, what, rtol, atol):
 
 
 def finish(name, compared):
+    if not compared:
+        print(f"{name}: nothing was compared against the reference (an empty case list?)")
+        sys.exit(1)
     if FAILURES:
         print(f"{name}: {len(FAILURES)} mismatches against the reference")
         sys.exit(1)

@@ -7,8 +7,10 @@
 //   precision (loss scaling) x auto batch the scaler's state after a failed step    test_policy_meetings.cpp, "fit_auto_batch
 //                                                                                     recovers ... with loss scaling"
 //   logs x resume                         the run directory's CSV/JSONL rows        test_policy_meetings.cpp, "MetricsLog
-//                                                                                     continues a resumed run's logs"
-//   rollback x schedule                   the lr                                    issue 11's schedule half (another branch)
+//                                                                                     continues a resumed run's logs" (rows
+//                                                                                     and values vs the uninterrupted run)
+//   rollback x schedule                   the lr                                    test_schedule_reference.cpp,
+//                                                                                     "DivergenceRollback x schedule::Lr"
 #include <doctest/doctest.h>
 
 #include <cmath>

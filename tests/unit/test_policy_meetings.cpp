@@ -248,6 +248,20 @@ TEST_CASE("MetricsLog continues a resumed run's logs: every step and epoch row o
     trainer.fit(loader, {.epochs = 3});  // 15 steps; "killed" after it, resumed from step 7 (epoch 1, batch 2)
   }
   REQUIRE(!at7.empty());
+  // The uninterrupted run's rows are the oracle for the values too: epoch, step, batch, loss and lr of every
+  // row must come back the same after the resume (the timing columns differ).
+  auto first_fields = [](const std::vector<std::string>& lines) {
+    std::vector<std::string> out;
+    for (const auto& l : lines) {
+      std::stringstream ss(l);
+      std::string cell, row;
+      for (int c = 0; c < 5 && std::getline(ss, cell, ','); ++c) row += cell + ",";
+      out.push_back(row);
+    }
+    return out;
+  };
+  const auto uninterrupted = first_fields(read_lines(dir / "steps.csv"));
+  REQUIRE(uninterrupted.size() == 16);  // header + 15 steps
   {  // a torn last line, as a killed process leaves
     std::ofstream f(dir / "steps.csv", std::ios::app);
     f << "2,16,1,0.5";
@@ -265,6 +279,7 @@ TEST_CASE("MetricsLog continues a resumed run's logs: every step and epoch row o
   CHECK(csv_column(dir / "epochs.csv", 0) == epochs);
   CHECK(jsonl_key(dir / "epochs.jsonl", "epoch") == epochs);
   CHECK(read_lines(dir / "steps.csv").front().rfind("epoch,step,", 0) == 0);
+  CHECK(first_fields(read_lines(dir / "steps.csv")) == uninterrupted);
 
   SUBCASE("a fit from step 0 starts the logs afresh") {
     MlpTask t3;

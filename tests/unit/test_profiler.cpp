@@ -24,7 +24,7 @@ int run_python(const std::string& script, const std::string& args) {
   return std::system(cmd.c_str());
 }
 
-// The CNN of tests/integration/profile_reference.py, layer for layer.
+// The CNN of tests/integration/check_profiler.py, layer for layer.
 struct CnnImpl : torch::nn::Module {
   torch::nn::Conv2d c1{nullptr}, c2{nullptr};
   torch::nn::Linear fc{nullptr};
