@@ -224,13 +224,17 @@ std::vector<int64_t> jsonl_key(const std::filesystem::path& f, const char* key) 
   for (auto& l : read_lines(f)) out.push_back(nlohmann::json::parse(l).at(key).get<int64_t>());
   return out;
 }
-/// Keeps the state_dict taken after step `at`.
+/// Keeps the state_dict taken after step `at`, and (when `weights` is set) a copy of the model's weights then
+/// (the Trainer's state_dict holds neither model nor optimizer: SGD without momentum has no state).
 struct Snapshot {
   int64_t at;
   pt::StateDict* out;
+  MlpTask* weights = nullptr;
   template <class C>
   void on_step_end(C& c) {
-    if (c.state().global_step == at) *out = c.state_dict();
+    if (c.state().global_step != at) return;
+    *out = c.state_dict();
+    if (weights) testing::copy_weights(weights->module(), c.module());
   }
 };
 }  // namespace
@@ -241,10 +245,12 @@ TEST_CASE("MetricsLog continues a resumed run's logs: every step and epoch row o
   pt::data::TensorLoader loader(x, y, {.batch_size = 8, .shuffle = true, .seed = 2});
   using Log = pt::callbacks::MetricsLog;
   pt::StateDict at7;
+  MlpTask weights_at7(99);
   {
     MlpTask task;
     torch::optim::SGD opt(task.module().parameters(), 0.1);
-    pt::Trainer<MlpTask, Log, Snapshot> trainer(task, opt, Log({.dir = dir, .print_summary = false}), Snapshot{7, &at7});
+    pt::Trainer<MlpTask, Log, Snapshot> trainer(task, opt, Log({.dir = dir, .print_summary = false}),
+                                                Snapshot{7, &at7, &weights_at7});
     trainer.fit(loader, {.epochs = 3});  // 15 steps; "killed" after it, resumed from step 7 (epoch 1, batch 2)
   }
   REQUIRE(!at7.empty());
@@ -267,6 +273,7 @@ TEST_CASE("MetricsLog continues a resumed run's logs: every step and epoch row o
     f << "2,16,1,0.5";
   }
   MlpTask task;
+  testing::copy_weights(task.module(), weights_at7.module());  // an exact resume: the weights of step 7 too
   torch::optim::SGD opt(task.module().parameters(), 0.1);
   pt::Trainer<MlpTask, Log> resumed(task, opt, Log({.dir = dir, .print_summary = false}));
   resumed.load_state_dict(at7);

@@ -350,7 +350,7 @@ template <class M>
 class Recomputed : public torch::nn::ModuleHolder<RecomputedImpl<M>> {
  public:
   using torch::nn::ModuleHolder<RecomputedImpl<M>>::ModuleHolder;
-  using Impl = RecomputedImpl<M>;
+  using Impl = RecomputedImpl<M>;  ///< the module class this holder owns
 };
 
 /// Runs `seq` on `x` in segments of `every` consecutive modules, each under recompute (like PyTorch's

@@ -30,7 +30,9 @@ class FusedGradScaling {
     grad_scale_ = torch::Tensor();
     found_inf_ = torch::Tensor();
   }
+  /// The loss scale the gradients carry (undefined: no unscaling in the kernel).
   const torch::Tensor& grad_scale() const { return grad_scale_; }
+  /// The flag a non-finite gradient sets (undefined: no skip in the kernel).
   const torch::Tensor& found_inf() const { return found_inf_; }
 
  protected:

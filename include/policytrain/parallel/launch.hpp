@@ -33,11 +33,11 @@ struct LaunchOptions {
   /// Number of processes (ranks) to start.
   int nproc = 2;
   std::string program = "/proc/self/exe";     ///< what each rank runs
-  std::vector<std::string> args;              ///< its argv (argv[0] first)
+  std::vector<std::string> args{};            ///< its argv (argv[0] first)
   /// MASTER_ADDR given to every rank.
   std::string master_addr = "127.0.0.1";
   int master_port = 0;                        ///< 0: a free port, chosen now
-  std::map<std::string, std::string> env;     ///< further variables for every rank
+  std::map<std::string, std::string> env{};   ///< further variables for every rank
   bool stop_others_on_failure = true;         ///< SIGTERM (then SIGKILL) the others when one rank fails
   std::chrono::milliseconds deadline{0};      ///< > 0: kill every rank after this long and return 124
 };
