@@ -30,6 +30,8 @@ struct Recorder {
     add("train/loss", s, ctx.state().loss_value());
     for (size_t g = 0; g < ctx.optimizer().param_groups().size(); ++g) add("train/lr/group" + std::to_string(g), s, ctx.lr(g));
     if constexpr (Ctx::template has<Clip>()) add("train/grad_norm", s, ctx.template get<Clip>().last_norm());
+    if constexpr (requires { ctx.template policy<pt::Category::precision>().loss_scale(); })
+      add("train/loss_scale", s, ctx.template policy<pt::Category::precision>().loss_scale());
     if (histogram_every > 0 && s % histogram_every == 0)
       for (const auto& p : ctx.module().named_parameters(true)) {
         histograms["weights/" + p.key()].push_back({s, p.value().numel()});
@@ -81,13 +83,19 @@ TEST_CASE("TensorBoard's scalars, histograms, settings text and hparams read bac
   const nlohmann::json hparams{{"lr", 0.1}, {"optimizer", "sgd"}, {"clip", true}};
   Recorder rec;
   rec.histogram_every = 4;
-  pt::Trainer<testing::MlpTask, Clip, TB, Recorder> t(
-      task, opt, Clip({.mode = Clip::Mode::norm, .max_norm = 0.5, .p = 2.0}),
+  // Loss scaling (in fp32, so the run stays exact) whose scale grows every 2 steps: train/loss_scale changes.
+  using AC = pt::precision::Autocast;
+  const AC::Options ao{.dtype = torch::kFloat, .loss_scaling = pt::precision::LossScaling::on,
+                       .scaler = {.init_scale = 1024.0, .growth_interval = 2}};
+  pt::Trainer<testing::MlpTask, AC, Clip, TB, Recorder> t(
+      task, opt, AC(ao), Clip({.mode = Clip::Mode::norm, .max_norm = 0.5, .p = 2.0}),
       TB({.dir = dir, .every = 1, .histogram_every = 4, .settings = "--lr 0.1 --epochs 2", .hparams = hparams}),
       std::move(rec));
   t.fit(train, val, {.epochs = 2});
   auto& r = t.get<Recorder>();
   REQUIRE(r.scalars["train/loss"].size() == 12);
+  REQUIRE(r.scalars["train/loss_scale"].size() == 12);
+  CHECK(r.scalars["train/loss_scale"].back()[1].get<double>() > 1024.0);  // it grew: the tag is not a constant
   CHECK(event_files(dir) == 1);
   nlohmann::json expected{{"scalars", r.scalars}, {"histograms", r.histograms}, {"hparams", hparams},
                           {"metrics", {"val/loss", "val/accuracy"}}, {"text", {{"settings", "--lr 0.1 --epochs 2"}}},
