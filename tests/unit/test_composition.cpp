@@ -24,6 +24,7 @@
 #include <policytrain/checkpoint/disk.hpp>
 #include <policytrain/core/parameters.hpp>
 
+#include "unit/fixtures.hpp"
 #include "unit/helpers.hpp"
 
 namespace pt = policytrain;
@@ -111,26 +112,8 @@ TEST_CASE("EMA x checkpoint x resume: the average of a stopped and resumed run e
 }
 
 namespace {
-struct HolderImpl : torch::nn::Module {
-  torch::Tensor weight;
-  explicit HolderImpl(torch::Tensor w) { weight = register_parameter("weight", std::move(w)); }
-};
-TORCH_MODULE(Holder);
-struct TiedNetImpl : torch::nn::Module {
-  Holder enc{nullptr}, dec{nullptr};
-  torch::Tensor bias;
-  TiedNetImpl() {
-    torch::manual_seed(3);
-    auto w = torch::randn({8, 8}) * 0.5;
-    enc = register_module("enc", Holder(w));
-    dec = register_module("dec", Holder(w));
-    bias = register_parameter("bias", torch::zeros({8}));
-  }
-  torch::Tensor forward(const torch::Tensor& x) { return torch::tanh(x.matmul(enc->weight.t())).matmul(dec->weight.t()) + bias; }
-};
-TORCH_MODULE(TiedNet);
 struct TiedTask {
-  TiedNet net;
+  testing::TiedNet net{3, 8, false};  // 8 x 8 tied weight, zero bias
   torch::nn::Module& module() { return *net; }
   torch::Tensor training_step(const pt::Batch& b) { return torch::mse_loss(net->forward(b.x), b.x.flip(1)); }
 };

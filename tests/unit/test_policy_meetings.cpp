@@ -16,36 +16,15 @@
 #include <policytrain/callbacks/metrics_log.hpp>
 #include <policytrain/core/parameters.hpp>
 
+#include "unit/fixtures.hpp"
 #include "unit/helpers.hpp"
 
 namespace pt = policytrain;
 using testing::MlpTask;
+using testing::TiedNet;
 
 namespace {
 
-/// Registers a given tensor as its parameter "weight" (so two holders can share one tensor).
-struct HolderImpl : torch::nn::Module {
-  torch::Tensor weight;
-  explicit HolderImpl(torch::Tensor w) { weight = register_parameter("weight", std::move(w)); }
-};
-TORCH_MODULE(Holder);
-
-/// y = dec.W tanh(enc.W x) + b, with enc.weight and dec.weight one tensor (tied), plus an untied bias.
-struct TiedNetImpl : torch::nn::Module {
-  Holder enc{nullptr}, dec{nullptr};
-  torch::Tensor bias;
-  explicit TiedNetImpl(uint64_t seed = 3) {
-    torch::manual_seed(seed);
-    auto w = torch::randn({4, 4}) * 0.5;
-    enc = register_module("enc", Holder(w));
-    dec = register_module("dec", Holder(w));
-    bias = register_parameter("bias", torch::randn({4}) * 0.1);
-  }
-  torch::Tensor forward(const torch::Tensor& x) {
-    return torch::tanh(x.matmul(enc->weight.t())).matmul(dec->weight.t()) + bias;
-  }
-};
-TORCH_MODULE(TiedNet);
 
 struct TiedTask {
   TiedNet net;

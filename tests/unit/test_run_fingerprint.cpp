@@ -8,6 +8,7 @@
 
 #include <policytrain/checkpoint/disk.hpp>
 
+#include "unit/fixtures.hpp"
 #include "unit/helpers.hpp"
 
 namespace pt = policytrain;
@@ -16,14 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_all(std::FILE* f) {
-  std::fflush(f);
-  std::rewind(f);
-  std::string s;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof buf, f)) s.append(buf, n);
-  return s;
-}
+using testing::read_all;
 
 struct Run {
   testing::MlpTask task;

@@ -12,28 +12,17 @@
 #include <policytrain/accumulation/steps.hpp>
 #include <policytrain/schedule/lr.hpp>
 
+#include "unit/fixtures.hpp"
 #include "unit/helpers.hpp"
 
 namespace pt = policytrain;
 namespace sch = policytrain::schedule;
+using testing::LrLog;
 using testing::MlpTask;
 
 namespace {
 
 constexpr double kPi = std::numbers::pi;
-
-/// Records the lr (and momentum) of every group used by each optimizer step: before_step runs after the
-/// schedule set the lr for this step.
-struct LrLog {
-  std::vector<std::vector<double>>* lr;
-  std::vector<double>* momentum = nullptr;
-  template <class C> void before_step(C& c) {
-    std::vector<double> row;
-    for (auto& g : c.optimizer().param_groups()) row.push_back(g.options().get_lr());
-    lr->push_back(row);
-    if (momentum) momentum->push_back(sch::momentum_of(c.optimizer().param_groups()[0].options()));
-  }
-};
 
 /// Interrupts a run at the end of its first epoch (a run stopped before its planned end, to be resumed).
 struct StopAfterFirstEpoch {

@@ -17,28 +17,17 @@
 #include <policytrain/callbacks/metrics_log.hpp>
 #include <policytrain/schedule/lr.hpp>
 
+#include "unit/fixtures.hpp"
 #include "unit/helpers.hpp"
 
 namespace pt = policytrain;
 namespace sch = policytrain::schedule;
+using testing::LrLog;
 using testing::MlpTask;
 
 namespace {
 
 constexpr double kPi = std::numbers::pi;
-
-/// The lr of every group and the momentum of group 0 that each optimizer step is taken with (before_step runs
-/// after every policy has set them for this step).
-struct StepLog {
-  std::vector<std::vector<double>>* lr;
-  std::vector<double>* momentum = nullptr;
-  template <class C> void before_step(C& c) {
-    std::vector<double> row;
-    for (auto& g : c.optimizer().param_groups()) row.push_back(g.options().get_lr());
-    lr->push_back(row);
-    if (momentum) momentum->push_back(sch::momentum_of(c.optimizer().param_groups()[0].options()));
-  }
-};
 
 /// Skips the steps whose attempt index (0-based) is in `skip`, as a loss scaler does on inf gradients.
 struct SkipAt {
@@ -72,7 +61,7 @@ TEST_CASE("onecycle is PyTorch's OneCycleLR: peak at step pct_start*T - 1, lrf o
   std::vector<std::vector<double>> lr;
   std::vector<double> mom;
   sch::LrOptions o{.kind = sch::Kind::onecycle, .lrf = 0.004, .pct_start = 0.3, .div_factor = 25};
-  pt::Trainer<MlpTask, sch::Lr, StepLog> trainer(t, opt, sch::Lr(o), StepLog{&lr, &mom});
+  pt::Trainer<MlpTask, sch::Lr, LrLog> trainer(t, opt, sch::Lr(o), LrLog{&lr, &mom});
   trainer.fit(loader, {.epochs = 1});
   REQUIRE(lr.size() == 10);
   const double max = 0.1, initial = max / 25, min = max * 0.004;
@@ -95,7 +84,7 @@ TEST_CASE("The decaying kinds reach lrf on the last step taken (PyTorch's total_
     MlpTask t(1);
     torch::optim::SGD opt(t.module().parameters(), torch::optim::SGDOptions(0.1));
     std::vector<std::vector<double>> lr;
-    pt::Trainer<MlpTask, sch::Lr, StepLog> trainer(t, opt, sch::Lr({.kind = k, .lrf = 0.01}), StepLog{&lr});
+    pt::Trainer<MlpTask, sch::Lr, LrLog> trainer(t, opt, sch::Lr({.kind = k, .lrf = 0.01}), LrLog{&lr});
     trainer.fit(loader, {.epochs = 1});
     REQUIRE(lr.size() == 10);
     CHECK(lr[0][0] == doctest::Approx(0.1).epsilon(1e-12));
@@ -113,8 +102,8 @@ TEST_CASE("Skipped steps count: the schedule follows attempted steps, as PyTorch
   MlpTask t(1);
   torch::optim::SGD opt(t.module().parameters(), torch::optim::SGDOptions(0.1));
   std::vector<std::vector<double>> lr;
-  pt::Trainer<MlpTask, sch::Lr, SkipAt, StepLog> trainer(t, opt, sch::Lr({.kind = sch::Kind::linear, .lrf = 0.05}),
-                                                         SkipAt{{1, 4, 5, 10}}, StepLog{&lr});
+  pt::Trainer<MlpTask, sch::Lr, SkipAt, LrLog> trainer(t, opt, sch::Lr({.kind = sch::Kind::linear, .lrf = 0.05}),
+                                                         SkipAt{{1, 4, 5, 10}}, LrLog{&lr});
   auto r = trainer.fit(loader, {.epochs = 1});
   CHECK(r.skipped_steps == 4);
   REQUIRE(lr.size() == 12);
@@ -132,8 +121,8 @@ TEST_CASE("MetricsLog's lr column holds the lr each step was taken with") {
   torch::optim::SGD opt(t.module().parameters(), torch::optim::SGDOptions(0.1));
   std::vector<std::vector<double>> lr;
   const auto dir = testing::temp_dir("schedule-metrics-log");
-  pt::Trainer<MlpTask, sch::Lr, StepLog, pt::callbacks::MetricsLog> trainer(
-      t, opt, sch::Lr({.kind = sch::Kind::exponential, .gamma = 0.5}), StepLog{&lr},
+  pt::Trainer<MlpTask, sch::Lr, LrLog, pt::callbacks::MetricsLog> trainer(
+      t, opt, sch::Lr({.kind = sch::Kind::exponential, .gamma = 0.5}), LrLog{&lr},
       pt::callbacks::MetricsLog({.dir = dir, .print_summary = false}));
   trainer.fit(loader, {.epochs = 1});
   REQUIRE(lr.size() == 8);
@@ -175,9 +164,9 @@ TEST_CASE("DivergenceRollback x schedule::Lr: the lowered lr persists, as in a p
   task.nan_at = nans;
   torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   std::vector<std::vector<double>> lr;
-  pt::Trainer<NanAt, pt::precision::Fp32, sch::Lr, pt::callbacks::DivergenceRollback, StepLog> trainer(
+  pt::Trainer<NanAt, pt::precision::Fp32, sch::Lr, pt::callbacks::DivergenceRollback, LrLog> trainer(
       task, opt, pt::precision::Fp32(pt::NonFinite::rollback), sch::Lr({.kind = sch::Kind::linear, .lrf = 0.1}),
-      pt::callbacks::DivergenceRollback({.lr_factor = 0.5, .snapshot_every = 1, .log = nullptr}), StepLog{&lr});
+      pt::callbacks::DivergenceRollback({.lr_factor = 0.5, .snapshot_every = 1, .log = nullptr}), LrLog{&lr});
   trainer.fit(loader, {.epochs = 1});
   CHECK(trainer.get<pt::callbacks::DivergenceRollback>().rollbacks() == 2);
 
