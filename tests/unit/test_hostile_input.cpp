@@ -15,6 +15,9 @@
 #include <cstdio>
 #include <fstream>
 
+#include <caffe2/serialize/in_memory_adapter.h>
+#include <caffe2/serialize/inline_container.h>
+
 #include <policytrain/checkpoint/disk.hpp>
 #include <policytrain/data/idx.hpp>
 
@@ -306,5 +309,43 @@ TEST_CASE("auto-resume does not pick the newer file of a run with another optimi
   CHECK(t.state().global_step == 3);
   CHECK(pt::io::params_sha256(task.module()) == own_sha);
   CHECK_MESSAGE(text.find("optimizer: torch::optim::Adam in the checkpoint, torch::optim::AdamW in this run") != std::string::npos, text);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a forged string length inside the archive's pickle is refused before LibTorch reserves it (fuzz_archive)") {
+  // fuzz_archive found it: LibTorch's unpickler reserves a BINUNICODE string's declared length before reading
+  // it, so a 14 KiB payload whose data.pkl declares a 2 GiB string made the loader allocate 2 GiB. The file's
+  // checksums are valid: only a bound on the pickle can refuse it. Oracle: a child process whose address space may
+  // grow by 512 MiB must see CheckpointError, not std::bad_alloc, and the message names the record and the length.
+  const auto dir = testing::temp_dir("forged-pickle");
+  testing::MlpTask task(1);
+  torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  const pt::StateDict state{{"trainer/global_step", pt::scalar_tensor(int64_t{1})}};
+  std::string payload = ck::make_payload(task.module(), opt, state, {});
+  caffe2::serialize::PyTorchStreamReader reader(
+      std::make_shared<caffe2::serialize::MemoryReadAdapter>(payload.data(), static_cast<off_t>(payload.size())));
+  const size_t off = reader.getRecordOffset("data.pkl"), size = reader.getRecordSize("data.pkl");
+  const size_t x = payload.find('X', off);  // the first BINUNICODE opcode of data.pkl
+  REQUIRE(x < off + size);
+  std::string forged = payload;
+  const uint32_t huge = 0x7ffffff0u;
+  for (int i = 0; i < 4; ++i) forged[x + 1 + i] = static_cast<char>((huge >> (8 * i)) & 0xff);
+
+  // The untouched payload still loads: the bound refuses nothing valid.
+  ck::RawFile good;
+  good.bytes = payload;
+  CHECK_NOTHROW((void)ck::read_payload(good, "good.ckpt", task.module(), opt, state));
+
+  ck::RawFile raw;
+  raw.bytes = forged;
+  CHECK(in_bounded_child<ck::CheckpointError>([&] { (void)ck::read_payload(raw, "forged.ckpt", task.module(), opt, state); }) == 0);
+  const auto msg = message_of<ck::CheckpointError>([&] { (void)ck::read_payload(raw, "forged.ckpt", task.module(), opt, state); });
+  CHECK_MESSAGE(msg.find("forged.ckpt") != std::string::npos, msg);
+  CHECK_MESSAGE(msg.find("record 'data.pkl' declares a string of 2147483632 bytes") != std::string::npos, msg);
+
+  // The same payload in a file with valid checksums: load_weights refuses it the same way.
+  const auto file = dir / "forged.ckpt";
+  ck::write_file(file, nlohmann::json::object(), forged);
+  CHECK(in_bounded_child<ck::CheckpointError>([&] { (void)ck::load_weights(task.module(), file); }) == 0);
   fs::remove_all(dir);
 }

@@ -8,6 +8,11 @@
 ///   "state/names", "state/<i>"   Trainer::state_dict(): counters, data position, every stateful policy
 ///   "rng/cpu" (and "rng/cuda/<i>" in CUDA builds)   the default generators' states
 ///
+/// Before LibTorch parses a payload read from disk, `check_archive` bounds what LibTorch would otherwise trust:
+/// every zip record must lie inside the payload, and every pickle's length-prefixed strings must fit in their
+/// record (LibTorch's unpickler reserves a declared string length before reading it: a forged length made a
+/// 14 KiB file allocate 2 GiB, found by fuzz_archive).
+///
 /// `read_payload` parses and checks everything against the live model and optimizer (names, shapes, dtypes,
 /// optimizer kind and parameter groups, every expected state entry) and returns it unapplied; `Loaded::apply`
 /// then takes a Snapshot, applies, and on any failure restores the snapshot: a model is never half-loaded.
@@ -31,6 +36,8 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
+#include <caffe2/serialize/in_memory_adapter.h>
+#include <caffe2/serialize/inline_container.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/cuda.h>
@@ -66,6 +73,92 @@ inline std::string to_bytes(OutputArchive& a) {
   return s;
 }
 inline void from_bytes(InputArchive& a, std::string_view s) { a.load_from(s.data(), s.size(), torch::Device(torch::kCPU)); }
+
+/// Walks one pickle of a LibTorch archive (the opcodes torch::jit::Unpickler reads) and checks that every
+/// argument, length-prefixed strings included, fits in the record. Stops at STOP or at an opcode the
+/// unpickler does not read (it refuses those itself). Throws CheckpointError naming the record and the byte.
+inline void check_pickle(std::string_view p, const std::string& record, const std::filesystem::path& file) {
+  size_t i = 0;
+  const auto need = [&](uint64_t n, const char* what) {
+    if (n > p.size() - i)
+      fail(file, fmt::format("the archive's record '{}' declares {} of {} bytes at byte {} where {} remain; "
+                             "the payload is forged or damaged",
+                             record, what, n, i, p.size() - i));
+  };
+  while (i < p.size()) {
+    const auto op = static_cast<unsigned char>(p[i++]);
+    switch (op) {
+      case '.':  // STOP
+        return;
+      case 0x80: case 'q': case 'K': case 'h':  // PROTO, BINPUT, BININT1, BINGET
+        need(1, "an argument"), i += 1;
+        break;
+      case 'M':  // BININT2
+        need(2, "an argument"), i += 2;
+        break;
+      case 'r': case 'J': case 'j':  // LONG_BINPUT, BININT, LONG_BINGET
+        need(4, "an argument"), i += 4;
+        break;
+      case 'G':  // BINFLOAT
+        need(8, "an argument"), i += 8;
+        break;
+      case 0x8a: {  // LONG1: one length byte, then the integer
+        need(1, "a length");
+        const uint64_t n = get_le(p.data() + i, 1);  // pickle integers are little-endian
+        i += 1;
+        need(n, "an integer");
+        i += n;
+      } break;
+      case 'X': {  // BINUNICODE: four length bytes, then the string
+        need(4, "a length");
+        const uint64_t n = get_le(p.data() + i, 4);
+        i += 4;
+        need(n, "a string");
+        i += n;
+      } break;
+      case 'c':  // GLOBAL: module and class names, each ending with a newline
+        for (int k = 0; k < 2; ++k) {
+          const auto nl = p.find('\n', i);
+          if (nl == std::string_view::npos)
+            fail(file, fmt::format("the archive's record '{}' holds a name at byte {} that never ends (no newline); "
+                                   "the payload is forged or damaged", record, i));
+          i = nl + 1;
+        }
+        break;
+      case '(': case ')': case ']': case '}': case 'N': case 0x88: case 0x89: case 't': case 0x85: case 0x86:
+      case 0x87: case 'e': case 'l': case 'd': case 'u': case 's': case 0x81: case 'b': case 'R': case 'Q':
+        break;  // no argument
+      default:
+        return;  // not an opcode the unpickler reads: it refuses the archive itself
+    }
+  }
+}
+
+/// Bounds a LibTorch archive read from disk before InputArchive parses it: every zip record lies inside the
+/// payload (so no record allocates more than the file holds) and every pickle passes check_pickle.
+inline void check_archive(std::string_view bytes, const std::filesystem::path& file) {
+  std::vector<std::pair<std::string, std::string>> pickles;
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(
+        std::make_shared<caffe2::serialize::MemoryReadAdapter>(bytes.data(), static_cast<off_t>(bytes.size())));
+    for (const auto& name : reader.getAllRecords()) {
+      const uint64_t size = reader.getRecordSize(name), offset = reader.getRecordOffset(name);
+      if (offset > bytes.size() || size > bytes.size() - offset)
+        fail(file, fmt::format("the archive's record '{}' declares {} bytes at offset {}, past the payload's end "
+                               "({} bytes); the payload is forged or damaged",
+                               name, size, offset, bytes.size()));
+      if (name.ends_with(".pkl")) {
+        auto [data, n] = reader.getRecord(name);
+        pickles.emplace_back(name, std::string(static_cast<const char*>(data.get()), n));
+      }
+    }
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail(file, fmt::format("the payload is not a readable LibTorch archive: {}", e.what()));
+  }
+  for (const auto& [name, p] : pickles) check_pickle(p, name, file);
+}
 
 /// The module's parameters, then its buffers, with their dotted names.
 inline std::vector<std::pair<std::string, torch::Tensor>> named_tensors(const torch::nn::Module& m) {
@@ -410,6 +503,7 @@ inline Loaded read_payload(const RawFile& raw, const std::filesystem::path& file
   r.meta = raw.meta;
   const bool half_w = meta_bool(file, raw.meta, "half_weights", false);
   const bool half_o = meta_bool(file, raw.meta, "half_optimizer", false);
+  detail::check_archive(raw.payload(), file);
   detail::InputArchive a;
   try {
     detail::from_bytes(a, raw.payload());
@@ -477,6 +571,7 @@ inline Loaded read_payload(const RawFile& raw, const std::filesystem::path& file
 /// before copying anything. Returns the file's metadata; throws CheckpointError naming the file and the problem.
 inline nlohmann::json load_weights(torch::nn::Module& module, const std::filesystem::path& file) {
   const RawFile raw = read_file(file);
+  detail::check_archive(raw.payload(), file);
   detail::InputArchive a;
   try {
     detail::from_bytes(a, raw.payload());
