@@ -1,8 +1,12 @@
 // The Trainer core: equivalence with a hand-written loop, hook order, stopping, non-finite losses.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <filesystem>
 #include <string>
 #include <vector>
+
+#include <ATen/record_function.h>
 
 #include "unit/helpers.hpp"
 
@@ -263,4 +267,119 @@ TEST_CASE("Trainer::state_dict holds the counters and every stateful policy's st
   CHECK(fresh.get<Tally>().n == 10);
   d.erase("Tally/n");
   CHECK_THROWS_WITH_AS(fresh.load_state_dict(d), doctest::Contains("no entry 'n'"), std::invalid_argument);
+}
+
+namespace {
+// Counts host reads of tensor values: every Tensor::item() (and every scalar read LibTorch makes) dispatches
+// aten::_local_scalar_dense, which is where a CUDA device sync happens. RecordFunction sees every dispatch.
+std::atomic<int64_t> g_host_reads{0};
+std::unique_ptr<at::ObserverContext> count_host_read(const at::RecordFunction& fn) {
+  if (std::string_view(fn.name()) == "aten::_local_scalar_dense") ++g_host_reads;
+  return nullptr;
+}
+struct HostReads {
+  at::CallbackHandle handle;
+  HostReads() {
+    g_host_reads = 0;
+    handle = at::addGlobalCallback(at::RecordFunctionCallback(count_host_read).scopes({at::RecordScope::FUNCTION}));
+  }
+  ~HostReads() { at::removeCallback(handle); }
+  int64_t count() const { return g_host_reads.load(); }
+};
+
+struct NanAtCall {  // a task whose loss becomes NaN at one call of training_step
+  MlpTask inner;
+  int calls = 0, nan_at = -1;
+  torch::nn::Module& module() { return inner.module(); }
+  torch::Tensor training_step(const pt::Batch& b) {
+    auto l = inner.training_step(b);
+    return calls++ == nan_at ? l * std::numeric_limits<float>::quiet_NaN() : l;
+  }
+};
+}  // namespace
+
+TEST_CASE("the default step reads nothing back to the host: a fit's host reads do not grow with its steps") {
+  {
+    HostReads c;  // the counter sees a read
+    (void)torch::ones({1}).item<float>();
+    REQUIRE(c.count() == 1);
+  }
+  const auto reads = [](int64_t batches, int64_t check_every) {
+    auto [x, y] = testing::toy_data(batches * 4);
+    pt::data::TensorLoader loader(x, y, {.batch_size = 4, .shuffle = false});
+    MlpTask task(1);
+    torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+    pt::precision::Fp32 fp32;
+    fp32.check_every = check_every;
+    pt::Trainer<MlpTask, pt::precision::Fp32> trainer(task, opt, fp32);
+    HostReads c;
+    trainer.fit(loader, {.epochs = 1});
+    return c.count();
+  };
+  // The default composition (Fp32 with NonFinite::error, check_every 64): the epoch end reads once, whatever the
+  // number of steps; before this change every micro-batch read its loss.
+  const int64_t short_fit = reads(5, 64), long_fit = reads(40, 64);
+  CHECK(long_fit == short_fit);
+  CHECK(short_fit <= 3);  // one pending-check read at the epoch end (three scalars of one copy)
+  // The eager check (check_every 1) reads every micro-batch: the counter sees the difference.
+  CHECK(reads(40, 1) - reads(5, 1) >= 35);
+  // Same for the plain Trainer<Task> (every default).
+  const auto plain = [](int64_t batches) {
+    auto [x, y] = testing::toy_data(batches * 4);
+    pt::data::TensorLoader loader(x, y, {.batch_size = 4, .shuffle = false});
+    MlpTask task(1);
+    torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1));
+    pt::Trainer<MlpTask> trainer(task, opt);
+    HostReads c;
+    trainer.fit(loader, {.epochs = 1});
+    return c.count();
+  };
+  CHECK(plain(40) == plain(5));
+}
+
+TEST_CASE("the deferred non-finite check: the error names the bad step, comes at most check_every micro-batches "
+          "later, and no checkpoint is written from the weights in between") {
+  auto [x, y] = testing::toy_data(64);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 4, .shuffle = false});  // 16 micro-batches
+  SUBCASE("raised at the read after the bad micro-batch, naming it") {
+    NanAtCall task;
+    task.nan_at = 2;
+    torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1));
+    pt::precision::Fp32 fp32;
+    fp32.check_every = 4;
+    pt::Trainer<NanAtCall, pt::precision::Fp32> trainer(task, opt, fp32);
+    try {
+      trainer.fit(loader, {.epochs = 1});
+      FAIL("no exception");
+    } catch (const pt::NonFiniteLoss& e) {
+      const std::string msg = e.what();
+      CHECK_MESSAGE(msg.find("the loss is nan at epoch 0, step 2 (micro-batch 3 of the epoch; detected at step 3") !=
+                        std::string::npos, msg);
+    }
+    CHECK(task.calls == 4);  // the read came with the 4th micro-batch, not later
+  }
+  SUBCASE("at the epoch end when the buffer is not full") {
+    NanAtCall task;
+    task.nan_at = 14;
+    torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1));
+    pt::Trainer<NanAtCall> trainer(task, opt);  // check_every 64 > 16 micro-batches
+    CHECK_THROWS_WITH_AS(trainer.fit(loader, {.epochs = 2}), doctest::Contains("step 14"), pt::NonFiniteLoss);
+    CHECK(task.calls == 16);
+    CHECK(trainer.state().epoch == 0);
+  }
+  SUBCASE("a checkpoint flushes the check first: none holds weights stepped from the bad loss") {
+    const auto dir = testing::temp_dir("deferred-nonfinite");
+    NanAtCall task;
+    task.nan_at = 5;
+    torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1));
+    pt::Trainer<NanAtCall, pt::checkpoint::Disk> trainer(
+        task, opt, pt::checkpoint::Disk({.directory = dir, .every_steps = 1, .export_final = false, .log = nullptr}));
+    CHECK_THROWS_WITH_AS(trainer.fit(loader, {.epochs = 1}), doctest::Contains("step 5"), pt::NonFiniteLoss);
+    CHECK(std::filesystem::exists(dir / "step-00000005.ckpt"));   // the weights before the bad step
+    CHECK_FALSE(std::filesystem::exists(dir / "step-00000006.ckpt"));  // stepped with the NaN gradient
+    MlpTask fresh(2);
+    pt::checkpoint::load_weights(fresh.module(), dir / "step-00000005.ckpt");
+    for (const auto& p : fresh.module().parameters()) CHECK(torch::isfinite(p).all().item<bool>());
+    std::filesystem::remove_all(dir);
+  }
 }

@@ -478,6 +478,8 @@ class Disk {
   template <class Ctx>
   void save(Ctx& ctx, const std::vector<std::pair<std::string, std::string>>& files, bool epoch_end,
             std::function<void()> after = {}) {
+    // A deferred check (precision's non-finite loss) surfaces before weights it would condemn are written.
+    if constexpr (requires { ctx.flush_checks(); }) ctx.flush_checks();
     if (!ctx.is_main()) return;
     const auto t0 = Clock::now();
     StateDict st = ctx.state_dict();

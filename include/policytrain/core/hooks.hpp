@@ -70,6 +70,9 @@ template <class P, class C> concept HasStep = requires(P& p, C& c) { p.step(c); 
 template <class P, class C> concept HasAfterStep = requires(P& p, C& c, bool s) { p.after_step(c, s); };
 template <class P, class C> concept HasOnStepEnd = requires(P& p, C& c) { p.on_step_end(c); };
 template <class P, class C> concept HasAroundEvaluate = requires(P& p, C& c, detail::MetricsThunk f) { p.around_evaluate(c, f); };
+/// Reads a check a policy keeps pending on the device (precision's non-finite loss check); called through
+/// Context::flush_checks by a policy about to persist the run (a checkpoint), so a deferred error surfaces first.
+template <class P, class C> concept HasFlushChecks = requires(P& p, C& c) { p.flush_checks(c); };
 template <class P, class C> concept HasOnValidationEnd = requires(P& p, C& c, const Metrics& m) { p.on_validation_end(c, m); };
 
 namespace detail {

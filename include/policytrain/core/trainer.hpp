@@ -183,6 +183,9 @@ class Context {
   bool is_main() { return t_->is_main(); }
   /// True on every rank when `b` is true on any rank (identity on one process).
   bool agree_any(bool b) { return t_->agree_any(b); }
+  /// Reads every check a policy keeps pending on the device (flush_checks hooks: the precision policy's
+  /// non-finite loss check), throwing what it finds. A policy that persists the run calls it first.
+  void flush_checks() { t_->flush_checks(); }
   /// The learning rate of param group `g`.
   double lr(size_t g = 0) { return optimizer().param_groups().at(g).options().get_lr(); }
   /// The device of the module's parameters (batches are moved there).
@@ -478,6 +481,7 @@ class Trainer {
   void after_step(bool stepped) {
     each([&](auto& p) { if constexpr (HasAfterStep<std::remove_cvref_t<decltype(p)>, context_type>) p.after_step(ctx_, stepped); });
   }
+  void flush_checks() { each([&](auto& p) { if constexpr (HasFlushChecks<std::remove_cvref_t<decltype(p)>, context_type>) p.flush_checks(ctx_); }); }
   void on_step_end() { each([&](auto& p) { if constexpr (HasOnStepEnd<std::remove_cvref_t<decltype(p)>, context_type>) p.on_step_end(ctx_); }); }
 
   /// Nests the around_forward hooks, the first policy outermost.

@@ -76,6 +76,9 @@ class Autocast {
     LossScaler::Options scaler{};
     /// What a non-finite loss does when the loss is not scaled (with scaling, the scaler skips the step).
     NonFinite on_nonfinite = NonFinite::error;
+    /// Under NonFinite::error without loss scaling: micro-batches between two host reads of the loss check
+    /// (precision::Fp32::check_every).
+    int64_t check_every = 64;
     /// Cache the low-precision casts of the weights within one forward (torch.autocast's cache_enabled).
     bool cache_enabled = true;
   };
@@ -107,7 +110,7 @@ class Autocast {
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     resolve(ctx.device().type());
-    window_ok_ = true;
+    check_.discard();
   }
 
   /// Runs `fn` (a forward) inside an AutocastGuard, unless the dtype is fp32.
@@ -123,7 +126,8 @@ class Autocast {
   template <class Ctx>
   torch::Tensor transform_loss(Ctx& ctx, torch::Tensor loss) {
     if (scaling_) return scaler_.scale(loss);
-    window_ok_ = detail::check_loss(ctx, loss, o_.on_nonfinite) && window_ok_;
+    check_.every = o_.check_every;
+    check_.add(ctx, loss, o_.on_nonfinite);
     return loss;
   }
 
@@ -139,9 +143,8 @@ class Autocast {
   bool step(Ctx& ctx) {
     if (scaling_) return scaler_.step(ctx.optimizer());
     // Under data parallelism a window is skipped on every rank when any rank's loss was non-finite.
-    const bool ok = (o_.on_nonfinite == NonFinite::skip || o_.on_nonfinite == NonFinite::rollback) ? !ctx.agree_any(!window_ok_)
-                                                                                 : window_ok_;
-    window_ok_ = true;
+    const bool skip = o_.on_nonfinite == NonFinite::skip || o_.on_nonfinite == NonFinite::rollback;
+    const bool ok = !skip || !ctx.agree_any(check_.window_bad(o_.on_nonfinite));
     if (ok) ctx.optimizer().step();
     return ok;
   }
@@ -156,8 +159,17 @@ class Autocast {
   /// (LossScaler::discard_step) and the window's loss check are reset; the scale is unchanged.
   void discard_step() {
     scaler_.discard_step();
-    window_ok_ = true;
+    check_.discard();
   }
+
+  /// Reads the pending loss check (unscaled runs; see precision::Fp32::check_every) at epoch and fit ends and
+  /// before a checkpoint is written (Context::flush_checks).
+  template <class Ctx>
+  void on_epoch_end(Ctx& ctx) { check_.flush(ctx, o_.on_nonfinite); }
+  template <class Ctx>
+  void on_fit_end(Ctx& ctx) { check_.flush(ctx, o_.on_nonfinite); }
+  template <class Ctx>
+  void flush_checks(Ctx& ctx) { check_.flush(ctx, o_.on_nonfinite); }
 
   /// The scaler's scale, growth tracker and skip count (also when not scaling).
   StateDict state_dict() const { return scaler_.state_dict(); }
@@ -191,7 +203,7 @@ class Autocast {
   c10::ScalarType dtype_ = c10::ScalarType::Float;
   bool scaling_ = false;
   bool resolved_ = false;
-  bool window_ok_ = true;
+  detail::LossCheck check_;
 };
 
 }  // namespace policytrain::precision

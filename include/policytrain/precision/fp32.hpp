@@ -1,11 +1,17 @@
 #pragma once
 /// \file
 /// precision::Fp32 — full precision, no autocast, no loss scaling. The default precision policy.
-/// Hooks: transform_loss (the non-finite check), step (skips when asked to).
-/// Cost: one read of the loss per micro-batch (a device sync on CUDA; `NonFinite::ignore` removes it).
+/// Hooks: transform_loss (the non-finite check), step (skips when asked to), on_epoch_end and on_fit_end (read the
+/// pending check), flush_checks (before a checkpoint is written).
+/// Cost: one copy of the loss into a device buffer per micro-batch; the host reads it every `check_every`
+/// micro-batches (NonFinite::error, the default) or once per optimizer step (skip / rollback). No host sync per step
+/// under the default.
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <torch/types.h>
@@ -28,19 +34,95 @@ struct NonFiniteLoss : std::runtime_error {
 };
 
 namespace detail {
-/// Shared by the precision policies: checks a micro-batch's loss, returns whether the window stays good.
-template <class Ctx>
-bool check_loss(Ctx& ctx, const torch::Tensor& loss, NonFinite action) {
-  if (action == NonFinite::ignore) return true;
-  const double v = loss.detach().to(torch::kDouble).item<double>();
-  if (std::isfinite(v)) return true;
-  if (action == NonFinite::error)
+/// The non-finite check of the loss, kept on the loss's device so that the step does not wait for it.
+///
+/// Every micro-batch's loss is copied into a device buffer (one small copy, no host read). The buffer is read
+/// once per window under NonFinite::skip / rollback (the step must know), and otherwise only when it is full
+/// (`every` micro-batches), at the end of an epoch and of a fit, and before a checkpoint is written
+/// (`flush_checks`): under NonFinite::error the error is raised at the latest `every` micro-batches after the
+/// bad loss, and names the epoch, step and micro-batch where it happened. Between the two, the optimizer keeps
+/// stepping: a checkpoint is never written from such weights, because writing one flushes the check first.
+class LossCheck {
+ public:
+  /// Micro-batches between two reads under NonFinite::error (1: read every micro-batch, as an eager check).
+  int64_t every = 64;
+
+  /// Records a micro-batch's loss; reads the buffer when it is full.
+  template <class Ctx>
+  void add(Ctx& ctx, const torch::Tensor& loss, NonFinite action) {
+    if (action == NonFinite::ignore) return;
+    torch::Tensor l = loss.detach();
+    if (l.dim() != 0) l = l.sum();  // a non-finite element makes the sum non-finite
+    const int64_t size = std::max<int64_t>(every, 1);
+    if (!buf_.defined() || buf_.device() != l.device() || buf_.scalar_type() != l.scalar_type() || buf_.size(0) != size) {
+      flush(ctx, action);
+      window_bad_ = first_bad().has_value() || window_bad_;
+      buf_ = torch::zeros({size}, l.options());
+    }
+    const auto& s = ctx.state();
+    buf_.select(0, static_cast<int64_t>(where_.size())).copy_(l);
+    where_.push_back({s.epoch, s.global_step, s.batch_in_epoch});
+    if (static_cast<int64_t>(where_.size()) == size) {
+      if (action == NonFinite::error) flush(ctx, action);
+      else window_bad_ = first_bad().has_value() || window_bad_;  // a window longer than the buffer
+    }
+  }
+
+  /// Whether the window that ends now had a non-finite loss (skip / rollback: one host read; error: false,
+  /// checked later).
+  bool window_bad(NonFinite action) {
+    if (action != NonFinite::skip && action != NonFinite::rollback) return false;
+    const bool bad = first_bad().has_value() || window_bad_;
+    window_bad_ = false;
+    return bad;
+  }
+
+  /// Reads what is pending; under NonFinite::error throws NonFiniteLoss naming the first bad micro-batch.
+  template <class Ctx>
+  void flush(Ctx& ctx, NonFinite action) {
+    if (action != NonFinite::error) return;
+    const auto w = first_bad();
+    if (!w) return;
     throw NonFiniteLoss(fmt::format(
-        "policytrain: the loss is {} at epoch {}, step {} (micro-batch {} of the epoch); "
-        "lower the learning rate, clip gradients, or choose NonFinite::skip to skip such steps",
-        v, ctx.state().epoch, ctx.state().global_step, ctx.state().batch_in_epoch));
-  return false;
-}
+        "policytrain: the loss is {} at epoch {}, step {} (micro-batch {} of the epoch; detected at step {}: the "
+        "check reads the loss every {} micro-batches, at epoch ends and before a checkpoint is written); lower the "
+        "learning rate, clip gradients, or choose NonFinite::skip to skip such steps",
+        w->value, w->epoch, w->step, w->batch, ctx.state().global_step, every));
+  }
+
+  /// Forgets what is pending (an exception interrupted the step).
+  void discard() {
+    where_.clear();
+    window_bad_ = false;
+  }
+
+ private:
+  struct Where {
+    int64_t epoch, step, batch;
+    double value = 0;
+  };
+  /// The first non-finite entry pending, if any; empties the buffer. One host read when anything is pending.
+  std::optional<Where> first_bad() {
+    if (where_.empty()) return std::nullopt;
+    const torch::Tensor b = buf_.narrow(0, 0, static_cast<int64_t>(where_.size()));
+    const torch::Tensor bad = b.isfinite().logical_not();
+    // argmax of the mask is its first true entry; both numbers and the value come back in one copy.
+    const torch::Tensor i = bad.to(torch::kByte).argmax();
+    const torch::Tensor packed =
+        torch::stack({bad.any().to(torch::kDouble), i.to(torch::kDouble), b.index({i}).to(torch::kDouble)}).cpu();
+    std::optional<Where> r;
+    if (packed[0].item<double>() != 0) {
+      r = where_.at(static_cast<size_t>(packed[1].item<double>()));
+      r->value = packed[2].item<double>();
+    }
+    where_.clear();
+    return r;
+  }
+
+  torch::Tensor buf_;
+  std::vector<Where> where_;
+  bool window_bad_ = false;
+};
 }  // namespace detail
 
 namespace precision {
@@ -60,28 +142,42 @@ struct Fp32 {
 
   /// What to do when a micro-batch's loss is inf or NaN.
   NonFinite on_nonfinite = NonFinite::error;
+  /// Under NonFinite::error, micro-batches between two host reads of the loss check (1: every micro-batch, the
+  /// error at the bad step itself; larger: no device sync per step, the error at most this many micro-batches
+  /// later, still naming the bad step). Also read at every epoch end, fit end and before a checkpoint is written.
+  int64_t check_every = 64;
 
   /// Called by the Trainer (the contract: core/hooks.hpp); not meant to be called directly.
   ///@{
   template <class Ctx>
   torch::Tensor transform_loss(Ctx& ctx, torch::Tensor loss) {
-    window_ok_ = detail::check_loss(ctx, loss, on_nonfinite) && window_ok_;
+    check_.every = check_every;
+    check_.add(ctx, loss, on_nonfinite);
     return loss;
   }
 
   template <class Ctx>
   bool step(Ctx& ctx) {
     // Under data parallelism a window is skipped on every rank when any rank's loss was non-finite.
-    const bool ok = (on_nonfinite == NonFinite::skip || on_nonfinite == NonFinite::rollback) ? !ctx.agree_any(!window_ok_)
-                                                                                 : window_ok_;
-    window_ok_ = true;
+    const bool skip = on_nonfinite == NonFinite::skip || on_nonfinite == NonFinite::rollback;
+    const bool ok = !skip || !ctx.agree_any(check_.window_bad(on_nonfinite));
     if (ok) ctx.optimizer().step();
     return ok;
   }
+
+  template <class Ctx>
+  void on_epoch_end(Ctx& ctx) { check_.flush(ctx, on_nonfinite); }
+  template <class Ctx>
+  void on_fit_end(Ctx& ctx) { check_.flush(ctx, on_nonfinite); }
+  /// Reads the pending check (a checkpoint policy calls it through Context::flush_checks before writing).
+  template <class Ctx>
+  void flush_checks(Ctx& ctx) { check_.flush(ctx, on_nonfinite); }
+  /// Forgets the pending check (an exception interrupted the window).
+  void discard_step() { check_.discard(); }
   ///@}
 
  private:
-  bool window_ok_ = true;
+  detail::LossCheck check_;
 };
 
 }  // namespace precision
