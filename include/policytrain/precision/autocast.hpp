@@ -19,8 +19,8 @@
 ///                   checkpoint's keys do not depend on the dtype).
 /// Shows: `loss_scale()` (0 when not scaling) in callbacks::ProgressBar.
 /// Requires: fp32 parameters (autocast keeps the master weights in fp32). Conflicts: any other precision policy.
-/// Cost: with dtype fp32 and no scaling, the same as precision::Fp32 (one read of the loss per micro-batch, none
-/// with NonFinite::ignore). With scaling: one multiply per loss, one pass over the gradients and one read of the
+/// Cost: with dtype fp32 and no scaling, the same as precision::Fp32 (one device copy of the loss per micro-batch,
+/// one host read every `check_every` micro-batches; none with NonFinite::ignore). With scaling: one multiply per loss, one pass over the gradients and one read of the
 /// inf flag per step. Example: examples/fashion_mnist (`--precision`, `--loss-scale`), tests/unit/test_precision.cpp.
 #include <optional>
 #include <stdexcept>

@@ -24,7 +24,7 @@ namespace policytrain {
 enum class NonFinite {
   error,   ///< throw NonFiniteLoss naming the epoch and step (the default: never train on garbage silently)
   skip,    ///< discard the whole accumulation window: no optimizer step, counted in TrainState::skipped_steps
-  ignore,  ///< do not check (no per-step read of the loss)
+  ignore,  ///< do not check (no copy or read of the loss)
   rollback,  ///< as skip; a callbacks::DivergenceRollback then restores the last good state and lowers the lr
 };
 
