@@ -13,7 +13,7 @@
 
 #include <policytrain/accumulation/auto_batch.hpp>
 #include <policytrain/accumulation/nominal_batch.hpp>
-#include <policytrain/core/trainer.hpp>
+#include <policytrain/trainer.hpp>
 #include <policytrain/data/loader.hpp>
 
 namespace fmnist {

@@ -3,13 +3,14 @@
 /// Umbrella header: the Trainer, every policy and callback, and the data utilities.
 #include <policytrain/core/batch.hpp>
 #include <policytrain/core/category.hpp>
+#include <policytrain/core/context.hpp>
 #include <policytrain/core/hooks.hpp>
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/monitor.hpp>
 #include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state.hpp>
 #include <policytrain/core/state_dict.hpp>
-#include <policytrain/core/trainer.hpp>
+#include <policytrain/trainer.hpp>
 
 #include <policytrain/accumulation/auto_batch.hpp>
 #include <policytrain/accumulation/nominal_batch.hpp>

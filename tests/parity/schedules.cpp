@@ -19,7 +19,7 @@
 #include <torch/torch.h>
 
 #include <policytrain/callbacks/metrics_log.hpp>
-#include <policytrain/core/trainer.hpp>
+#include <policytrain/trainer.hpp>
 #include <policytrain/data/loader.hpp>
 #include <policytrain/schedule/lr.hpp>
 

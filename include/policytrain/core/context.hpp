@@ -1,0 +1,97 @@
+#pragma once
+/// \file
+/// The contract between the Trainer and its policies, beside core/hooks.hpp: `FitOptions` and `FitResult` (what
+/// `fit` takes and returns) and `Context` (what a hook sees). Nothing here knows any policy: core/ is the
+/// contract, and the Trainer (policytrain/trainer.hpp) is built on it together with the categories' defaults.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+#include <torch/types.h>
+
+#include <policytrain/core/category.hpp>
+#include <policytrain/core/metrics.hpp>
+#include <policytrain/core/state.hpp>
+#include <policytrain/core/state_dict.hpp>
+
+namespace policytrain {
+
+/// Run-time settings of one `fit`.
+struct FitOptions {
+  int64_t epochs = 1;                ///< epochs to train (counted from epoch 0, so a resumed run continues)
+  int64_t max_steps = -1;            ///< stop after this many optimizer steps (-1: no limit)
+  int64_t limit_train_batches = -1;  ///< micro-batches per epoch at most (-1: all)
+  int64_t limit_val_batches = -1;    ///< evaluation batches at most (-1: all)
+};
+
+/// What `fit` returns.
+struct FitResult {
+  /// Epochs trained by this call.
+  int64_t epochs_run = 0;
+  /// Optimizer steps attempted since the start of training (a resumed run counts its earlier ones).
+  int64_t global_steps = 0;
+  /// Of them, steps skipped on a non-finite loss or gradient.
+  int64_t skipped_steps = 0;
+  /// Training samples consumed by this call.
+  int64_t samples_seen = 0;
+  /// Whether a policy stopped training before the last epoch.
+  bool stopped_early = false;
+  double train_seconds = 0;          ///< wall time in the training loops (evaluation excluded)
+  std::vector<Metrics> validation;   ///< one entry per validated epoch
+  /// Training throughput of this call (samples_seen / train_seconds).
+  double samples_per_second() const { return train_seconds > 0 ? samples_seen / train_seconds : 0.0; }
+};
+
+/// What a hook sees: the task, optimizer, state and the other policies. Hooks read and write through it.
+template <class TrainerT>
+class Context {
+ public:
+  /// A context over trainer `t` (the Trainer builds its own; policies receive it).
+  explicit Context(TrainerT& t) : t_(&t) {}
+  /// The user's task.
+  auto& task() { return t_->task(); }
+  /// The task's module.
+  torch::nn::Module& module() { return t_->module(); }
+  /// The optimizer being stepped.
+  torch::optim::Optimizer& optimizer() { return t_->optimizer(); }
+  /// The run's counters (writable: a hook may request a stop).
+  TrainState& state() { return t_->state(); }
+  /// The options of the current fit.
+  const FitOptions& options() const { return t_->options(); }
+  /// The policy of category C (its default when none was given).
+  template <Category C>
+  auto& policy() { return t_->template policy<C>(); }
+  /// A policy or callback by type (a compile error when the Trainer has none of that type).
+  template <class P>
+  P& get() { return t_->template get<P>(); }
+  /// Whether the Trainer composes a policy or callback of type P.
+  template <class P>
+  static constexpr bool has() { return TrainerT::template has<P>(); }
+  /// Micro-batches in this epoch, or -1 when the loader does not say.
+  int64_t epoch_batches() const { return t_->epoch_batches_; }
+  /// Whether the current micro-batch ends an accumulation window (an optimizer step follows its backward).
+  bool is_last_micro_step() const { return t_->last_micro_step_; }
+  /// Whether this process logs, prints and writes files (rank 0 under data parallelism).
+  /// Whether this process logs, prints and writes files (rank 0 under data parallelism).
+  bool is_main() { return t_->is_main(); }
+  /// True on every rank when `b` is true on any rank (identity on one process).
+  bool agree_any(bool b) { return t_->agree_any(b); }
+  /// Reads every check a policy keeps pending on the device (flush_checks hooks: the precision policy's
+  /// non-finite loss check), throwing what it finds. A policy that persists the run calls it first.
+  void flush_checks() { t_->flush_checks(); }
+  /// The learning rate of param group `g`.
+  double lr(size_t g = 0) { return optimizer().param_groups().at(g).options().get_lr(); }
+  /// The device of the module's parameters (batches are moved there).
+  torch::Device device() const { return t_->device(); }
+  /// The Trainer's counters and every stateful policy's state (Trainer::state_dict), for checkpoint policies.
+  StateDict state_dict() const { return t_->state_dict(); }
+  /// Restores them (Trainer::load_state_dict); a mid-epoch state makes the next epoch skip the batches it had consumed.
+  void load_state_dict(const StateDict& d) { t_->load_state_dict(d); }
+
+ private:
+  TrainerT* t_;
+};
+
+}  // namespace policytrain

@@ -1,0 +1,25 @@
+#!/usr/bin/env python3
+"""core/ is the contract between the Trainer and its policies (hooks, context, state, metrics): no header under
+include/policytrain/core/ may include a policytrain header outside core/ (a category's policy, a callback, the
+Trainer). Usage: layering.py <project root>. Exits 1 naming every offending include."""
+import pathlib
+import re
+import sys
+
+root = pathlib.Path(sys.argv[1])
+core = root / "include" / "policytrain" / "core"
+bad = []
+headers = sorted(core.glob("*.hpp"))
+for h in headers:
+    for n, line in enumerate(h.read_text().splitlines(), 1):
+        m = re.match(r'\s*#\s*include\s*[<"]policytrain/([^>"]+)[>"]', line)
+        if m and not m.group(1).startswith("core/"):
+            bad.append(f"{h.relative_to(root)}:{n}: includes policytrain/{m.group(1)}")
+if not headers:
+    print(f"layering.py: no headers under {core}", file=sys.stderr)
+    sys.exit(1)
+if bad:
+    print("core/ must not include anything outside core/ (it is the contract the policies build on):", file=sys.stderr)
+    print("\n".join(bad), file=sys.stderr)
+    sys.exit(1)
+print(f"layering.py: {len(headers)} core headers include only core/")
