@@ -2,3 +2,4 @@
 #pragma once
 #include <torch/torch.h>
 #include <policytrain/policytrain.hpp>
+#include <policytrain/parallel.hpp>

@@ -1,6 +1,7 @@
 #pragma once
 /// \file
-/// Umbrella header: the Trainer, every policy and callback, and the data utilities.
+/// Umbrella header: the Trainer, every policy and callback, and the data utilities. Data parallelism is opt-in:
+/// include <policytrain/parallel.hpp> as well (c10d and Gloo headers; see that file).
 #include <policytrain/core/batch.hpp>
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/context.hpp>
@@ -24,8 +25,6 @@
 #include <policytrain/checkpoint/none.hpp>
 #include <policytrain/memory/peak.hpp>
 #include <policytrain/memory/recompute.hpp>
-#include <policytrain/parallel/data_parallel.hpp>
-#include <policytrain/parallel/launch.hpp>
 #include <policytrain/parallel/single.hpp>
 #include <policytrain/precision/autocast.hpp>
 #include <policytrain/precision/autocast_guard.hpp>

@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <policytrain/parallel.hpp>
+
 #include "unit/helpers.hpp"
 
 namespace pt = policytrain;

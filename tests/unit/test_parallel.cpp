@@ -19,6 +19,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <policytrain/parallel.hpp>
+
 #include "unit/helpers.hpp"
 
 namespace pt = policytrain;

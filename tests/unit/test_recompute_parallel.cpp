@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <policytrain/parallel.hpp>
+
 #include "unit/deep_mlp.hpp"
 #include "unit/helpers.hpp"
 
