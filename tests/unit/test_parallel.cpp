@@ -192,6 +192,42 @@ int run_worker2(const std::string& scenario, const fs::path& out) {
     pt::data::TensorLoader eval(ex, ey, {.batch_size = 16, .shuffle = false, .rank = rank, .world_size = world});
     const auto m = trainer.evaluate(eval);
     write_text(out / fmt::format("metrics{}.txt", rank), fmt::format("{} {:.17g} {:.17g}", m.samples, m.loss, m.accuracy));
+  } else if (scenario == "stop_rank1") {
+    // Only rank 1 asks to stop after epoch 0: both ranks must stop there (the Trainer's agree_any).
+    struct StopOnRank1 {
+      int rank = 0;
+      template <class C> bool on_epoch_end(C& c) { return rank == 1 && c.state().epoch == 0; }
+    };
+    MlpTask task(1);
+    pt::data::TensorLoader loader(x, y, {.batch_size = kGlobalBatch / world, .seed = 3, .rank = rank, .world_size = world});
+    torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1));
+    pt::Trainer<MlpTask, pt::parallel::DataParallel, StopOnRank1> trainer(task, opt, std::move(dp), StopOnRank1{rank});
+    const auto r = trainer.fit(loader, {.epochs = 4});
+    save(task.module(), r);
+    write_text(out / fmt::format("stop{}.txt", rank), fmt::format("{} {}", r.epochs_run, r.stopped_early ? 1 : 0));
+  } else if (scenario == "spike_rank1") {
+    // A finite loss spike on rank 1 only: DivergenceRollback's decision is rank-local until agree_any; both ranks
+    // must roll back together, or their weights part.
+    struct SpikeOnRank1 : MlpTask {
+      using MlpTask::MlpTask;
+      int rank = 0;
+      int64_t calls = 0;
+      torch::Tensor training_step(const pt::Batch& b) {
+        auto l = MlpTask::training_step(b);
+        return ++calls == 20 && rank == 1 ? l * 1000 : l;
+      }
+    };
+    SpikeOnRank1 task(1);
+    task.rank = rank;
+    pt::data::TensorLoader loader(x, y, {.batch_size = kGlobalBatch / world, .seed = 3, .rank = rank, .world_size = world});
+    torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.05));
+    using Rollback = pt::callbacks::DivergenceRollback;
+    pt::Trainer<SpikeOnRank1, pt::parallel::DataParallel, Rollback> trainer(
+        task, opt, std::move(dp), Rollback({.snapshot_every = 4, .spike_factor = 20, .warmup_steps = 8, .log = nullptr}));
+    const auto r = trainer.fit(loader, {.epochs = 6});
+    save(task.module(), r);
+    write_text(out / fmt::format("rollback{}.txt", rank),
+               fmt::format("{} {:.17g}", trainer.get<Rollback>().rollbacks(), opt.param_groups()[0].options().get_lr()));
   } else {
     // resume_*: phase 1 trains and checkpoints into rank-local directories (only rank 0 writes: is_main);
     // phase 2 resumes from them. POLICYTRAIN_TEST_PHASE says which; POLICYTRAIN_TEST_RUNDIR overrides the directory.
@@ -430,6 +466,25 @@ TEST_CASE("NonFinite::skip: a NaN loss on rank 1 skips the window on both ranks,
   CHECK(c0 == c1);  // global steps and skipped steps
   CHECK(c0[1] == 1);
   CHECK(read_text(out / "lr0.txt") == read_text(out / "lr1.txt"));  // the schedule advanced alike
+}
+
+TEST_CASE("a stop asked by one rank stops every rank after the same epoch, with equal weights") {
+  const auto out = testing::temp_dir("dp-stop");
+  REQUIRE(launch("stop_rank1", out, 2) == 0);
+  CHECK(read_text(out / "stop0.txt") == "1 1");  // rank 0 never asked: it stopped with rank 1
+  CHECK(read_text(out / "stop1.txt") == "1 1");
+  CHECK(max_abs_diff(load_params(out / "params0.pt"), load_params(out / "params1.pt")) == 0.0);
+}
+
+TEST_CASE("DivergenceRollback: a loss spike on rank 1 only rolls both ranks back alike (count, lr, weights)") {
+  const auto out = testing::temp_dir("dp-spike");
+  REQUIRE(launch("spike_rank1", out, 2) == 0);
+  const auto r0 = counts_d(out / "rollback0.txt"), r1 = counts_d(out / "rollback1.txt");
+  REQUIRE(r0.size() == 2);
+  CHECK(r0[0] == 1);  // the spike was seen, on rank 1 only, and rolled back once
+  CHECK(r0 == r1);    // rollbacks and the lowered lr agree
+  CHECK(r0[1] == doctest::Approx(0.05 * 0.5));
+  CHECK(max_abs_diff(load_params(out / "params0.pt"), load_params(out / "params1.pt")) == 0.0);
 }
 
 TEST_CASE("a parameter no rank uses: untouched with find_unused_parameters (AdamW, weight decay), else an error") {
