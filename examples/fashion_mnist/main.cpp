@@ -42,6 +42,7 @@ struct Config {
   int64_t limit_val_batches = -1;
   int64_t val_size = 5000;
   int64_t width = 32;
+  double label_smoothing = 0;
   int progress_tty = -1;
   std::string device = "cpu";
   bool recompute = false;
@@ -66,6 +67,8 @@ void add_core_flags(CLI::App& app, Config& c) {
                  "early stopping, plateau schedules and best checkpoints, the test set is evaluated once, at the end")
       ->check(CLI::PositiveNumber);
   app.add_option("--width", c.width, "Channels of the first convolution")->check(CLI::PositiveNumber);
+  app.add_option("--label-smoothing", c.label_smoothing, "Label smoothing of the training loss (0: off)")
+      ->check(CLI::Range(0.0, 0.5));
   app.add_option("--progress-tty", c.progress_tty, "Progress display: -1 detect, 0 plain lines, 1 terminal");
   app.add_option("--device", c.device, "cpu, or cuda (each rank takes the GPU of its local rank)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
@@ -155,7 +158,7 @@ int main(int argc, char** argv) {
                 static_cast<long long>(test.x.size(0)),
                 cfg.data.string().c_str(), torch::get_num_threads());
 
-    fmnist::Classifier task(cfg.width, cfg.recompute);
+    fmnist::Classifier task(cfg.width, cfg.recompute, cfg.label_smoothing);
     task.module().to(device);  // before the optimizer takes the parameters; the Trainer moves batches here
     auto optimizer = make_optimizer(cfg, task.module());
     const int64_t micro_batch = accumulation.resolve(task, train.x, train.y, cfg.batch_size);
@@ -234,6 +237,8 @@ int main(int argc, char** argv) {
           {"parallel", par.describe(trainer.policy<pt::Category::parallel>())},
           {"batch_size", cfg.batch_size},
           {"recompute", cfg.recompute},
+          {"label_smoothing", cfg.label_smoothing},
+          {"width", cfg.width},
           {"accumulation", accumulation.describe()},
           {"schedule", schedule.describe()},
           {"seed", cfg.seed}}},

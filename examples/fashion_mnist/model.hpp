@@ -57,9 +57,15 @@ TORCH_MODULE(Cnn);
 /// The task: what a training step and a validation step of the classifier compute.
 struct Classifier {
   Cnn net;
-  explicit Classifier(int64_t width = 32, bool recompute = false) : net(width, recompute) {}
+  /// Label smoothing of the training loss (0: plain cross-entropy); the validation loss is plain cross-entropy.
+  double label_smoothing = 0;
+  explicit Classifier(int64_t width = 32, bool recompute = false, double label_smoothing = 0)
+      : net(width, recompute), label_smoothing(label_smoothing) {}
   torch::nn::Module& module() { return *net; }
-  torch::Tensor training_step(const policytrain::Batch& b) { return torch::nn::functional::cross_entropy(net->forward(b.x), b.y); }
+  torch::Tensor training_step(const policytrain::Batch& b) {
+    namespace F = torch::nn::functional;
+    return F::cross_entropy(net->forward(b.x), b.y, F::CrossEntropyFuncOptions().label_smoothing(label_smoothing));
+  }
   policytrain::Prediction validation_step(const policytrain::Batch& b) {
     auto out = net->forward(b.x);
     return {torch::nn::functional::cross_entropy(out, b.y), out};

@@ -144,6 +144,23 @@ struct ReentrantTask : MlpTask {
   }
 };
 
+/// Asks to stop after epoch 0 on rank 1 only.
+struct StopOnRank1 {
+  int rank = 0;
+  template <class C> bool on_epoch_end(C& c) { return rank == 1 && c.state().epoch == 0; }
+};
+
+/// A finite loss spike (x1000) at the 20th micro-batch of rank 1 only.
+struct SpikeOnRank1 : MlpTask {
+  using MlpTask::MlpTask;
+  int rank = 0;
+  int64_t calls = 0;
+  torch::Tensor training_step(const pt::Batch& b) {
+    auto l = MlpTask::training_step(b);
+    return ++calls == 20 && rank == 1 ? l * 1000 : l;
+  }
+};
+
 /// Scenarios of the fixed findings (one rank each; see the TEST_CASEs below).
 int run_worker2(const std::string& scenario, const fs::path& out) {
   pt::parallel::DataParallel::Options o{.timeout = std::chrono::milliseconds(20000), .bucket_mb = kBucketMb};
@@ -194,10 +211,6 @@ int run_worker2(const std::string& scenario, const fs::path& out) {
     write_text(out / fmt::format("metrics{}.txt", rank), fmt::format("{} {:.17g} {:.17g}", m.samples, m.loss, m.accuracy));
   } else if (scenario == "stop_rank1") {
     // Only rank 1 asks to stop after epoch 0: both ranks must stop there (the Trainer's agree_any).
-    struct StopOnRank1 {
-      int rank = 0;
-      template <class C> bool on_epoch_end(C& c) { return rank == 1 && c.state().epoch == 0; }
-    };
     MlpTask task(1);
     pt::data::TensorLoader loader(x, y, {.batch_size = kGlobalBatch / world, .seed = 3, .rank = rank, .world_size = world});
     torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1));
@@ -208,15 +221,6 @@ int run_worker2(const std::string& scenario, const fs::path& out) {
   } else if (scenario == "spike_rank1") {
     // A finite loss spike on rank 1 only: DivergenceRollback's decision is rank-local until agree_any; both ranks
     // must roll back together, or their weights part.
-    struct SpikeOnRank1 : MlpTask {
-      using MlpTask::MlpTask;
-      int rank = 0;
-      int64_t calls = 0;
-      torch::Tensor training_step(const pt::Batch& b) {
-        auto l = MlpTask::training_step(b);
-        return ++calls == 20 && rank == 1 ? l * 1000 : l;
-      }
-    };
     SpikeOnRank1 task(1);
     task.rank = rank;
     pt::data::TensorLoader loader(x, y, {.batch_size = kGlobalBatch / world, .seed = 3, .rank = rank, .world_size = world});
