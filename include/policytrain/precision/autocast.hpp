@@ -162,14 +162,16 @@ class Autocast {
     check_.discard();
   }
 
-  /// Reads the pending loss check (unscaled runs; see precision::Fp32::check_every) at epoch and fit ends and
+  /// Read the pending loss check (unscaled runs; see precision::Fp32::check_every) at epoch and fit ends and
   /// before a checkpoint is written (Context::flush_checks).
+  ///@{
   template <class Ctx>
   void on_epoch_end(Ctx& ctx) { check_.flush(ctx, o_.on_nonfinite); }
   template <class Ctx>
   void on_fit_end(Ctx& ctx) { check_.flush(ctx, o_.on_nonfinite); }
   template <class Ctx>
   void flush_checks(Ctx& ctx) { check_.flush(ctx, o_.on_nonfinite); }
+  ///@}
 
   /// The scaler's scale, growth tracker and skip count (also when not scaling).
   StateDict state_dict() const { return scaler_.state_dict(); }
