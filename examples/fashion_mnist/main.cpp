@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -41,6 +42,7 @@ struct Config {
   int64_t limit_train_batches = -1;
   int64_t limit_val_batches = -1;
   int64_t val_size = 5000;
+  int64_t train_eval_size = 5000;
   int64_t width = 32;
   double label_smoothing = 0;
   int progress_tty = -1;
@@ -66,6 +68,10 @@ void add_core_flags(CLI::App& app, Config& c) {
                  "Training images held out for validation (stratified by class, fixed by --seed); validation drives "
                  "early stopping, plateau schedules and best checkpoints, the test set is evaluated once, at the end")
       ->check(CLI::PositiveNumber);
+  app.add_option("--train-eval-size", c.train_eval_size,
+                 "Training images (the first of the training split) evaluated once after training, for the "
+                 "train-vs-validation comparison in summary.json (0: none)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--width", c.width, "Channels of the first convolution")->check(CLI::PositiveNumber);
   app.add_option("--label-smoothing", c.label_smoothing, "Label smoothing of the training loss (0: off)")
       ->check(CLI::Range(0.0, 0.5));
@@ -200,6 +206,16 @@ int main(int argc, char** argv) {
       return trainer.evaluate(test_loader, cfg.limit_val_batches);
     };
     const auto metrics = evaluate_test();
+    // Accuracy on (a fixed part of) the training images, with the weights the test set saw: the gap to the
+    // validation accuracy is the overfitting that early stopping and EMA act on.
+    std::optional<pt::Metrics> train_metrics;
+    if (cfg.train_eval_size > 0) {
+      const int64_t n = std::min(cfg.train_eval_size, train.x.size(0));
+      pt::data::TensorLoader train_eval_loader(train.x.slice(0, 0, n), train.y.slice(0, 0, n),
+                                               {.batch_size = 1000, .shuffle = false, .rank = rank,
+                                                .world_size = world_size});
+      train_metrics = trainer.evaluate(train_eval_loader, cfg.limit_val_batches);
+    }
     const double nan = std::numeric_limits<double>::quiet_NaN();
     const double val_accuracy = result.validation.empty() ? nan : result.validation.back().accuracy;
     const double val_loss = result.validation.empty() ? nan : result.validation.back().loss;
@@ -215,6 +231,9 @@ int main(int argc, char** argv) {
         {"test_loss", metrics.loss},
         {"test_evaluations", test_evaluations},
         {"val_accuracy", val_accuracy},
+        {"train_accuracy", train_metrics ? nlohmann::json(train_metrics->accuracy) : nlohmann::json()},
+        {"train_eval_loss", train_metrics ? nlohmann::json(train_metrics->loss) : nlohmann::json()},
+        {"train_eval_size", train_metrics ? std::min(cfg.train_eval_size, train.x.size(0)) : int64_t{0}},
         {"val_loss", val_loss},
         {"split", {{"train", train.x.size(0)}, {"val", split.val_x.size(0)}, {"test", test.x.size(0)}}},
         {"epochs_run", result.epochs_run},
