@@ -43,6 +43,7 @@ struct Config {
   int64_t limit_val_batches = -1;
   int64_t val_size = 5000;
   int64_t train_eval_size = 5000;
+  int64_t train_size = 0;
   int64_t width = 32;
   double label_smoothing = 0;
   int progress_tty = -1;
@@ -68,6 +69,10 @@ void add_core_flags(CLI::App& app, Config& c) {
                  "Training images held out for validation (stratified by class, fixed by --seed); validation drives "
                  "early stopping, plateau schedules and best checkpoints, the test set is evaluated once, at the end")
       ->check(CLI::PositiveNumber);
+  app.add_option("--train-size", c.train_size,
+                 "Train on the first N images of the training split only (0: all of it); e.g. to make overfitting "
+                 "show within a short run")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--train-eval-size", c.train_eval_size,
                  "Training images (the first of the training split) evaluated once after training, for the "
                  "train-vs-validation comparison in summary.json (0: none)")
@@ -153,7 +158,8 @@ int main(int argc, char** argv) {
     // Model selection (early stopping, plateau schedules, best checkpoints) sees the validation split only;
     // the test set is evaluated once, after training.
     const auto split = pt::data::stratified_split(full_train.x, full_train.y, cfg.val_size, cfg.seed);
-    const pt::data::TensorPair train{split.train_x, split.train_y};
+    const int64_t train_n = cfg.train_size > 0 ? std::min(cfg.train_size, split.train_x.size(0)) : split.train_x.size(0);
+    const pt::data::TensorPair train{split.train_x.slice(0, 0, train_n), split.train_y.slice(0, 0, train_n)};
     pt::data::TensorLoader val_loader(split.val_x, split.val_y, {.batch_size = 1000, .shuffle = false,
                                                                  .rank = rank, .world_size = world_size});
     // [/snippet:split]
@@ -233,7 +239,7 @@ int main(int argc, char** argv) {
         {"val_accuracy", val_accuracy},
         {"train_accuracy", train_metrics ? nlohmann::json(train_metrics->accuracy) : nlohmann::json()},
         {"train_eval_loss", train_metrics ? nlohmann::json(train_metrics->loss) : nlohmann::json()},
-        {"train_eval_size", train_metrics ? std::min(cfg.train_eval_size, train.x.size(0)) : int64_t{0}},
+        {"train_eval_samples", train_metrics ? train_metrics->samples : int64_t{0}},
         {"val_loss", val_loss},
         {"split", {{"train", train.x.size(0)}, {"val", split.val_x.size(0)}, {"test", test.x.size(0)}}},
         {"epochs_run", result.epochs_run},

@@ -4,7 +4,7 @@ event files (the loss every --tensorboard-every steps, equal to the steps.csv th
 per epoch; the settings text), and the Kineto trace is checked by check_profiler.py (aten:: operators with
 shapes, memory events, our phases inside ProfilerStep#4..#6). The run is done in two: one epoch, then --resume
 into the same run directory for the second: TensorBoard must show one continuous curve (every step once).
-Run it with the python of the TensorBoard venv (tests/integration/tb_venv.sh).
+Run it with the python of the TensorBoard venv (tests/integration/py_venv.sh).
 Usage: observe_example.py FASHION_MNIST_EXE RUN_DIR"""
 import csv, json, math, os, shutil, subprocess, sys
 

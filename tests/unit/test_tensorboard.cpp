@@ -1,5 +1,5 @@
 // callbacks::TensorBoard: the event files, read back by TensorBoard's own EventAccumulator (from PyPI, in the
-// virtual environment tests/integration/tb_venv.sh makes; CTest's fixture tensorboard.venv creates it).
+// virtual environment tests/integration/py_venv.sh makes; CTest's fixture tensorboard.venv creates it).
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -48,7 +48,7 @@ struct Recorder {
 std::string venv_python() {
   const std::string py = POLICYTRAIN_BINARY_DIR "/venv-tensorboard/bin/python";
   REQUIRE_MESSAGE(std::filesystem::exists(py), "no TensorBoard venv at " << py << "; run `ctest -R tensorboard.venv` "
-                  "(or tests/integration/tb_venv.sh " POLICYTRAIN_BINARY_DIR "/venv-tensorboard) first");
+                  "(or tests/integration/py_venv.sh " POLICYTRAIN_BINARY_DIR "/venv-tensorboard tensorboard tensorboard) first");
   return py;
 }
 

@@ -1,0 +1,13 @@
+#!/bin/sh
+# Creates (once) a virtual environment with one package from PyPI, and prints its python: TensorBoard reads the
+# event files in the tests, matplotlib draws the effect plots. --system-site-packages keeps the machine's torch
+# visible. pip's output goes to DIR.log (shown on failure).
+# Usage: py_venv.sh DIR MODULE REQUIREMENT      e.g. py_venv.sh build/venv-tensorboard tensorboard "tensorboard>=2.12"
+set -eu
+venv="$1" module="$2" requirement="$3"
+if ! "$venv/bin/python" -c "import $module" >/dev/null 2>&1; then
+  python3 -m venv --system-site-packages "$venv" >"$venv.log" 2>&1 || { cat "$venv.log"; exit 1; }
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$requirement" >>"$venv.log" 2>&1 \
+    || { cat "$venv.log"; exit 1; }
+fi
+"$venv/bin/python" -c "import $module, sys; print(sys.executable, '$module', $module.__version__)"
