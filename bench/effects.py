@@ -12,18 +12,18 @@ import argparse, datetime, json, math, os, platform, shlex, statistics, subproce
 
 # Per profile: micro-batches of 64 per epoch, epochs of the long tables, seeds of the accuracy tables.
 PROFILES = {
-    "full": dict(batches=200, short_epochs=2, schedule_epochs=5, stop_epochs=8, seeds=[0, 1], timing_repeats=2,
-                 val_batches=-1),
-    "tiny": dict(batches=4, short_epochs=1, schedule_epochs=2, stop_epochs=2, seeds=[0], timing_repeats=1,
-                 val_batches=1),
+    "full": dict(batches=200, short_epochs=2, schedule_epochs=5, stop_epochs=20, stop_images=3200, seeds=[0, 1],
+                 timing_repeats=2, val_batches=-1),
+    "tiny": dict(batches=4, short_epochs=1, schedule_epochs=2, stop_epochs=2, stop_images=256, seeds=[0],
+                 timing_repeats=1, val_batches=1),
 }
 # Fixed for every run: plain progress lines; 2 intra-op threads and no export (final.pt) unless a row says otherwise.
 COMMON = ["--progress-tty", "0"]
 
 
 class Runner:
-    def __init__(self, exe, runs_dir, profile):
-        self.exe, self.runs_dir, self.p = exe, runs_dir, PROFILES[profile]
+    def __init__(self, exe, runs_dir, profile, reuse=False):
+        self.exe, self.runs_dir, self.p, self.reuse = exe, runs_dir, PROFILES[profile], reuse
         self.profile = profile
         self.commands = []
         self.summaries = []
@@ -34,13 +34,22 @@ class Runner:
         batches = self.p["batches"] if batches is None else batches
         cmd = [self.exe, "--run-dir", run_dir, "--epochs", str(epochs), "--seed", str(seed), "--threads", str(threads),
                "--limit-train-batches", str(batches), "--limit-val-batches", str(self.p["val_batches"])] + COMMON + ([] if export else ["--no-export"]) + args
-        self.commands.append(" ".join(shlex.quote(c) for c in [os.path.basename(self.exe)] + cmd[1:]))
-        t0 = time.monotonic()
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 0:
-            sys.exit(f"effects: {name} failed (exit {p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+        shown = " ".join(shlex.quote(c) for c in [os.path.basename(self.exe)] + cmd[1:])
+        self.commands.append(shown)
+        record = os.path.join(run_dir, "effects-run.json")
+        done = json.load(open(record)) if self.reuse and os.path.exists(record) else {}
+        if done.get("command") == shown and os.path.exists(os.path.join(run_dir, "summary.json")):
+            seconds = done["seconds"]  # --reuse: the same command ran before; its results stand
+        else:
+            t0 = time.monotonic()
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                sys.exit(f"effects: {name} failed (exit {p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+            seconds = time.monotonic() - t0
+            with open(record, "w") as f:
+                json.dump({"command": shown, "seconds": seconds, "date": datetime.datetime.now().isoformat()}, f)
         s = json.load(open(os.path.join(run_dir, "summary.json")))
-        s["process_seconds"] = time.monotonic() - t0
+        s["process_seconds"] = seconds
         s["epochs_log"] = read_jsonl(os.path.join(run_dir, "logs", "epochs.jsonl"))
         s["steps_log"] = read_jsonl(os.path.join(run_dir, "logs", "steps.jsonl"))
         s["run_dir"] = run_dir
@@ -221,7 +230,7 @@ def schedule_table(r, P):
 
 
 def stopping_table(r, P):
-    n = P["batches"] * 64
+    n = P["stop_images"]
     common = ["--train-size", str(n), "--schedule", "constant"]
     ema = ["--ema", "--ema-decay", "0.999", "--ema-tau", "200"]
     stop = ["--patience", "2", "--monitor", "accuracy"]
@@ -258,11 +267,12 @@ def checkpoint_table(r, P):
         path = os.path.join(s["run_dir"], "checkpoints", "last.ckpt")
         rows.append([label, f"{os.path.getsize(path) / 2**20:.2f} MiB", "yes" if i == 0 else "no (weights rounded)"])
     # The exported weights (torch.load-able), written when --no-export is not given.
-    s = r.run("checkpoint-export", ["--save", "none"], 1, batches=min(P["batches"], 20), export=True)
+    s = r.run("checkpoint-export", ["--save", "last"], 1, batches=min(P["batches"], 20), export=True)
     final = os.path.join(s["run_dir"], "checkpoints", "final.pt")
-    if os.path.exists(final):
-        rows.append(["export: final.pt (fp32 weights only, torch.load)", f"{os.path.getsize(final) / 2**20:.2f} MiB",
-                     "no (no optimizer state)"])
+    if not os.path.exists(final):
+        sys.exit(f"effects: the export run wrote no {final}")
+    rows.append(["export: final.pt (fp32 weights only, torch.load)", f"{os.path.getsize(final) / 2**20:.2f} MiB",
+                 "no (no optimizer state)"])
     return ("## Checkpoint kinds: size\n\n"
             "The CNN (about 420K parameters) with AdamW's two moments per parameter.\n\n" +
             table(["checkpoint", "size", "exact resume"], rows), runs)
@@ -313,10 +323,12 @@ def main():
     ap.add_argument("--runs", default=None, help="run directories (default: OUT/effects/runs)")
     ap.add_argument("--profile", choices=sorted(PROFILES), default="full")
     ap.add_argument("--tables", default="precision,loader,batch,ranks,schedule,stopping,checkpoint")
+    ap.add_argument("--reuse", action="store_true",
+                    help="keep the results of runs whose command line is unchanged since they ran (in --runs)")
     a = ap.parse_args()
     plots = os.path.join(a.out, "effects")
     os.makedirs(plots, exist_ok=True)
-    r = Runner(os.path.abspath(a.exe), a.runs or os.path.join(plots, "runs"), a.profile)
+    r = Runner(os.path.abspath(a.exe), a.runs or os.path.join(plots, "runs"), a.profile, a.reuse)
     P = r.p
     t0 = time.monotonic()
     makers = dict(precision=precision_table, loader=loader_table, batch=batch_table, ranks=ranks_table,
@@ -330,7 +342,7 @@ def main():
         plot_curves(os.path.join(plots, "schedules.png"), "Learning-rate schedules", results["schedule"])
     if "stopping" in results:
         plot_curves(os.path.join(plots, "stopping.png"), "Early stopping and EMA", results["stopping"])
-    minutes = (time.monotonic() - t0) / 60
+    minutes = sum(x["process_seconds"] for x in r.summaries) / 60
     torch_version = r.summaries[0]["torch_version"] if r.summaries else "unknown"
     head = (
         "# Effect tables, measured with policytrain\n\n"
@@ -341,7 +353,7 @@ def main():
         "a \"vs\" column marks a difference *within noise* when it is no larger than the larger seed-to-seed "
         "spread (max - min) of the two rows. GPU rows say \"not measured\" unless run on a GPU.\n\n"
         f"- Machine: {machine()}; LibTorch {torch_version} (CPU); 2 intra-op threads unless a row says otherwise\n"
-        f"- Date: {datetime.date.today().isoformat()}; profile `{a.profile}`; the script took {minutes:.1f} minutes\n"
+        f"- Date: {datetime.date.today().isoformat()}; profile `{a.profile}`; its runs took {minutes:.1f} minutes\n"
         f"- Command: `scripts/effects{'' if a.profile == 'full' else ' --profile ' + a.profile}`; each run is "
         f"`fashion_mnist {' '.join(COMMON)} --no-export --threads T --seed S --epochs E --limit-train-batches B "
         f"--limit-val-batches {P['val_batches']}` plus the row's flags\n\n")

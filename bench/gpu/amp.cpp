@@ -16,6 +16,7 @@ struct PrecisionRow {
   std::string name;
   c10::ScalarType dtype;
   bool tf32;
+  bool host_read = false;  // fp16-sync: the scaler's inf flag read on the host every step (device_skip off)
 };
 
 PrecisionRow parse_precision(const std::string& s) {
@@ -23,7 +24,9 @@ PrecisionRow parse_precision(const std::string& s) {
   if (s == "tf32") return {s, torch::kFloat, true};
   if (s == "bf16") return {s, torch::kBFloat16, false};
   if (s == "fp16") return {s, torch::kHalf, false};
-  throw std::invalid_argument(fmt::format("gpu_bench amp: precision '{}'; expected fp32, tf32, bf16 or fp16", s));
+  if (s == "fp16-sync") return {s, torch::kHalf, false, true};
+  throw std::invalid_argument(
+      fmt::format("gpu_bench amp: precision '{}'; expected fp32, tf32, bf16, fp16 or fp16-sync", s));
 }
 
 std::vector<std::string> split(const std::string& s) {
@@ -63,7 +66,8 @@ json run_row(const torch::Device& dev, const RepPlan& plan, const PrecisionRow& 
   pt::optim::FusedAdamW opt(task.module().parameters(), torch::optim::AdamWOptions(lr));
   pt::precision::Autocast::Options ao;
   ao.dtype = p.dtype;
-  ao.on_nonfinite = pt::NonFinite::ignore;  // no per-step read of the loss (the fp16 scaler reads its inf flag)
+  ao.on_nonfinite = pt::NonFinite::ignore;  // no per-step read of the loss
+  ao.device_skip = !p.host_read;            // fp16: the inf flag goes to FusedAdamW's kernel unless fp16-sync
   pt::callbacks::PerfKnobs::Options ko;
   ko.channels_last = channels_last;
   ko.cudnn_benchmark = true;
@@ -93,7 +97,7 @@ int run_amp(Args& a) {
   const auto out = a.str("out", "amp.json");
   const auto models = split(a.str("models", "resnet18,gpt"));
   std::vector<PrecisionRow> precisions;
-  for (auto& s : split(a.str("precisions", "fp32,tf32,bf16,fp16"))) precisions.push_back(parse_precision(s));
+  for (auto& s : split(a.str("precisions", "fp32,tf32,bf16,fp16,fp16-sync"))) precisions.push_back(parse_precision(s));
   const RepPlan plan{.steps = a.num("steps", 5), .warmup = a.num("warmup", 2), .min_reps = a.num("reps", 5),
                      .max_reps = a.num("max-reps", 50), .min_seconds = a.real("min-seconds", 0)};
   const int64_t rb = a.num("resnet-batch", 256), rs = a.num("resnet-size", 224), rw = a.num("resnet-width", 64),

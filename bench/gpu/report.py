@@ -124,7 +124,8 @@ def main():
         md.append("### AMP: step time by precision\n")
         md.append(f"Trainer<Task, precision::Autocast, callbacks::PerfKnobs>, optim::FusedAdamW, cuDNN benchmark on; "
                   f"fp32 = TF32 off for matmuls and convolutions, tf32 = TF32 on; bf16/fp16 = autocast (fp16 with "
-                  f"dynamic loss scaling, whose inf check reads one flag per step). ResNet-18 (torchvision layout, "
+                  f"dynamic loss scaling, its inf flag handed to FusedAdamW's kernel: no host read per step; "
+                  f"fp16-sync = the same with the flag read on the host every step, `device_skip = false`). ResNet-18 (torchvision layout, "
                   f"{rn.get('classes')} classes): batch {rn.get('batch')}, images {rn.get('image')}. GPT-2-small-class: "
                   f"{gp.get('layers')} pre-norm blocks, d_model {gp.get('d_model')}, {gp.get('heads')} heads, causal "
                   f"scaled_dot_product_attention, vocab {gp.get('vocab')}, sequence {gp.get('seq')}, batch "

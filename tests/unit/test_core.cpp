@@ -272,16 +272,27 @@ TEST_CASE("Trainer::state_dict holds the counters and every stateful policy's st
 namespace {
 // Counts host reads of tensor values: every Tensor::item() (and every scalar read LibTorch makes) dispatches
 // aten::_local_scalar_dense, which is where a CUDA device sync happens. RecordFunction sees every dispatch.
+// Reads made inside a fused optimizer kernel (aten::_fused_adamw_ and co.) are not counted: on the CPU that kernel
+// reads each parameter's step counter from host memory (Python's fused=True does the same: aten::item under
+// aten::_fused_adamw_), which is no device sync; on CUDA it reads them on the device.
 std::atomic<int64_t> g_host_reads{0};
+thread_local int g_in_fused_kernel = 0;
+bool is_fused_kernel(std::string_view name) { return name.rfind("aten::_fused_", 0) == 0; }
 std::unique_ptr<at::ObserverContext> count_host_read(const at::RecordFunction& fn) {
-  if (std::string_view(fn.name()) == "aten::_local_scalar_dense") ++g_host_reads;
+  const std::string_view name = fn.name();
+  if (is_fused_kernel(name)) ++g_in_fused_kernel;
+  else if (name == "aten::_local_scalar_dense" && g_in_fused_kernel == 0) ++g_host_reads;
   return nullptr;
+}
+void leave_fused_kernel(const at::RecordFunction& fn, at::ObserverContext*) {
+  if (is_fused_kernel(fn.name())) --g_in_fused_kernel;
 }
 struct HostReads {
   at::CallbackHandle handle;
   HostReads() {
     g_host_reads = 0;
-    handle = at::addGlobalCallback(at::RecordFunctionCallback(count_host_read).scopes({at::RecordScope::FUNCTION}));
+    handle = at::addGlobalCallback(
+        at::RecordFunctionCallback(count_host_read, leave_fused_kernel).scopes({at::RecordScope::FUNCTION}));
   }
   ~HostReads() { at::removeCallback(handle); }
   int64_t count() const { return g_host_reads.load(); }
@@ -335,6 +346,42 @@ TEST_CASE("the default step reads nothing back to the host: a fit's host reads d
     return c.count();
   };
   CHECK(plain(40) == plain(5));
+}
+
+TEST_CASE("AMP with loss scaling and a fused optimizer skips on the device: no host read per step, the same "
+          "weights and skip count as the host-read step") {
+  // bf16 autocast on the CPU with the loss scaled (the fp16 recipe's step: unscale, inf check, skip, update).
+  const auto run = [](int64_t batches, bool device_skip, int nan_at, int64_t* skipped = nullptr,
+                      torch::Tensor* weights = nullptr) {
+    auto [x, y] = testing::toy_data(batches * 4);
+    pt::data::TensorLoader loader(x, y, {.batch_size = 4, .shuffle = false});
+    NanAtCall task;
+    task.nan_at = nan_at;
+    pt::optim::FusedAdamW opt(task.module().parameters(), torch::optim::AdamWOptions(0.01));
+    using AC = pt::precision::Autocast;
+    AC amp({.dtype = torch::kBFloat16, .loss_scaling = pt::precision::LossScaling::on, .device_skip = device_skip});
+    pt::Trainer<NanAtCall, AC> trainer(task, opt, amp);
+    HostReads c;
+    trainer.fit(loader, {.epochs = 1});
+    const int64_t reads = c.count();
+    if (skipped) *skipped = trainer.state().skipped_steps;
+    if (weights) *weights = torch::cat({task.module().parameters()[0].flatten(), task.module().parameters()[1].flatten()});
+    CHECK(trainer.get<AC>().scaler().skipped_steps() == trainer.state().skipped_steps);
+    return reads;
+  };
+  // The host reads of a fit do not grow with its steps on the device path; the host path reads every step.
+  CHECK(run(40, true, -1) == run(5, true, -1));
+  CHECK(run(40, false, -1) - run(5, false, -1) >= 35);
+  // A NaN loss at micro-batch 7: both paths skip the same step, leave the same weights (the fused kernel's
+  // found_inf leaves params, moments and step count as they were), and count one skip by the end of the fit.
+  int64_t skipped_host = -1, skipped_device = -1;
+  torch::Tensor w_host, w_device;
+  run(20, false, 7, &skipped_host, &w_host);
+  run(20, true, 7, &skipped_device, &w_device);
+  CHECK(skipped_host == 1);
+  CHECK(skipped_device == skipped_host);
+  CHECK(torch::equal(w_host, w_device));
+  CHECK(torch::isfinite(w_device).all().item<bool>());
 }
 
 TEST_CASE("the deferred non-finite check: the error names the bad step, comes at most check_every micro-batches "

@@ -10,18 +10,21 @@
 ///   transform_loss  scaling: loss * S. Otherwise: the non-finite check of precision::Fp32 (`on_nonfinite`).
 ///   before_step     scaling: unscales the gradients once, so the callbacks that run after the precision policy
 ///                   (gradient clipping) see true gradients.
-///   step            scaling: skips the optimizer step when a gradient is inf/NaN; otherwise skips it when a loss
-///                   of the window was non-finite and `on_nonfinite` is skip. Returns false when skipped: the
-///                   Trainer counts it in TrainState::skipped_steps and every after_step receives stepped=false,
-///                   so schedules and EMA do not advance.
+///   step            scaling: skips the optimizer step when a gradient is inf/NaN. With a fused optimizer (and
+///                   `device_skip`, the default) the kernel skips it on the device and step returns true; the skip
+///                   joins TrainState::skipped_steps at the next flush (epoch end, fit end, checkpoint). Otherwise
+///                   the flag is read on the host and step returns false when skipped: the Trainer counts it and
+///                   every after_step receives stepped=false, so schedules and EMA do not advance. Unscaled: skips
+///                   the step when a loss of the window was non-finite and `on_nonfinite` is skip.
 ///   after_step      scaling: updates the scale.
 ///   state_dict      the scaler's scale, growth tracker and skip count (also when scaling is off, so that a
 ///                   checkpoint's keys do not depend on the dtype).
 /// Shows: `loss_scale()` (0 when not scaling) in callbacks::ProgressBar.
 /// Requires: fp32 parameters (autocast keeps the master weights in fp32). Conflicts: any other precision policy.
 /// Cost: with dtype fp32 and no scaling, the same as precision::Fp32 (one device copy of the loss per micro-batch,
-/// one host read every `check_every` micro-batches; none with NonFinite::ignore). With scaling: one multiply per loss, one pass over the gradients and one read of the
-/// inf flag per step. Example: examples/fashion_mnist (`--precision`, `--loss-scale`), tests/unit/test_precision.cpp.
+/// one host read every `check_every` micro-batches; none with NonFinite::ignore). With scaling: one multiply per
+/// loss, one pass over the gradients, and one read of the inf flag per step unless the optimizer is fused
+/// (`device_skip`: no read per step). Example: examples/fashion_mnist (`--precision`, `--loss-scale`), tests/unit/test_precision.cpp.
 #include <optional>
 #include <stdexcept>
 #include <string_view>
@@ -36,6 +39,7 @@
 #include <policytrain/precision/autocast_guard.hpp>
 #include <policytrain/precision/fp32.hpp>
 #include <policytrain/precision/loss_scaler.hpp>
+#include <policytrain/optim/fused_common.hpp>
 
 namespace policytrain::precision {
 
@@ -81,6 +85,14 @@ class Autocast {
     int64_t check_every = 64;
     /// Cache the low-precision casts of the weights within one forward (torch.autocast's cache_enabled).
     bool cache_enabled = true;
+    /// With loss scaling and a fused optimizer (optim::FusedAdamW, FusedAdam, FusedSgd): skip a step with an
+    /// inf/NaN gradient on the device, through the kernel's `found_inf` (LossScaler::step_on_device), so the step
+    /// reads nothing back. Such a step is reported as stepped to every after_step (EMA updates and schedules
+    /// advance, as with GradScaler and torch.optim.lr_scheduler in Python) and is counted in
+    /// TrainState::skipped_steps at the next read: epoch end, fit end, before a checkpoint. false: read the flag
+    /// on the host every step (the Trainer then sees stepped=false for a skipped step). Other optimizers always
+    /// read the flag on the host.
+    bool device_skip = true;
   };
 
   Autocast() : Autocast(Options{}) {}
@@ -141,7 +153,14 @@ class Autocast {
   /// non-finite under NonFinite::skip / rollback; returns whether it stepped.
   template <class Ctx>
   bool step(Ctx& ctx) {
-    if (scaling_) return scaler_.step(ctx.optimizer());
+    if (scaling_) {
+      if (o_.device_skip)
+        if (auto* fused = dynamic_cast<optim::FusedGradScaling*>(&ctx.optimizer())) {
+          scaler_.step_on_device(ctx.optimizer(), *fused);
+          return true;
+        }
+      return scaler_.step(ctx.optimizer());
+    }
     // Under data parallelism a window is skipped on every rank when any rank's loss was non-finite.
     const bool skip = o_.on_nonfinite == NonFinite::skip || o_.on_nonfinite == NonFinite::rollback;
     const bool ok = !skip || !ctx.agree_any(check_.window_bad(o_.on_nonfinite));
@@ -163,14 +182,17 @@ class Autocast {
   }
 
   /// Read the pending loss check (unscaled runs; see precision::Fp32::check_every) at epoch and fit ends and
-  /// before a checkpoint is written (Context::flush_checks).
+  /// before a checkpoint is written (Context::flush_checks). The steps skipped on the device (`device_skip`) join TrainState::skipped_steps at the same reads.
   ///@{
   template <class Ctx>
-  void on_epoch_end(Ctx& ctx) { check_.flush(ctx, o_.on_nonfinite); }
+  void on_epoch_end(Ctx& ctx) { flush_checks(ctx); }
   template <class Ctx>
-  void on_fit_end(Ctx& ctx) { check_.flush(ctx, o_.on_nonfinite); }
+  void on_fit_end(Ctx& ctx) { flush_checks(ctx); }
   template <class Ctx>
-  void flush_checks(Ctx& ctx) { check_.flush(ctx, o_.on_nonfinite); }
+  void flush_checks(Ctx& ctx) {
+    check_.flush(ctx, o_.on_nonfinite);
+    ctx.state().skipped_steps += scaler_.collect_skips();
+  }
   ///@}
 
   /// The scaler's scale, growth tracker and skip count (also when not scaling).

@@ -14,7 +14,8 @@
 ///
 /// Used by precision::Autocast (before_step: unscale, step: step, after_step: update); usable alone with one
 /// optimizer. Cost per step: one multiply per loss, one fused pass over the gradients, one read of the
-/// inf flag per device (a device sync on CUDA, as in GradScaler).
+/// inf flag per device (a device sync on CUDA, as in GradScaler) in step(); none in step_on_device(), which hands
+/// the flag to a fused optimizer's kernel instead (GradScaler's path for `_step_supports_amp_scaling`).
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
@@ -31,6 +32,7 @@
 
 #include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/optim/fused_common.hpp>
 
 namespace policytrain::precision {
 
@@ -127,14 +129,54 @@ class LossScaler {
     return stepped;
   }
 
+  /// Unscales (when unscale() was not called this step), then steps a fused optimizer (`fused` is `opt` seen as
+  /// optim::FusedGradScaling) with this step's inf flag as its `found_inf`: the kernel skips the update on the
+  /// device when a gradient was inf/NaN, as GradScaler does for an optimizer with `_step_supports_amp_scaling`.
+  /// Nothing is read back: the skip is counted on the device and reaches skipped_steps() at collect_skips().
+  /// The optimizer's own grad_scale/found_inf must be unset (they are set for this call only).
+  void step_on_device(torch::optim::Optimizer& opt, optim::FusedGradScaling& fused) {
+    if (stage_ == Stage::stepped)
+      throw std::logic_error("policytrain::precision::LossScaler::step_on_device: already called since the last "
+                             "update(); call update() after each step");
+    if (fused.grad_scale().defined() || fused.found_inf().defined())
+      throw std::logic_error("policytrain::precision::LossScaler::step_on_device: the optimizer already has a "
+                             "grad_scale or found_inf set; clear_grad_scaling() it, the scaler sets its own");
+    if (stage_ == Stage::ready) unscale(opt);
+    if (found_inf_.empty())
+      throw std::logic_error("policytrain::precision::LossScaler::step_on_device: no gradients were checked (no "
+                             "parameter of the optimizer has a gradient); call backward on the scaled loss first");
+    // 0 or 1 exactly (the kernels skip on found_inf == 1), whatever the number of devices.
+    const torch::Tensor skip = combined_found_inf().gt(0).to(torch::kFloat);
+    fused.set_grad_scaling(torch::Tensor(), skip);
+    try {
+      opt.step();
+    } catch (...) {
+      fused.clear_grad_scaling();
+      throw;
+    }
+    fused.clear_grad_scaling();
+    if (!pending_skips_.defined()) pending_skips_ = torch::zeros({}, torch::dtype(torch::kLong).device(skip.device()));
+    pending_skips_.add_(skip.to(torch::kLong));
+    stage_ = Stage::stepped;
+  }
+
+  /// Reads the skips step_on_device() counted on the device (one host read), adds them to skipped_steps(), and
+  /// returns how many there were since the last call.
+  int64_t collect_skips() {
+    if (!pending_skips_.defined()) return 0;
+    const int64_t n = pending_skips_.item<int64_t>();
+    pending_skips_.zero_();
+    skipped_ += n;
+    return n;
+  }
+
   /// Updates the scale from this step's inf checks (all devices combined); readies the next step.
   void update() {
     require_scale("update");
     if (found_inf_.empty())
       throw std::logic_error("policytrain::precision::LossScaler::update: no inf checks were recorded; "
                              "call unscale() or step() before update()");
-    torch::Tensor combined = found_inf_.front().found_inf.to(scale_.device(), /*non_blocking=*/true);
-    for (size_t i = 1; i < found_inf_.size(); ++i) combined = combined + found_inf_[i].found_inf.to(scale_.device(), true);
+    const torch::Tensor combined = combined_found_inf();
     at::_amp_update_scale_(scale_, tracker_, combined, o_.growth_factor, o_.backoff_factor, o_.growth_interval);
     found_inf_.clear();
     stage_ = Stage::ready;
@@ -153,8 +195,10 @@ class LossScaler {
   double scale_value() const { return scale_.defined() ? scale_.item<double>() : o_.init_scale; }
   /// Consecutive finite steps since the scale last changed.
   int64_t growth_tracker() const { return tracker_.defined() ? tracker_.item<int64_t>() : init_tracker_; }
-  /// Steps skipped because a gradient was inf/NaN.
-  int64_t skipped_steps() const { return skipped_; }
+  /// Steps skipped because a gradient was inf/NaN (those skipped on the device are read from it).
+  int64_t skipped_steps() const {
+    return skipped_ + (pending_skips_.defined() ? pending_skips_.item<int64_t>() : 0);
+  }
   /// Whether the last unscale() found an inf/NaN gradient (false before any unscale in this step).
   bool found_inf() const {
     double inf = 0;
@@ -169,7 +213,7 @@ class LossScaler {
             {"backoff_factor", scalar_tensor(o_.backoff_factor)},
             {"growth_interval", scalar_tensor(o_.growth_interval)},
             {"growth_tracker", scalar_tensor(growth_tracker())},
-            {"skipped_steps", scalar_tensor(skipped_)}};
+            {"skipped_steps", scalar_tensor(skipped_steps())}};
   }
   /// Restores the scale, its settings, the growth tracker and the skip count; throws for invalid settings.
   void load_state_dict(const StateDict& d) {
@@ -179,6 +223,7 @@ class LossScaler {
     o_ = o;
     init_tracker_ = state_int(d, "growth_tracker");
     skipped_ = state_int(d, "skipped_steps");
+    if (pending_skips_.defined()) pending_skips_.zero_();
     if (scale_.defined()) {
       scale_.fill_(o_.init_scale);
       tracker_.fill_(init_tracker_);
@@ -207,6 +252,12 @@ class LossScaler {
     scale_ = torch::full({}, o_.init_scale, torch::dtype(torch::kFloat).device(device));
     tracker_ = torch::full({}, init_tracker_, torch::dtype(torch::kInt).device(device));
   }
+  /// This step's inf flags, all devices summed, on the scale's device.
+  torch::Tensor combined_found_inf() const {
+    torch::Tensor combined = found_inf_.front().found_inf.to(scale_.device(), /*non_blocking=*/true);
+    for (size_t i = 1; i < found_inf_.size(); ++i) combined = combined + found_inf_[i].found_inf.to(scale_.device(), true);
+    return combined;
+  }
   void require_scale(const char* what) const {
     if (!scale_.defined())
       throw std::logic_error(fmt::format("policytrain::precision::LossScaler::{}: the scale was never used; "
@@ -218,6 +269,7 @@ class LossScaler {
   int64_t init_tracker_ = 0;
   int64_t skipped_ = 0;
   std::vector<PerDevice> found_inf_;
+  torch::Tensor pending_skips_;  // steps skipped on the device by step_on_device(), not yet read
   Stage stage_ = Stage::ready;
 };
 
