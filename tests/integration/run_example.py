@@ -25,6 +25,10 @@ assert 0.3 < s["val_accuracy"] <= 1.0, s["val_accuracy"]
 assert len(s["validation_history"]) == 2, s["validation_history"]
 assert s["validation_history"][-1]["accuracy"] == s["val_accuracy"]
 assert 0.0 <= s["data_wait_fraction"] <= 1.0 and "forward" in s["step_seconds"], "summary lacks the time summary"
-# The training images' accuracy (--train-eval-size, default 5000, capped by --limit-val-batches 3 of 1000).
-assert 0.3 < s["train_accuracy"] <= 1.0 and s["train_eval_samples"] == 3000, (s["train_accuracy"], s["train_eval_samples"])
+# The training images' accuracy (--train-eval-size, default 5000): each rank evaluates its shard of them, at most
+# --limit-val-batches 3 batches of 1000, and the counts are summed across ranks.
+world = int(extra[extra.index("--nproc") + 1]) if "--nproc" in extra else 1
+expected = world * min(5000 // world, 3 * 1000)
+assert 0.3 < s["train_accuracy"] <= 1.0, s["train_accuracy"]
+assert s["train_eval_samples"] == expected, (s["train_eval_samples"], expected)
 print("example OK:", s["test_accuracy"])
