@@ -37,6 +37,7 @@
 #include <policytrain/core/context.hpp>
 #include <policytrain/core/hooks.hpp>
 #include <policytrain/core/metrics.hpp>
+#include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state.hpp>
 #include <policytrain/core/state_dict.hpp>
 #include <policytrain/parallel/single.hpp>
@@ -465,7 +466,7 @@ class Trainer {
     ++state_.global_step;
     if (!stepped) ++state_.skipped_steps;
     after_step(stepped);
-    optimizer_.zero_grad(/*set_to_none=*/true);
+    detail::release_grads(optimizer_);
     state_.micro_step = 0;
     state_.window_samples = 0;
     on_step_end();

@@ -10,6 +10,9 @@ Scenarios (--scenario):
   accumulate  4 per rank per micro-step, 2 micro-steps per optimizer step, the first under ddp.no_sync()
   unused      as plain, the unused parameter trainable, find_unused_parameters=True
   bf16        as plain, gradients all-reduced in bf16 (the built-in bf16_compress_hook)
+  fp16        as plain, gradients all-reduced in fp16 (the built-in fp16_compress_hook)
+  view        as accumulate, with gradient_as_bucket_view=True
+  static      as plain, with static_graph=True
 """
 import argparse, json, os, sys
 
@@ -60,7 +63,7 @@ def save_tensors(directory, tensors):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--scenario", required=True, choices=["plain", "accumulate", "unused", "bf16"])
+    ap.add_argument("--scenario", required=True, choices=["plain", "accumulate", "unused", "bf16", "fp16", "view", "static"])
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -82,16 +85,19 @@ def main():
     if a.scenario != "unused":
         net.unused.requires_grad_(False)
 
-    accumulate = 2 if a.scenario == "accumulate" else 1
-    ddp = DDP(net, find_unused_parameters=(a.scenario == "unused"))
-    if a.scenario == "bf16":
+    accumulate = 2 if a.scenario in ("accumulate", "view") else 1
+    ddp = DDP(net, find_unused_parameters=(a.scenario == "unused"), gradient_as_bucket_view=(a.scenario == "view"),
+              static_graph=(a.scenario == "static"))
+    if a.scenario in ("bf16", "fp16"):
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-        # DDP refuses the hook by its name without CUDA/NCCL (a check, not a limit of the hook: Gloo reduces bf16
-        # on the CPU); the same function runs under another name.
-        def bf16_hook(state, bucket):
-            return default_hooks.bf16_compress_hook(state, bucket)
+        # DDP refuses the bf16 hook by its name without CUDA/NCCL (a check, not a limit of the hook: Gloo reduces
+        # bf16 on the CPU); the same function runs under another name.
+        hook = default_hooks.bf16_compress_hook if a.scenario == "bf16" else default_hooks.fp16_compress_hook
 
-        ddp.register_comm_hook(dist.group.WORLD, bf16_hook)
+        def compress_hook(state, bucket):
+            return hook(state, bucket)
+
+        ddp.register_comm_hook(dist.group.WORLD, compress_hook)
     opt = torch.optim.AdamW(ddp.parameters(), lr=LR, weight_decay=WD)
     sampler = DistributedSampler(TensorDataset(x, y), num_replicas=world, rank=rank, shuffle=False)
     loader = DataLoader(TensorDataset(x, y), batch_size=GLOBAL_BATCH // world // accumulate, sampler=sampler)

@@ -89,16 +89,36 @@ void save_tensors(const fs::path& dir, const Tensors& tensors) {
   std::ofstream(dir / "manifest.json") << manifest.dump();
 }
 
+/// After the last step: how many gradients are views into one of c10d::Reducer's buckets (gradient_as_bucket_view).
+struct CountBucketViews {
+  int64_t* views;
+  template <class C> void after_step(C& c, bool) {
+    auto* reducer = c.template policy<pt::Category::parallel>().reducer();
+    if (!reducer) return;
+    const auto buckets = reducer->get_grad_buckets(/*return_zero_tensors=*/false);
+    *views = 0;
+    for (auto& p : c.module().parameters())
+      if (p.grad().defined())
+        for (const auto& b : buckets)
+          if (p.grad().is_alias_of(b.getBuffer())) {
+            ++*views;
+            break;
+          }
+  }
+};
+
 /// One rank of our side: the same training as ddp_oracle.py, written to <dir>/<subdir>/rank<r>.
 int run_worker(const std::string& scenario, const fs::path& dir, const std::string& subdir) {
-  const int64_t accumulate = scenario == "accumulate" ? 2 : 1;
+  const int64_t accumulate = scenario == "accumulate" || scenario == "view" ? 2 : 1;
   // POLICYTRAIN_ORACLE_NO_BUFFERS=1 turns the buffer broadcast off (the behaviour before it existed: the
   // oracle then fails on the batch-norm statistics; for checking the check by hand).
   const bool no_buffers = std::getenv("POLICYTRAIN_ORACLE_NO_BUFFERS") != nullptr;
   pt::parallel::DataParallel dp({.timeout = std::chrono::seconds(120),
                                  .broadcast_buffers = !no_buffers,
                                  .find_unused_parameters = scenario == "unused",
-                                 .compression = scenario == "bf16" ? "bf16" : "none"});
+                                 .compression = scenario == "bf16" || scenario == "fp16" ? scenario : "none",
+                                 .gradient_as_bucket_view = scenario == "view",
+                                 .static_graph = scenario == "static"});
   const int world = dp.world_size(), rank = dp.rank();
   NetTask task;
   {
@@ -115,8 +135,9 @@ int run_worker(const std::string& scenario, const fs::path& dir, const std::stri
                                 {.batch_size = kGlobalBatch / world / accumulate, .shuffle = false, .rank = rank,
                                  .world_size = world});
   torch::optim::AdamW opt(task.net->parameters(), torch::optim::AdamWOptions(kLr).weight_decay(kWd));
-  pt::Trainer<NetTask, pt::parallel::DataParallel, pt::accumulate::Steps> trainer(task, opt, std::move(dp),
-                                                                                 pt::accumulate::Steps(accumulate));
+  int64_t views = 0;
+  pt::Trainer<NetTask, pt::parallel::DataParallel, pt::accumulate::Steps, CountBucketViews> trainer(
+      task, opt, std::move(dp), pt::accumulate::Steps(accumulate), CountBucketViews{&views});
   trainer.fit(loader, {.epochs = kEpochs});
   Tensors out;
   for (auto& p : task.net->named_parameters()) out["param." + p.key()] = p.value();
@@ -130,6 +151,7 @@ int run_worker(const std::string& scenario, const fs::path& dir, const std::stri
     out["opt." + p.key() + ".step"] = torch::tensor(static_cast<float>(st.step()));
   }
   save_tensors(dir / subdir / fmt::format("rank{}", rank), out);
+  std::ofstream(dir / subdir / fmt::format("views{}.txt", rank)) << views;
   return 0;
 }
 
@@ -206,11 +228,12 @@ void compare(const fs::path& want_dir, const fs::path& got_dir, double tol) {
   }
 }
 
-void side_by_side(const std::string& scenario, double tol = 1e-6) {
+fs::path side_by_side(const std::string& scenario, double tol = 1e-6) {
   const auto dir = testing::temp_dir("ddp-oracle-" + scenario);
   run_python(scenario, dir);
   run_ours(scenario, dir, "cpp");
   for (int r = 0; r < 2; ++r) compare(dir / "py" / fmt::format("rank{}", r), dir / "cpp" / fmt::format("rank{}", r), tol);
+  return dir;
 }
 
 }  // namespace
@@ -237,6 +260,21 @@ TEST_CASE("DDP oracle: a parameter no rank uses stays untouched, as DDP with fin
 
 TEST_CASE("DDP oracle: bf16 gradient compression equals DDP's bf16_compress_hook") {
   side_by_side("bf16");
+}
+
+TEST_CASE("DDP oracle: fp16 gradient compression equals DDP's fp16_compress_hook") {
+  side_by_side("fp16");
+}
+
+TEST_CASE("DDP oracle: gradient_as_bucket_view with accumulation equals DDP's, and the gradients are bucket views") {
+  const auto dir = side_by_side("view");
+  for (int r = 0; r < 2; ++r) CHECK(read_text(dir / "cpp" / fmt::format("views{}.txt", r)) == "6");  // every one
+}
+
+TEST_CASE("DDP oracle: static_graph equals DDP's (the first step's all-reduce waits for the end of its backward)") {
+  const auto dir = side_by_side("static");
+  // Without gradient_as_bucket_view the gradients are copies, not views.
+  CHECK(read_text(dir / "cpp" / "views0.txt") == "0");
 }
 
 TEST_CASE("two torchrun 'nodes' on loopback (--nnodes 2 --node-rank 0/1, --no-python) equal DDP and one node of 2") {

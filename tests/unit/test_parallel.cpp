@@ -369,9 +369,11 @@ TEST_CASE("2 ranks with batch B/2 each end with the parameters of 1 process with
     const auto c = counts(out / fmt::format("counts{}.txt", r));
     REQUIRE(c.size() >= 4);
     const int64_t buckets = c[0], calls = c[1], in_hooks = c[2], steps = c[3];
-    CHECK(buckets == 3);
+    // As DDP: the first step all-reduces one bucket of everything; then c10d::Reducer rebuilds the buckets in the
+    // order the gradients became ready, 256 bytes each (the MLP's 4 tensors: more than one bucket).
+    CHECK(buckets >= 2);
     CHECK(steps == kEpochs * 96 / kGlobalBatch);
-    CHECK(calls == buckets * steps);
+    CHECK(calls == 1 + buckets * (steps - 1));
     CHECK(in_hooks == calls);  // every bucket was launched while backward still ran
     // Validation metrics reduced over the two shards equal those of the whole set in one process.
     const auto m = counts_d(out / fmt::format("metrics{}.txt", r));
@@ -394,9 +396,10 @@ TEST_CASE("with accumulation, 2 ranks match 1 process and all-reduce only on the
     const auto c = counts(out / fmt::format("counts{}.txt", r));
     const int64_t buckets = c[0], calls = c[1], steps = c[3];
     CHECK(steps == kEpochs * 96 / kGlobalBatch);
-    CHECK(calls == buckets * steps);  // not buckets × 2 micro-steps
+    CHECK(calls == 1 + buckets * (steps - 1));  // not twice that: no all-reduce on the first micro-step
     REQUIRE(c.size() == static_cast<size_t>(4 + steps));
-    for (int64_t s = 0; s < steps; ++s) CHECK(c[4 + s] == buckets);
+    CHECK(c[4] == 1);  // the first step's single bucket (DDP's rule), then the rebuilt ones
+    for (int64_t s = 1; s < steps; ++s) CHECK(c[4 + s] == buckets);
   }
 }
 
@@ -507,13 +510,15 @@ TEST_CASE("a parameter no rank uses: untouched with find_unused_parameters (Adam
     CHECK(launch("unused_error", out, 2, /*stop_others=*/false) != 0);
     for (int r = 0; r < 2; ++r) {
       const std::string err = read_text(out / fmt::format("stderr{}.txt", r));
-      CHECK(err.find("no rank computed a gradient for parameter 'extra'") != std::string::npos);
+      CHECK(err.find("this rank computed no gradient for parameter 'extra'") != std::string::npos);
       CHECK(err.find("find_unused_parameters = true") != std::string::npos);
     }
   }
 }
 
-TEST_CASE("a gradient hook firing twice for one parameter in one backward is an error (DDP: marked ready twice)") {
+TEST_CASE("a gradient accumulated twice for one parameter in one backward is an error (DDP: marked ready twice)") {
+  // c10d::Reducer alone misses this case (a reentrant backward) and all-reduces half the gradient: 2 ranks then
+  // end 0.014 away from 1 process (measured). The guard of DataParallel stops instead.
   const auto out = testing::temp_dir("dp-twice");
   CHECK(launch("twice", out, 2, /*stop_others=*/false) != 0);
   const std::string err = read_text(out / "stderr0.txt");

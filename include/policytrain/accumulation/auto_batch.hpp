@@ -30,6 +30,7 @@
 #include <fmt/format.h>
 
 #include <policytrain/core/category.hpp>
+#include <policytrain/core/parameters.hpp>
 
 #ifdef POLICYTRAIN_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -209,7 +210,7 @@ auto fit_auto_batch(TrainerT& trainer, AutoBatch& auto_batch, BatchPlan& plan, M
       if (!next) throw;
       plan = *next;
       // The open window's gradients and counters belong to the failed micro-batch size: discard them.
-      trainer.optimizer().zero_grad(/*set_to_none=*/true);
+      detail::release_grads(trainer.optimizer());
       // A step interrupted inside optimizer.step() left the loss scaler unscaled-but-not-updated.
       if constexpr (requires { trainer.template policy<Category::precision>().discard_step(); })
         trainer.template policy<Category::precision>().discard_step();

@@ -53,4 +53,18 @@ inline std::vector<torch::Tensor> unique_tensors(std::vector<torch::Tensor> ts) 
   return out;
 }
 
+namespace detail {
+
+/// Drops every gradient the optimizer holds, as Python's `Optimizer.zero_grad(set_to_none=True)` does
+/// (`p.grad = None`). LibTorch's `zero_grad(true)` first calls `detach_()` on each gradient, which throws for a
+/// gradient that is a view (a c10d::Reducer bucket with gradient_as_bucket_view); resetting needs no detach.
+template <class Optimizer>
+void release_grads(Optimizer& opt) {
+  for (auto& g : opt.param_groups())
+    for (auto& p : g.params())
+      if (p.grad().defined()) p.mutable_grad().reset();
+}
+
+}  // namespace detail
+
 }  // namespace policytrain

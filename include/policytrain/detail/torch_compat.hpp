@@ -5,7 +5,11 @@
 /// Autocast: LibTorch 2.4 replaced the per-backend functions (`at::autocast::is_cpu_enabled()`,
 /// `set_autocast_gpu_dtype(dtype)`, ...) by device-generic ones (`is_autocast_enabled(device_type)`, ...), and
 /// deprecated the old ones (each call then warns). The `autocast_*` functions below call whichever exists.
+#include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include <ATen/autocast_mode.h>
 #include <c10/core/DeviceType.h>
@@ -29,6 +33,19 @@ constexpr bool built_with_cuda() {
 #else
   return false;
 #endif
+}
+
+/// Builds a c10d::Reducer (the engine under DDP) with the arguments every LibTorch since 2.5 takes (parameters,
+/// bucket indices, process group, expect_sparse_gradients, bucket_bytes_cap, find_unused_parameters,
+/// gradient_as_bucket_view, parameter names, first_bucket_bytes_cap, skip_all_reduce_unused_params,
+/// use_python_reducer). LibTorch 2.13 adds `bucket_bytes_cap_list` (empty: the Reducer's default rule) and a
+/// defaulted `batched_grad_copy`; older ones take neither. A template, so that this header needs no c10d.
+template <class Reducer, class... Args>
+std::unique_ptr<Reducer> make_reducer(Args&&... args) {
+  if constexpr (std::is_constructible_v<Reducer, Args..., std::vector<int64_t>>)
+    return std::make_unique<Reducer>(std::forward<Args>(args)..., std::vector<int64_t>{});
+  else
+    return std::make_unique<Reducer>(std::forward<Args>(args)...);
 }
 
 /// True when compiled against LibTorch >= major.minor.

@@ -8,35 +8,43 @@
 /// LoaderOptions{rank, world_size}). At the start of fit, rank 0's parameters and buffers are broadcast, and at
 /// the first epoch every rank checks that all start from the same state (a resume from different checkpoints
 /// is an error, ResumeMismatch). Rank 0's buffers are broadcast before the first forward of every accumulation
-/// window and every evaluation (broadcast_buffers, as DDP's). During
-/// the backward of the last micro-step of each accumulation window, a post-accumulate-grad hook on every
-/// parameter marks its gradient ready; a bucket (about 25 MB of gradients, reverse parameter order) is
-/// all-reduced as soon as all of its gradients are ready, so communication overlaps the rest of the backward.
-/// Gradients are averaged (divided by the world size, then summed: Gloo has no AVG). Non-final micro-steps
-/// do no communication at all. before_step waits for every bucket and writes the averages back.
+/// window and every evaluation (broadcast_buffers, as DDP's).
 ///
-/// A parameter no rank used keeps an undefined gradient with find_unused_parameters (else an error), as DDP.
+/// The gradients are synchronised by PyTorch's own c10d::Reducer, the engine under Python's
+/// DistributedDataParallel, driven as DDP drives it: the same bucket assignment
+/// (c10d::compute_bucket_assignment_by_size, one bucket in the first step, then rebuilt in the order the gradients
+/// became ready), prepare_for_forward / prepare_for_backward on a window's last micro-step only (DDP's no_sync on
+/// the others: no communication at all), each bucket all-reduced from the autograd hooks as soon as its gradients
+/// are ready, and the averages written back at the backward's end. find_unused_parameters,
+/// gradient_as_bucket_view and static_graph are the Reducer's own. The communication hook averages (divide, then
+/// sum: Gloo has no AVG), in fp16 / bf16 with gradient compression, and counts the all-reduces.
 ///
-/// Hooks: on_fit_begin (connect, broadcast, install gradient hooks), on_epoch_begin (start check),
-/// around_forward / around_evaluate (buffers), around_backward (sync or not), before_step (wait, write back),
-/// state_dict (world size), and the Trainer's is_main / agree_any / reduce_metrics.
+/// Hooks: on_fit_begin (connect, verify, broadcast, build the Reducer), on_epoch_begin (start check),
+/// around_forward (buffers, bucket rebuild) / around_evaluate (buffers), around_backward (sync or not),
+/// before_step (the Reducer finished, or a late average), state_dict (world size), and the Trainer's is_main /
+/// agree_any / reduce_metrics.
 /// Requires: every rank runs the same Trainer on equally long shards (TensorLoader pads by wrapping).
 /// Each rank normalises batch norm by its own micro-batch (no SyncBatchNorm), as in PyTorch's DDP.
 /// What matches DDP and what does not: docs/parallel.md (checked side by side: tests/unit/test_ddp_oracle.cpp).
 /// Cost: with WORLD_SIZE unset or 1, or `enabled = false`, nothing (no hooks installed, no process group).
 /// Example: examples/fashion_mnist (`--nproc 2`, or torchrun); docs/parallel.md.
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #if !__has_include(<gloo/config.h>)
@@ -45,11 +53,14 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/comm.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
 #if defined(POLICYTRAIN_WITH_CUDA) && defined(USE_C10D_NCCL)
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #define POLICYTRAIN_WITH_NCCL 1
@@ -62,6 +73,7 @@
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/torch_compat.hpp>
 #include <policytrain/io/digest.hpp>
 
 namespace policytrain::parallel {
@@ -143,44 +155,79 @@ struct Environment {
 
 namespace detail {
 
-/// The process group and the gradient buckets, shared with the autograd hooks (so the policy may be moved).
-struct DataParallelState {
-  struct Bucket {
-    std::vector<size_t> params;           ///< indices into `params`, in the order they sit in `flat`
-    std::vector<int64_t> offsets;
-    torch::Tensor flat;
-    int64_t pending = 0;                  ///< gradients not yet ready in this backward
-    bool launched = false;
-    c10::intrusive_ptr<c10d::Work> work;
-    torch::Tensor wire;                   ///< the compressed copy on the wire (fp16 / bf16 compression)
-  };
+struct DataParallelState;
 
+inline int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// The Reducer's communication hook: averages one bucket over the ranks (divide, then sum: Gloo has no AVG), in
+/// the bucket's dtype or, with gradient compression, in fp16 / bf16 as DDP's fp16_compress_hook /
+/// bf16_compress_hook; counts the launches and remembers a failed one for the error message.
+class AverageHook : public c10d::CommHookInterface {
+ public:
+  explicit AverageHook(DataParallelState* s) : s_(s) {}
+  c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override;
+  at::Tensor parseHookResult(const c10::IValue& result) override {
+    return c10d::detail::parseCppCommHookResult(result);
+  }
+
+ private:
+  DataParallelState* s_;
+};
+
+/// The process group and PyTorch's c10d::Reducer, shared with the autograd hooks (so the policy may be moved).
+struct DataParallelState {
   Environment env;
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::Backend> backend;
+  c10::intrusive_ptr<c10d::ProcessGroup> pg;  ///< `backend` as the Reducer wants it
   torch::Device comm_device{torch::kCPU};  ///< where small control tensors go (NCCL reduces CUDA tensors only)
   std::vector<torch::Tensor> params;
   std::vector<std::string> names;         ///< the parameters' names in the module (for errors)
-  std::vector<char> ready;                ///< gradient hook fired for the parameter in this synchronised backward
-  bool find_unused = false;               ///< a parameter no rank used keeps an undefined gradient (else an error)
   std::optional<c10::ScalarType> wire_dtype;  ///< gradient compression: all-reduce in this dtype
-  std::vector<int64_t> bucket_of;         ///< param index → bucket index
-  std::vector<Bucket> buckets;
-  size_t next_launch = 0;                 ///< buckets are launched in index order, identical on every rank
-  bool sync = false;                      ///< inside the backward of a window's last micro-step
-  bool any_launched = false;
+  std::unique_ptr<c10d::Reducer> reducer;
+  torch::Tensor pending_output;           ///< the forward's output, for find_unused_parameters' graph search
+  bool synced = false;                    ///< this window's last backward ran through the Reducer
+  bool static_first_pending = false;      ///< static graph: the first synchronised backward is still to come
+  bool in_backward = false;
   int64_t step = 0;
   // Counters, exposed by DataParallel.
-  int64_t allreduce_calls = 0, allreduce_calls_in_hooks = 0, allreduce_calls_last_step = 0;
+  std::atomic<int64_t> allreduce_calls{0}, allreduce_calls_in_hooks{0}, allreduce_calls_last_step{0};
+  std::atomic<int64_t> bytes_last_step{0};
+  std::atomic<int64_t> failed_bucket{-1};
+  std::atomic<int64_t> last_launch_ns{0};
   double comm_wait_seconds = 0;
-  std::mutex mu;
 
   ~DataParallelState() {
     for (auto& p : params) torch::autograd::impl::set_post_acc_grad_hooks(p, nullptr);
+    reducer.reset();  // removes the Reducer's hooks from the parameters
   }
 
   std::string who() const { return fmt::format("rank {} of {}", env.rank, env.world_size); }
+
+  std::vector<char> ready;  ///< gradient accumulated for the parameter in this synchronised backward
+  std::mutex mu;
+
+  void accumulated(size_t i, const std::weak_ptr<DataParallelState>& self) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (ready[i])
+      throw std::runtime_error(fmt::format(
+          "policytrain::parallel::DataParallel: {}: parameter '{}' (index {}) was marked ready twice in one "
+          "backward (its gradient was accumulated again after it was counted for its bucket): the parameter "
+          "takes part in a reentrant backward (a reentrant activation checkpoint, or a backward inside a custom "
+          "autograd function) or in two backward passes of one micro-step; use non-reentrant checkpointing, or a "
+          "single backward per micro-step", who(), names[i], i));
+    ready[i] = 1;
+    if (static_first_pending) {
+      static_first_pending = false;
+      torch::autograd::Engine::get_default_engine().queue_callback([self] {
+        if (auto s = self.lock()) s->reducer->delay_all_reduce();
+      });
+    }
+  }
 
   /// After a failed collective: every surviving rank checks in on the store; those that do not within a short
   /// grace period are named. Returns a sentence for the error message.
@@ -208,157 +255,107 @@ struct DataParallelState {
     }
   }
 
+  /// The CollectiveError for a failed `what`.
+  CollectiveError collective_error(const std::string& what, const std::exception& e) {
+    const std::string cause = e.what();
+    return CollectiveError(fmt::format(
+        "policytrain::parallel::DataParallel: {}: {} failed or timed out (timeout {} ms): {}; {}", who(), what,
+        timeout.count(), cause.substr(0, cause.find('\n')), diagnose()));
+  }
+
   /// Waits for `w`; on failure rethrows as CollectiveError naming this rank, `what` and the silent ranks.
   void wait(const c10::intrusive_ptr<c10d::Work>& w, const std::string& what) {
     try {
       if (!w->wait(timeout))
         throw std::runtime_error("the collective was aborted");
     } catch (const std::exception& e) {
-      const std::string cause = e.what();
-      throw CollectiveError(fmt::format(
-          "policytrain::parallel::DataParallel: {}: {} failed or timed out (timeout {} ms): {}; {}", who(), what,
-          timeout.count(), cause.substr(0, cause.find('\n')), diagnose()));
+      throw collective_error(what, e);
     }
   }
 
-  /// Elements of the last bucket past the gradients: one "used on this rank" flag per parameter, so that the
-  /// ranks learn which parameters no rank used without a collective of their own (DDP's local_used_map).
-  int64_t used_offset = 0;
-
-  void launch(size_t b, bool from_hook) {
-    auto& bk = buckets[b];
-    {
-      torch::NoGradGuard ng;
-      for (size_t j = 0; j < bk.params.size(); ++j) {
-        auto& p = params[bk.params[j]];
-        auto slice = bk.flat.slice(0, bk.offsets[j], bk.offsets[j] + p.numel());
-        if (p.grad().defined()) slice.copy_(p.grad().reshape({-1}));
-        else slice.zero_();  // unused here: a zero contribution, so every rank reduces the same buckets
-      }
-      if (b + 1 == buckets.size()) {
-        // The last bucket is launched after every other one, when all gradients of this backward exist.
-        std::vector<float> flags(params.size());
-        for (size_t i = 0; i < params.size(); ++i) flags[i] = params[i].grad().defined() ? 1.0f : 0.0f;
-        bk.flat.slice(0, used_offset, used_offset + static_cast<int64_t>(params.size()))
-            .copy_(torch::tensor(flags, torch::kFloat));
-      }
-      if (wire_dtype) {
-        // As DDP's fp16_compress_hook / bf16_compress_hook: cast, divide in the low precision, sum, cast back.
-        bk.wire = bk.flat.to(*wire_dtype).div_(env.world_size);
-      } else {
-        bk.flat.div_(env.world_size);
-      }
+  /// Runs `fn`, a collective of c10d's that waits by itself; on failure rethrows as CollectiveError.
+  template <class F>
+  void guarded(const std::string& what, F&& fn) {
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      throw collective_error(what, e);
     }
-    std::vector<at::Tensor> ts{wire_dtype ? bk.wire : bk.flat};
-    bk.work = backend->allreduce(ts, c10d::AllreduceOptions{});
-    bk.launched = true;
-    any_launched = true;
-    ++allreduce_calls;
-    ++allreduce_calls_last_step;
-    if (from_hook) ++allreduce_calls_in_hooks;
   }
 
-  void launch_ready(bool from_hook) {
-    while (next_launch < buckets.size() && buckets[next_launch].pending == 0) launch(next_launch++, from_hook);
-  }
-
-  void grad_ready(size_t i) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!sync) return;
-    if (ready[i])
-      throw std::runtime_error(fmt::format(
-          "policytrain::parallel::DataParallel: {}: parameter '{}' (index {}) was marked ready twice in one "
-          "backward (its gradient hook fired again after its bucket was counted), as DDP reports it: the "
-          "parameter takes part in a reentrant backward (a reentrant activation checkpoint, or a backward "
-          "inside a custom autograd function) or in two backward passes of one micro-step; use non-reentrant "
-          "checkpointing, or a single backward per micro-step", who(), names[i], i));
-    ready[i] = 1;
-    auto& bk = buckets[static_cast<size_t>(bucket_of[i])];
-    if (bk.launched || bk.pending == 0) return;
-    --bk.pending;
-    launch_ready(/*from_hook=*/true);
-  }
-
-  void begin_sync_backward() {
-    std::lock_guard<std::mutex> lock(mu);
-    sync = true;
-    if (!any_launched) allreduce_calls_last_step = 0;
-    std::fill(ready.begin(), ready.end(), 0);
-    for (auto& b : buckets) {
-      b.pending = static_cast<int64_t>(b.params.size());
-      b.launched = false;
-      b.work.reset();
-    }
-    next_launch = 0;
-  }
-
-  /// Launches what the hooks did not (parameters that got no gradient), in order.
-  void flush() {
-    std::lock_guard<std::mutex> lock(mu);
-    sync = false;
-    while (next_launch < buckets.size()) launch(next_launch++, /*from_hook=*/false);
-  }
-
-  /// Waits for every bucket and writes the averaged gradients back.
-  void finish_step() {
-    if (buckets.empty()) {  // nothing to train (no parameter requires a gradient)
-      ++step;
-      return;
-    }
-    if (!any_launched) {  // a window stepped without a synchronised backward (a loader of unknown length)
-      begin_sync_backward();
-      flush();
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    for (size_t b = 0; b < buckets.size(); ++b)
-      wait(buckets[b].work, fmt::format("all-reduce of gradient bucket {}/{} (optimizer step {})", b + 1,
-                                        buckets.size(), step));
-    comm_wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  /// A window ended without a synchronised backward (a loader of unknown length: its last micro-batch was not
+  /// known to be the last until the loader ended): averages the gradients now, one all-reduce per parameter,
+  /// with one "used on this rank" flag each so that a parameter no rank used keeps an undefined gradient.
+  void average_late() {
     torch::NoGradGuard ng;
-    if (wire_dtype)
-      for (auto& bk : buckets) bk.flat.copy_(bk.wire);
-    // Which parameters some rank used (the flags were averaged: > 0 means used somewhere).
-    auto& last = buckets.back();
-    auto used = last.flat.slice(0, used_offset, used_offset + static_cast<int64_t>(params.size()))
-                    .to(torch::kDouble).gt(0).to(torch::kCPU);
-    const auto* used_p = used.data_ptr<bool>();
-    std::vector<size_t> unused;
+    const int ws = env.world_size;
+    auto used = torch::zeros({static_cast<int64_t>(params.size())}, torch::TensorOptions(torch::kFloat).device(comm_device));
     for (size_t i = 0; i < params.size(); ++i)
-      if (!used_p[i]) unused.push_back(i);
-    if (!unused.empty() && !find_unused) {
-      std::vector<std::string> ns;
-      for (size_t i : unused) ns.push_back(fmt::format("'{}' (index {})", names[i], i));
-      for (auto& bk : buckets) bk.work.reset();
-      any_launched = false;
-      throw std::runtime_error(fmt::format(
-          "policytrain::parallel::DataParallel: {}: no rank computed a gradient for parameter{} {} in optimizer "
-          "step {} (DDP stops on such parameters too); set DataParallelOptions::find_unused_parameters = true "
-          "to leave them untouched, or freeze them (requires_grad false)", who(), ns.size() > 1 ? "s" : "",
-          fmt::join(ns, ", "), step));
+      if (params[i].grad().defined()) used[static_cast<int64_t>(i)].fill_(1);
+    std::vector<at::Tensor> ut{used};
+    wait(backend->allreduce(ut, c10d::AllreduceOptions{}), "all-reduce of gradient use flags (late window)");
+    auto used_cpu = used.to(torch::kCPU);
+    const auto* u = used_cpu.data_ptr<float>();
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (u[i] == 0) continue;
+      auto& p = params[i];
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      std::vector<at::Tensor> g{p.mutable_grad()};
+      g[0].mul_(1.0 / ws);
+      wait(backend->allreduce(g, c10d::AllreduceOptions{}),
+           fmt::format("all-reduce of gradient bucket (late window, parameter '{}', optimizer step {})", names[i], step));
+      ++allreduce_calls;
     }
-    for (auto& bk : buckets) {
-      for (size_t j = 0; j < bk.params.size(); ++j) {
-        const size_t i = bk.params[j];
-        auto& p = params[i];
-        // A parameter no rank used keeps an undefined gradient, so the optimizer leaves it (and its moments)
-        // alone, as in one process and in DDP with find_unused_parameters.
-        if (!used_p[i]) continue;
-        auto slice = bk.flat.slice(0, bk.offsets[j], bk.offsets[j] + p.numel()).view(p.sizes());
-        if (p.grad().defined()) p.mutable_grad().copy_(slice);
-        else p.mutable_grad() = slice.clone();
-      }
-      bk.work.reset();
-    }
-    any_launched = false;
-    ++step;
   }
 };
 
-/// Calls back into the shared state when autograd has accumulated a parameter's gradient.
-struct GradReadyHook : torch::autograd::PostAccumulateGradHook {
-  GradReadyHook(std::weak_ptr<DataParallelState> s, size_t i) : state(std::move(s)), index(i) {}
+inline c10::intrusive_ptr<c10::ivalue::Future> AverageHook::runHook(c10d::GradBucket& bucket) {
+  auto& s = *s_;
+  ++s.allreduce_calls;
+  ++s.allreduce_calls_last_step;
+  if (s.in_backward) ++s.allreduce_calls_in_hooks;
+  s.last_launch_ns = now_ns();
+  const int ws = s.pg->getSize();
+  auto buffer = bucket.getBufferRef();
+  const auto index = static_cast<int64_t>(bucket.getIndex());
+  auto note_failure = [state = s_, index](c10::ivalue::Future& f) {
+    if (f.hasError()) {
+      int64_t none = -1;
+      state->failed_bucket.compare_exchange_strong(none, index);
+    }
+  };
+  c10::intrusive_ptr<c10::ivalue::Future> fut;
+  if (!s.wire_dtype) {
+    // As the Reducer without a hook: multiply by 1/world size (it does so while copying into the bucket), sum.
+    buffer.mul_(1.0 / ws);
+    s.bytes_last_step += buffer.numel() * static_cast<int64_t>(buffer.element_size());
+    std::vector<at::Tensor> ts{buffer};
+    fut = s.pg->allreduce(ts)->getFuture();
+  } else {
+    // As fp16_compress_hook / bf16_compress_hook: cast, divide in the low precision, sum, cast back in place.
+    auto compressed = buffer.to(*s.wire_dtype).div_(ws);
+    s.bytes_last_step += compressed.numel() * static_cast<int64_t>(compressed.element_size());
+    std::vector<at::Tensor> ts{compressed};
+    auto reduced = s.pg->allreduce(ts)->getFuture();
+    fut = reduced->then(
+        [buffer](c10::ivalue::Future& f) {
+          buffer.copy_(f.value().toTensorVector()[0]);
+          return c10::IValue(buffer);
+        },
+        c10::TensorType::get());
+  }
+  fut->addCallback(note_failure);
+  return fut;
+}
+
+/// Called when autograd has accumulated a parameter's gradient, in a synchronised backward: a second call for
+/// one parameter is an error (c10d::Reducer does not notice a gradient accumulated twice when one of the two
+/// happens in a reentrant backward, and then all-reduces the first half only: measured, see test_parallel);
+/// with a static graph, the first call queues the Reducer's delay_all_reduce (DDP's _DDPSink does that).
+struct GradAccumulated : torch::autograd::PostAccumulateGradHook {
+  GradAccumulated(std::weak_ptr<DataParallelState> s, size_t i) : state(std::move(s)), index(i) {}
   void operator()(const torch::autograd::Variable&) override {
-    if (auto s = state.lock()) s->grad_ready(index);
+    if (auto s = state.lock(); s && s->in_backward) s->accumulated(index, state);
   }
   std::weak_ptr<DataParallelState> state;
   size_t index;
@@ -370,7 +367,13 @@ struct GradReadyHook : torch::autograd::PostAccumulateGradHook {
 struct DataParallelOptions {
   bool enabled = true;                ///< false: train alone even when launched with WORLD_SIZE > 1
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};  ///< start-up and every collective
-  double bucket_mb = 25;              ///< gradient bytes per all-reduce (MiB), as DDP's bucket_cap_mb
+  /// Gradient bytes per all-reduce (MiB), as DDP's bucket_cap_mb. As in DDP, the first backward all-reduces one
+  /// bucket of everything (the order in which gradients become ready is not known yet), and the Reducer then
+  /// rebuilds the buckets in that order.
+  double bucket_mb = 25;
+  /// The first bucket's cap (MiB) after the rebuild; unset: 1 MiB when bucket_mb is the default 25, else
+  /// bucket_mb (DDP's rule).
+  std::optional<double> first_bucket_mb{};
   std::string backend = "auto";       ///< auto (NCCL on CUDA, Gloo on CPU), gloo, nccl
   int gloo_threads = 2;               ///< Gloo's worker threads (collectives in flight at once)
   /// Broadcast rank 0's buffers (batch-norm statistics) before the first forward of every accumulation window
@@ -383,6 +386,13 @@ struct DataParallelOptions {
   /// Gradient compression on the wire, as DDP's built-in communication hooks: "none", "fp16"
   /// (fp16_compress_hook) or "bf16" (bf16_compress_hook).
   std::string compression = "none";
+  /// Gradients become views into the Reducer's buckets (DDP's gradient_as_bucket_view): one copy less per step
+  /// and no second copy of the gradients in memory.
+  bool gradient_as_bucket_view = false;
+  /// The set of parameters that get gradients never changes (DDP's static_graph=True): the Reducer learns it in
+  /// the first step (whose all-reduce waits for the end of that backward) and then skips the graph search of
+  /// find_unused_parameters.
+  bool static_graph = false;
 };
 
 /// Data-parallel training on c10d: one process per device, gradients averaged in buckets during backward.
@@ -400,7 +410,6 @@ class DataParallel {
   explicit DataParallel(Options o = {}) : o_(std::move(o)), s_(std::make_shared<detail::DataParallelState>()) {
     s_->env = o_.enabled ? Environment::from_env() : Environment{};
     s_->timeout = o_.timeout;
-    s_->find_unused = o_.find_unused_parameters;
     if (o_.compression == "fp16") s_->wire_dtype = c10::ScalarType::Half;
     else if (o_.compression == "bf16") s_->wire_dtype = c10::ScalarType::BFloat16;
     else if (o_.compression != "none")
@@ -425,7 +434,7 @@ class DataParallel {
 
   /// Gradient buckets (known after on_fit_begin), all-reduce calls so far, those launched from autograd
   /// hooks (while backward still ran), those of the last optimizer step, and seconds spent waiting on them.
-  size_t bucket_count() const { return s_->buckets.size(); }
+  size_t bucket_count() const { return s_->reducer ? s_->reducer->get_grad_buckets(true).size() : 0; }
   /// All-reduce calls so far.
   int64_t allreduce_calls() const { return s_->allreduce_calls; }
   /// All-reduce calls launched from autograd hooks, while backward still ran.
@@ -434,14 +443,11 @@ class DataParallel {
   int64_t allreduce_calls_last_step() const { return s_->allreduce_calls_last_step; }
   /// Seconds spent waiting for all-reduces to finish.
   double comm_wait_seconds() const { return s_->comm_wait_seconds; }
-  /// Bytes all-reduced per optimizer step: every bucket as it goes on the wire (compressed or not), the
-  /// per-parameter "used" flags of the last bucket included.
-  int64_t bucket_bytes() const {
-    int64_t n = 0;
-    const auto elt = s_->wire_dtype ? static_cast<int64_t>(c10::elementSize(*s_->wire_dtype)) : int64_t{0};
-    for (const auto& b : s_->buckets) n += b.flat.numel() * (elt ? elt : static_cast<int64_t>(b.flat.element_size()));
-    return n;
-  }
+  /// Bytes all-reduced in the last optimizer step: every bucket as it went on the wire (compressed or not).
+  int64_t bucket_bytes() const { return s_->bytes_last_step; }
+  /// PyTorch's c10d::Reducer that synchronises the gradients (null before on_fit_begin, or alone).
+  c10d::Reducer* reducer() const { return s_->reducer.get(); }
+
 
   /// Joins the job: the store (rank 0 hosts it, or torchrun's agent does), then the process group.
   /// Idempotent. Throws std::runtime_error naming MASTER_ADDR / MASTER_PORT when that fails.
@@ -482,11 +488,18 @@ class DataParallel {
         go->threads = o_.gloo_threads;
         go->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
         s.backend = c10::make_intrusive<c10d::ProcessGroupGloo>(pg_store, e.rank, e.world_size, go);
+        s.pg = c10::make_intrusive<c10d::ProcessGroup>(pg_store, e.rank, e.world_size);
+        s.pg->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, s.backend);
+        if (cuda) s.pg->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::GLOO, s.backend);
+        s.pg->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
       } else if (kind == "nccl") {
 #ifdef POLICYTRAIN_WITH_NCCL
         auto no = c10d::ProcessGroupNCCL::Options::create();
         no->timeout = o_.timeout;
         s.backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(pg_store, e.rank, e.world_size, no);
+        s.pg = c10::make_intrusive<c10d::ProcessGroup>(pg_store, e.rank, e.world_size);
+        s.pg->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, s.backend);
+        s.pg->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
         s.comm_device = device;
 #else
         throw std::invalid_argument("backend 'nccl' needs a LibTorch built with CUDA and NCCL (USE_C10D_NCCL); use 'gloo'");
@@ -525,18 +538,23 @@ class DataParallel {
 
   // --- hooks ---
 
-  /// Connects, broadcasts rank 0's parameters and buffers, and installs the gradient hooks.
+  /// Connects, checks that every rank has the same parameters (c10d::verify_params_across_processes, as DDP),
+  /// broadcasts rank 0's parameters and buffers (c10d::broadcast_coalesced), and builds the c10d::Reducer.
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     verified_ = false;
     if (!active()) return;
     connect(ctx.device());
+    if (!s_->reducer && s_->params.empty()) collect_params(ctx.module());
+    if (!s_->params.empty())
+      s_->guarded("check that every rank has the same parameters (count, shapes, dtypes)",
+                  [&] { c10d::verify_params_across_processes(s_->pg, s_->params, std::nullopt); });
     torch::NoGradGuard ng;
     std::vector<torch::Tensor> state;
     for (auto& p : unique_parameters(ctx.module())) state.push_back(p.detach());
     for (auto& [name, b] : unique_named_buffers(ctx.module())) state.push_back(b.detach());
-    broadcast(state, "rank 0's parameters and buffers");
-    if (s_->params.empty()) build_buckets(ctx.module());
+    broadcast_from_0(state, "broadcast of rank 0's parameters and buffers");
+    if (!s_->reducer && !s_->params.empty()) build_reducer();
   }
 
   /// At the first epoch of a fit, after every policy's on_fit_begin (a checkpoint policy has resumed by then):
@@ -552,14 +570,21 @@ class DataParallel {
     if (!verified_) verify_start(ctx);
   }
 
-  /// Before the first forward of every accumulation window in training, broadcasts rank 0's buffers
-  /// (batch-norm statistics) when `broadcast_buffers` is set, as DDP does before the forward that follows a
-  /// synchronised one.
+  /// In training: before the first forward of every accumulation window broadcasts rank 0's buffers (batch-norm
+  /// statistics) when `broadcast_buffers` is set, as DDP does before the forward that follows a synchronised one;
+  /// lets the Reducer rebuild its buckets once it has seen the order of a backward (a collective, on every rank
+  /// at the same forward, as DDP's _pre_forward); keeps the output for find_unused_parameters' graph search.
   template <class Ctx, class F>
   decltype(auto) around_forward(Ctx& ctx, F&& fn) {
-    if (active() && o_.broadcast_buffers && ctx.module().is_training() && ctx.state().micro_step == 1)
-      sync_buffers(ctx.module());
-    return fn();
+    if (!active() || !ctx.module().is_training() || !torch::GradMode::is_enabled()) return fn();
+    if (o_.broadcast_buffers && ctx.state().micro_step == 1) sync_buffers(ctx.module());
+    if (s_->reducer)
+      s_->guarded("rebuild of the gradient buckets (a broadcast of rank 0's bucket order)",
+                  [&] { s_->reducer->rebuild_buckets(); });
+    decltype(auto) out = fn();
+    if constexpr (std::is_convertible_v<decltype(out), torch::Tensor>)
+      if (o_.find_unused_parameters && !o_.static_graph) s_->pending_output = out;
+    return out;
   }
 
   /// Broadcasts rank 0's buffers before an evaluation (when `broadcast_buffers` is set), so that every rank
@@ -570,22 +595,69 @@ class DataParallel {
     return evaluate();
   }
 
-  /// Runs `fn` (the backward); on a window's last micro-step, all-reduces gradient buckets as they become ready.
+  /// Runs `fn` (the backward). On a window's last micro-step the Reducer expects its hooks
+  /// (prepare_for_forward, prepare_for_backward) and all-reduces each bucket as soon as its gradients are ready,
+  /// during the backward; at the backward's end it waits and writes the averages into the gradients. Other
+  /// micro-steps only accumulate (DDP's no_sync).
   template <class Ctx, class F>
   void around_backward(Ctx& ctx, F&& fn) {
-    if (!active() || !ctx.is_last_micro_step()) {
+    auto& s = *s_;
+    if (!active() || !s.reducer || !ctx.is_last_micro_step()) {
+      s.pending_output = torch::Tensor();
       fn();
       return;
     }
-    s_->begin_sync_backward();
-    fn();
-    s_->flush();
+    std::vector<at::Tensor> outputs;
+    if (s.pending_output.defined()) outputs.push_back(std::exchange(s.pending_output, torch::Tensor()));
+    s.allreduce_calls_last_step = 0;
+    s.bytes_last_step = 0;
+    s.failed_bucket = -1;
+    s.last_launch_ns = 0;
+    std::fill(s.ready.begin(), s.ready.end(), 0);
+    s.reducer->prepare_for_forward();
+    s.reducer->prepare_for_backward(outputs);
+    outputs.clear();
+    s.in_backward = true;
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      s.in_backward = false;
+      rethrow_backward_error(e);
+    }
+    s.in_backward = false;
+    s.synced = true;
+    // The wait the backward could not hide: from the last bucket's launch (its gradients were the last computed)
+    // to the backward's end, after the Reducer waited for every bucket and wrote the averages back.
+    const int64_t launched = s.last_launch_ns;
+    if (launched > 0)
+      s.comm_wait_seconds += std::max<double>(0.0, 1e-9 * static_cast<double>(detail::now_ns() - launched));
   }
 
-  /// Waits for every bucket and writes the averaged gradients back.
+  /// Checks that the Reducer finished this window's reduction (every parameter got a gradient, or
+  /// find_unused_parameters), or averages a window that had no synchronised backward.
   template <class Ctx>
   void before_step(Ctx&) {
-    if (active()) s_->finish_step();
+    if (!active() || !s_->reducer) return;
+    auto& s = *s_;
+    if (!std::exchange(s.synced, false)) {
+      s.average_late();
+    } else {
+      try {
+        s.reducer->check_finalized();
+      } catch (const std::exception& e) {
+        std::vector<std::string> ns;
+        for (size_t i = 0; i < s.params.size(); ++i)
+          if (!s.params[i].grad().defined()) ns.push_back(fmt::format("'{}' (index {})", s.names[i], i));
+        const std::string cause = e.what();
+        throw std::runtime_error(fmt::format(
+            "policytrain::parallel::DataParallel: {}: this rank computed no gradient for parameter{} {} in "
+            "optimizer step {}, so the Reducer could not finish the all-reduce (DDP stops here too); set "
+            "DataParallelOptions::find_unused_parameters = true to leave such parameters untouched, or freeze them "
+            "(requires_grad false). c10d: {}", s.who(), ns.size() == 1 ? "" : "s", fmt::join(ns, ", "), s.step,
+            cause.substr(0, cause.find('\n'))));
+      }
+    }
+    ++s.step;
   }
 
   /// The world size, saved in checkpoints so that a resume with another one is recognised.
@@ -630,33 +702,82 @@ class DataParallel {
   }
 
  private:
+  /// Broadcasts `tensors` from rank 0 in buckets of up to 250 MiB, as DDP's _sync_module_states and
+  /// _sync_buffers (c10d::broadcast_coalesced).
+  void broadcast_from_0(const std::vector<torch::Tensor>& tensors, const std::string& what) {
+    if (tensors.empty()) return;
+    s_->guarded(what, [&] { c10d::broadcast_coalesced(s_->pg, tensors, size_t{250} * 1024 * 1024, 0); });
+  }
+
   void sync_buffers(torch::nn::Module& m) {
     std::vector<torch::Tensor> bufs;
     for (auto& b : m.buffers()) bufs.push_back(b.detach());
     if (bufs.empty()) return;
     torch::NoGradGuard ng;
-    // One broadcast of all buffers flattened per dtype (DDP coalesces them too).
-    std::vector<std::vector<size_t>> groups;
-    for (size_t i = 0; i < bufs.size(); ++i) {
-      auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& v) {
-        return bufs[v.front()].scalar_type() == bufs[i].scalar_type() && bufs[v.front()].device() == bufs[i].device();
-      });
-      if (g == groups.end()) groups.push_back({i});
-      else g->push_back(i);
-    }
-    for (const auto& g : groups) {
-      std::vector<torch::Tensor> parts;
-      for (size_t i : g) parts.push_back(bufs[i].reshape({-1}));
-      auto flat = torch::cat(parts);
-      std::vector<at::Tensor> ts{flat};
-      s_->wait(s_->backend->broadcast(ts, c10d::BroadcastOptions{}), "broadcast of rank 0's buffers");
-      int64_t off = 0;
-      for (size_t i : g) {
-        bufs[i].copy_(flat.slice(0, off, off + bufs[i].numel()).view(bufs[i].sizes()));
-        off += bufs[i].numel();
-      }
-    }
+    broadcast_from_0(bufs, "broadcast of rank 0's buffers");
     ++buffer_broadcasts_;
+  }
+
+  void collect_params(torch::nn::Module& m) {
+    // Each tensor once: a tied weight has one gradient, one hook and one slot in a bucket.
+    for (auto& [name, p] : unique_named_parameters(m))
+      if (p.requires_grad()) {
+        s_->params.push_back(p);
+        s_->names.push_back(name);
+      }
+  }
+
+  /// DDP's _ddp_init_helper: the first bucket assignment (one bucket of everything unless
+  /// find_unused_parameters without a static graph), the Reducer, its communication hook, static graph.
+  void build_reducer() {
+    auto& s = *s_;
+    const auto mib = [](double mb) { return static_cast<int64_t>(mb * 1024 * 1024); };
+    const int64_t cap = mib(o_.bucket_mb);
+    const int64_t first = o_.first_bucket_mb ? mib(*o_.first_bucket_mb) : o_.bucket_mb == 25 ? mib(1) : cap;
+    std::vector<size_t> limits;
+    if (o_.static_graph || !o_.find_unused_parameters) limits = {std::numeric_limits<size_t>::max()};
+    else if (first < cap) limits = {static_cast<size_t>(first), static_cast<size_t>(cap)};
+    else limits = {static_cast<size_t>(cap)};
+    const std::vector<bool> sparse(s.params.size(), false);
+    auto [indices, per_bucket] = c10d::compute_bucket_assignment_by_size(s.params, limits, sparse);
+    std::reverse(indices.begin(), indices.end());  // as DDP: roughly the order backward produces gradients
+    std::unordered_map<size_t, std::string> names;
+    for (size_t i = 0; i < s.names.size(); ++i) names[i] = s.names[i];
+    s.guarded("construction of c10d::Reducer", [&] {
+      s.reducer = policytrain::detail::make_reducer<c10d::Reducer>(
+          s.params, std::move(indices), s.pg, sparse, cap, o_.find_unused_parameters, o_.gradient_as_bucket_view,
+          std::move(names), first, /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false);
+    });
+    s.reducer->register_comm_hook(std::make_unique<detail::AverageHook>(s_.get()));
+    if (o_.static_graph) {
+      s.reducer->set_static_graph();
+      s.static_first_pending = true;  // detail::GradAccumulated queues delay_all_reduce in the first backward
+    }
+    s.ready.assign(s.params.size(), 0);
+    for (size_t i = 0; i < s.params.size(); ++i)
+      torch::autograd::impl::set_post_acc_grad_hooks(s.params[i], std::make_unique<detail::GradAccumulated>(s_, i));
+  }
+
+  /// A failed backward of a synchronised micro-step: a failed all-reduce becomes a CollectiveError naming the
+  /// bucket and the silent ranks; the Reducer's "marked ready twice" names the parameter.
+  [[noreturn]] void rethrow_backward_error(const std::exception& e) {
+    auto& s = *s_;
+    const std::string cause = e.what();
+    if (cause.rfind("policytrain::", 0) == 0) throw;  // ours (marked ready twice)
+    // A bucket's all-reduce failed if its future says so (its callback may run just after the Reducer's wait
+    // returned the error), or if the error is a transport's.
+    bool comm = false;
+    if (s.allreduce_calls_last_step > 0) {
+      for (int i = 0; i < 20 && s.failed_bucket < 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      comm = s.failed_bucket >= 0;
+      for (const char* w : {"Gloo", "gloo", "NCCL", "imeout", "imed out", "closure", "onnection", "peer"})
+        comm = comm || cause.find(w) != std::string::npos;
+    }
+    if (comm)
+      throw s.collective_error(fmt::format("all-reduce of gradient bucket {} (optimizer step {})",
+                                           s.failed_bucket >= 0 ? std::to_string(s.failed_bucket + 1) : "?", s.step),
+                               e);
+    throw;
   }
 
   /// Every rank must start training from the same state: the same counters (epoch, optimizer step, micro-batch
@@ -701,50 +822,6 @@ class DataParallel {
           "{}) by a run of world size {}, but this run has world size {}: the rest of that epoch cannot be "
           "re-sharded; resume with WORLD_SIZE={}, or from a checkpoint taken at an epoch end (those re-shard)",
           s_->who(), st.batch_in_epoch, st.epoch, saved, w, saved));
-  }
-
-  void build_buckets(torch::nn::Module& m) {
-    auto& s = *s_;
-    // Each tensor once: a tied weight has one gradient, one hook and one slot in a bucket.
-    for (auto& [name, p] : unique_named_parameters(m))
-      if (p.requires_grad()) {
-        s.params.push_back(p);
-        s.names.push_back(name);
-      }
-    s.ready.assign(s.params.size(), 0);
-    const auto cap = static_cast<int64_t>(o_.bucket_mb * 1024 * 1024);
-    s.bucket_of.assign(s.params.size(), -1);
-    int64_t bytes = 0;
-    // Reverse registration order: roughly the order in which backward produces the gradients.
-    for (size_t k = s.params.size(); k-- > 0;) {
-      const auto& p = s.params[k];
-      const int64_t pb = p.numel() * static_cast<int64_t>(p.element_size());
-      const bool fresh = s.buckets.empty() || bytes + pb > cap ||
-                         s.buckets.back().flat.scalar_type() != p.scalar_type();
-      if (fresh) {
-        s.buckets.emplace_back();
-        s.buckets.back().flat = torch::empty({0}, p.options());
-        bytes = 0;
-      }
-      auto& b = s.buckets.back();
-      b.offsets.push_back(bytes / static_cast<int64_t>(p.element_size()));
-      b.params.push_back(k);
-      bytes += pb;
-      s.bucket_of[k] = static_cast<int64_t>(s.buckets.size() - 1);
-    }
-    for (auto& b : s.buckets) {
-      int64_t n = 0;
-      for (size_t j = 0; j < b.params.size(); ++j) n += s.params[b.params[j]].numel();
-      // The last bucket also carries one "used on this rank" flag per parameter (see used_offset).
-      if (&b == &s.buckets.back()) {
-        s.used_offset = n;
-        n += static_cast<int64_t>(s.params.size());
-      }
-      b.flat = torch::zeros({n}, s.params[b.params.front()].options().requires_grad(false));
-    }
-    for (size_t i = 0; i < s.params.size(); ++i)
-      torch::autograd::impl::set_post_acc_grad_hooks(
-          s.params[i], std::make_unique<detail::GradReadyHook>(s_, i));
   }
 
   Options o_;
