@@ -6,7 +6,7 @@
 
 #include <torch/torch.h>
 
-#include <policytrain/policytrain.hpp>
+#include <policytrain/all.hpp>
 
 #include "unit/helpers.hpp"
 

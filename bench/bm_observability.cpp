@@ -13,7 +13,7 @@
 
 #include <policytrain/callbacks/profiler.hpp>
 #include <policytrain/callbacks/tensorboard.hpp>
-#include <policytrain/policytrain.hpp>
+#include <policytrain/all.hpp>
 
 #include "fashion_mnist/model.hpp"
 #include "unit/helpers.hpp"

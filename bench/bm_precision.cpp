@@ -7,7 +7,7 @@
 
 #include <torch/torch.h>
 
-#include <policytrain/policytrain.hpp>
+#include <policytrain/all.hpp>
 #include <policytrain/precision/autocast.hpp>
 
 #include "fashion_mnist/model.hpp"

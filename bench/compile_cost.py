@@ -5,8 +5,9 @@ Compiles small translation units with the project's flags (C++20, -O2, LibTorch'
 `--reps` times in interleaved order, and prints the median wall time of each and its ratio to torch/torch.h:
 
   torch            #include <torch/torch.h>
-  umbrella         + #include <policytrain/policytrain.hpp>   (every policy, callback and data utility)
-  umbrella+parallel + #include <policytrain/parallel.hpp>      (data parallelism: c10d, Gloo, NCCL, the launcher)
+  umbrella         + #include <policytrain/policytrain.hpp>   (the Trainer, the cheap policies and callbacks)
+  all              + #include <policytrain/all.hpp>           (+ checkpoint.hpp, observe.hpp, datasets.hpp)
+  all+parallel     + #include <policytrain/parallel.hpp>      (data parallelism: c10d, Gloo, NCCL, the launcher)
 
 once as a full compile (-O2 -c) and once as the front end alone (-fsyntax-only). Usage:
   bench/compile_cost.py [--reps N] [--cxx g++] [--max-ratio R]
@@ -37,7 +38,8 @@ flags = ["-std=c++20", "-DFMT_HEADER_ONLY=1", "-DUSE_C10D_GLOO", "-DUSE_DISTRIBU
 units = {
     "torch": "#include <torch/torch.h>\n",
     "umbrella": "#include <torch/torch.h>\n#include <policytrain/policytrain.hpp>\n",
-    "umbrella+parallel": "#include <torch/torch.h>\n#include <policytrain/policytrain.hpp>\n#include <policytrain/parallel.hpp>\n",
+    "all": "#include <torch/torch.h>\n#include <policytrain/all.hpp>\n",
+    "all+parallel": "#include <torch/torch.h>\n#include <policytrain/all.hpp>\n#include <policytrain/parallel.hpp>\n",
 }
 modes = {"-O2 -c": ["-O2", "-c", "-o", os.devnull], "-fsyntax-only": ["-fsyntax-only"]}
 times = {(u, m): [] for u in units for m in modes}

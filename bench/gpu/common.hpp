@@ -19,7 +19,7 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
-#include <policytrain/policytrain.hpp>
+#include <policytrain/all.hpp>
 
 namespace gpubench {
 

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
 
+#include <policytrain/datasets.hpp>
 #include <policytrain/policytrain.hpp>
 
 #include "lr_finder.hpp"

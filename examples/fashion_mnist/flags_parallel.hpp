@@ -20,6 +20,8 @@ struct ParallelFlags {
   bool broadcast_buffers = true;
   bool find_unused = false;
   std::string compression = "none";
+  bool bucket_view = false;
+  bool static_graph = false;
 
   void add(CLI::App& app) {
     app.add_option("--nproc", nproc,
@@ -36,6 +38,9 @@ struct ParallelFlags {
                    "Leave parameters no rank used untouched (DDP's find_unused_parameters; false: an error)");
     app.add_option("--grad-compression", compression, "Gradients on the wire: none, fp16 or bf16 (DDP's compress hooks)")
         ->check(CLI::IsMember({"none", "fp16", "bf16"}));
+    app.add_option("--grad-as-bucket-view", bucket_view,
+                   "Gradients are views into c10d::Reducer's buckets (DDP's gradient_as_bucket_view)");
+    app.add_option("--static-graph", static_graph, "The set of parameters with gradients never changes (DDP's static_graph)");
   }
 
   /// In the launching process (--nproc > 1, no RANK yet): runs the ranks and returns the exit code.
@@ -53,7 +58,9 @@ struct ParallelFlags {
                                                 .backend = backend,
                                                 .broadcast_buffers = broadcast_buffers,
                                                 .find_unused_parameters = find_unused,
-                                                .compression = compression});
+                                                .compression = compression,
+                                                .gradient_as_bucket_view = bucket_view,
+                                                .static_graph = static_graph});
   }
 
   nlohmann::json describe(const policytrain::parallel::DataParallel& dp) const {
@@ -62,6 +69,7 @@ struct ParallelFlags {
             {"bucket_mb", bucket_mb}, {"buckets", dp.bucket_count()}, {"allreduce_calls", dp.allreduce_calls()},
             {"comm_wait_seconds", dp.comm_wait_seconds()}, {"timeout_s", timeout_s},
             {"bucket_bytes_per_step", dp.bucket_bytes()}, {"buffer_broadcasts", dp.buffer_broadcasts()},
-            {"compression", compression}};
+            {"compression", compression}, {"gradient_as_bucket_view", bucket_view}, {"static_graph", static_graph},
+            {"engine", "c10d::Reducer"}};
   }
 };

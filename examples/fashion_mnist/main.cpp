@@ -13,7 +13,7 @@
 #include <torch/torch.h>
 
 #include <policytrain/detail/torch_compat.hpp>
-#include <policytrain/policytrain.hpp>
+#include <policytrain/all.hpp>
 
 #include "flags_precision.hpp"
 #include "flags_fastpath.hpp"

@@ -2,7 +2,7 @@
 // The Fashion-MNIST CNN and its task: shared by the main job, the tests and the benchmarks.
 #include <torch/torch.h>
 
-#include <policytrain/policytrain.hpp>
+#include <policytrain/all.hpp>
 
 namespace fmnist {
 

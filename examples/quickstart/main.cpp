@@ -9,7 +9,8 @@
 #include <torch/torch.h>
 
 // [snippet:include]
-#include <policytrain/policytrain.hpp>
+#include <policytrain/datasets.hpp>     // Fashion-MNIST's files
+#include <policytrain/policytrain.hpp>  // the Trainer and the cheap policies and callbacks
 namespace pt = policytrain;
 // [/snippet:include]
 

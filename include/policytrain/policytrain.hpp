@@ -1,7 +1,14 @@
 #pragma once
 /// \file
-/// Umbrella header: the Trainer, every policy and callback, and the data utilities. Data parallelism is opt-in:
-/// include <policytrain/parallel.hpp> as well (c10d and Gloo headers; see that file).
+/// The umbrella header, kept cheap to compile: the Trainer and every policy and callback that needs nothing beyond
+/// what torch/torch.h already parses (bench/compile_cost.py measures it against torch/torch.h alone). Heavier
+/// facilities are opt-in, each one include away, as {fmt} separates base.h from format.h:
+/// - <policytrain/checkpoint.hpp>: checkpoint::Disk (files, run fingerprints, JSON metadata), the exports,
+///   in-memory snapshots and callbacks::DivergenceRollback, SHA-256 digests;
+/// - <policytrain/observe.hpp>: MetricsLog, Profiler (Kineto) and TensorBoard;
+/// - <policytrain/datasets.hpp>: IDX files and Fashion-MNIST;
+/// - <policytrain/parallel.hpp>: data parallelism (c10d and Gloo headers);
+/// - <policytrain/all.hpp>: all of them but parallel.hpp.
 #include <policytrain/core/batch.hpp>
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/context.hpp>
@@ -18,10 +25,6 @@
 #include <policytrain/accumulation/none.hpp>
 #include <policytrain/accumulation/steps.hpp>
 #include <policytrain/accumulation/window_mean.hpp>
-#include <policytrain/checkpoint/archive.hpp>
-#include <policytrain/checkpoint/disk.hpp>
-#include <policytrain/checkpoint/export.hpp>
-#include <policytrain/checkpoint/format.hpp>
 #include <policytrain/checkpoint/none.hpp>
 #include <policytrain/memory/peak.hpp>
 #include <policytrain/memory/recompute.hpp>
@@ -33,24 +36,16 @@
 #include <policytrain/schedule/constant.hpp>
 #include <policytrain/schedule/lr.hpp>
 
-#include <policytrain/callbacks/divergence_rollback.hpp>
 #include <policytrain/callbacks/early_stopping.hpp>
 #include <policytrain/callbacks/ema.hpp>
 #include <policytrain/callbacks/grad_clip.hpp>
-#include <policytrain/callbacks/metrics_log.hpp>
 #include <policytrain/callbacks/perf_knobs.hpp>
-#include <policytrain/callbacks/profiler.hpp>
 #include <policytrain/callbacks/progress_bar.hpp>
 #include <policytrain/callbacks/step_phases.hpp>
-#include <policytrain/callbacks/tensorboard.hpp>
 
-#include <policytrain/data/fashion_mnist.hpp>
-#include <policytrain/data/idx.hpp>
 #include <policytrain/data/loader.hpp>
 #include <policytrain/data/prefetch_loader.hpp>
 #include <policytrain/data/split.hpp>
-
-#include <policytrain/io/digest.hpp>
 
 #include <policytrain/optim/fused_adam.hpp>
 #include <policytrain/optim/fused_adamw.hpp>

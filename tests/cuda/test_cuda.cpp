@@ -20,7 +20,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
 #include <policytrain/detail/torch_compat.hpp>
-#include <policytrain/policytrain.hpp>
+#include <policytrain/all.hpp>
 
 #include "fashion_mnist/model.hpp"
 

@@ -32,3 +32,10 @@ expected = world * min(5000 // world, 3 * 1000)
 assert 0.3 < s["train_accuracy"] <= 1.0, s["train_accuracy"]
 assert s["train_eval_samples"] == expected, (s["train_eval_samples"], expected)
 print("example OK:", s["test_accuracy"])
+if world > 1:
+    par = s["policies"]["parallel"]
+    assert par["name"] == "parallel::DataParallel" and par["world_size"] == world, par
+    assert par["engine"] == "c10d::Reducer", par
+    # The flags reach the Reducer's options; one all-reduce in the first step, then one per rebuilt bucket.
+    assert par["gradient_as_bucket_view"] == ("--grad-as-bucket-view" in extra), par
+    assert par["allreduce_calls"] == 1 + par["buckets"] * (s["global_steps"] - 1), par

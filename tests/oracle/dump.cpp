@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include <policytrain/policytrain.hpp>
+#include <policytrain/all.hpp>
 
 namespace pt = policytrain;
 using nlohmann::json;

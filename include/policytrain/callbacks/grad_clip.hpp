@@ -19,7 +19,7 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <torch/types.h>
 
 #include <policytrain/core/parameters.hpp>
@@ -110,12 +110,14 @@ class GradClip {
     return last_norm_.defined() ? last_norm_.item<double>() : std::numeric_limits<double>::quiet_NaN();
   }
   /// The settings as JSON, for a run's summary.
-  nlohmann::json describe() const {
+  /// A template so that this header needs only <nlohmann/json_fwd.hpp>: include <nlohmann/json.hpp> to call it.
+  template <class Json = nlohmann::json>
+  Json describe() const {
     switch (o_.mode) {
-      case Mode::norm: return {{"name", name}, {"mode", "norm"}, {"max_norm", o_.max_norm},
-                               {"p", std::isinf(o_.p) ? nlohmann::json("inf") : nlohmann::json(o_.p)}};
-      case Mode::value: return {{"name", name}, {"mode", "value"}, {"clip_value", o_.clip_value}};
-      default: return {{"name", name}, {"mode", "none"}};
+      case Mode::norm: return Json{{"name", name}, {"mode", "norm"}, {"max_norm", o_.max_norm},
+                                   {"p", std::isinf(o_.p) ? Json("inf") : Json(o_.p)}};
+      case Mode::value: return Json{{"name", name}, {"mode", "value"}, {"clip_value", o_.clip_value}};
+      default: return Json{{"name", name}, {"mode", "none"}};
     }
   }
 

@@ -16,7 +16,7 @@
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <torch/nn/module.h>
 #include <torch/types.h>
 #include <torch/utils.h>
@@ -94,9 +94,11 @@ class PerfKnobs {
   /// The settings.
   const Options& options() const { return o_; }
   /// The settings requested and the values read back from LibTorch.
-  nlohmann::json describe() const {
+  /// A template so that this header needs only <nlohmann/json_fwd.hpp>: include <nlohmann/json.hpp> to call it.
+  template <class Json = nlohmann::json>
+  Json describe() const {
     auto& g = at::globalContext();
-    nlohmann::json j{{"name", name},
+    Json j{{"name", name},
                      {"channels_last", o_.channels_last},
                      {"cudnn_benchmark", g.benchmarkCuDNN()},
                      {"tf32_matmul", g.allowTF32CuBLAS()},
@@ -104,7 +106,7 @@ class PerfKnobs {
                      {"deterministic", g.deterministicAlgorithms()},
                      {"intra_threads", at::get_num_threads()},
                      {"interop_threads", at::get_num_interop_threads()}};
-    j["seed"] = o_.seed ? nlohmann::json(*o_.seed) : nlohmann::json(nullptr);
+    j["seed"] = o_.seed ? Json(*o_.seed) : Json(nullptr);
     if (!interop_error_.empty()) j["interop_threads_error"] = interop_error_;
     return j;
   }

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <torch/types.h>
 
 namespace policytrain {
@@ -98,10 +98,12 @@ struct ClassificationReport {
   }
 
   /// The report as JSON: {"classes": {label: scores}, "accuracy", "macro_avg", "weighted_avg"}.
-  nlohmann::json to_json() const {
-    nlohmann::json j;
+  /// A template so that this header needs only <nlohmann/json_fwd.hpp>: include <nlohmann/json.hpp> to call it.
+  template <class Json = nlohmann::json>
+  Json to_json() const {
+    Json j;
     auto scores = [](const ClassScores& s) {
-      return nlohmann::json{{"precision", s.precision}, {"recall", s.recall}, {"f1", s.f1}, {"support", s.support}};
+      return Json{{"precision", s.precision}, {"recall", s.recall}, {"f1", s.f1}, {"support", s.support}};
     };
     for (const auto& c : classes) j["classes"][c.label] = scores(c);
     j["accuracy"] = accuracy;

@@ -8,7 +8,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/sgd.h>
 
-#include <policytrain/policytrain.hpp>
+#include <policytrain/all.hpp>
 
 namespace pt = policytrain;
 

@@ -1,0 +1,10 @@
+#pragma once
+/// \file
+/// Everything but data parallelism: <policytrain/policytrain.hpp> (the Trainer and the cheap policies and
+/// callbacks) with <policytrain/checkpoint.hpp>, <policytrain/observe.hpp> and <policytrain/datasets.hpp>.
+/// Data parallelism stays opt-in: <policytrain/parallel.hpp>.
+#include <policytrain/policytrain.hpp>
+
+#include <policytrain/checkpoint.hpp>
+#include <policytrain/datasets.hpp>
+#include <policytrain/observe.hpp>
