@@ -5,6 +5,7 @@
 //   trainer          Trainer<Task, precision::Fp32> with NonFinite::ignore (no per-step read of the loss)
 //   trainer_checked  Trainer<Task> with every default (reads the loss once per step to check it is finite)
 //   libtorch_loop    a hand-written loop: forward, loss, backward, step, zero_grad(set_to_none)
+//   trainer_graph    `trainer` with step::CudaGraph: the whole step captured once and replayed (CPU: its emulation)
 // Data path variants (Trainer as `trainer`, Fashion-MNIST CNN, host tensors of Fashion-MNIST's shape):
 //   tensor_loader    data::TensorLoader; the Trainer copies each batch from pageable memory
 //   prefetch_w0      data::PrefetchLoader, no worker thread; on CUDA pinned batches copied on a side stream
@@ -38,9 +39,22 @@ json run_variant(const std::string& variant, const torch::Device& dev, const Rep
   } else if (variant == "trainer_checked") {
     pt::Trainer<Task> trainer(task, opt);
     t = time_reps(dev, plan, [&] { trainer.fit(batches, {.epochs = trainer.state().epoch + 1}); });
+  } else if (variant == "trainer_graph") {
+    // `trainer` with the whole step captured into a CUDA graph (step::CudaGraph); on the CPU (smoke runs) its
+    // emulation, which times the code path, not a graph. The graph outlives a fit: the warm-up repetitions capture.
+    const pt::precision::Fp32 fp32(pt::NonFinite::ignore);
+    if (dev.is_cuda()) {
+      pt::Trainer<Task, pt::precision::Fp32, pt::step::CudaGraph> trainer(task, opt, fp32);
+      t = time_reps(dev, plan, [&] { trainer.fit(batches, {.epochs = trainer.state().epoch + 1}); });
+      t["replays"] = trainer.template get<pt::step::CudaGraph>().replays();
+    } else {
+      pt::Trainer<Task, pt::precision::Fp32, pt::step::GraphEmulation> trainer(task, opt, fp32);
+      t = time_reps(dev, plan, [&] { trainer.fit(batches, {.epochs = trainer.state().epoch + 1}); });
+      t["replays"] = trainer.template get<pt::step::GraphEmulation>().replays();
+    }
   } else {
-    throw std::invalid_argument(
-        fmt::format("gpu_bench loops: variant '{}'; expected trainer, trainer_checked or libtorch_loop", variant));
+    throw std::invalid_argument(fmt::format(
+        "gpu_bench loops: variant '{}'; expected trainer, trainer_checked, trainer_graph or libtorch_loop", variant));
   }
   t["variant"] = variant;
   return t;
@@ -60,7 +74,7 @@ int run_loops(Args& a) {
   const auto dev = parse_device(a.str("device", "cuda"));
   const auto out = a.str("out", "loops_cpp.json");
   const auto models = split_list(a.str("models", "fmnist,mlp"));
-  const auto variants = split_list(a.str("variants", "trainer,libtorch_loop,trainer_checked"));
+  const auto variants = split_list(a.str("variants", "trainer,libtorch_loop,trainer_checked,trainer_graph"));
   const int64_t fb = a.num("fmnist-batch", 256), mb = a.num("mlp-batch", 64), mi = a.num("mlp-in", 256),
                 mh = a.num("mlp-hidden", 256), md = a.num("mlp-depth", 4), mo = a.num("mlp-out", 10);
   const int64_t fsteps = a.num("fmnist-steps", 50), msteps = a.num("mlp-steps", 200);

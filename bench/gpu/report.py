@@ -159,12 +159,14 @@ def main():
                   f"{lc.get('fmnist', {}).get('batch')}; mlp: {m.get('in')}-{m.get('hidden')}x{m.get('depth')}-"
                   f"{m.get('out')} ReLU MLP, batch {m.get('batch')} (launch-bound). `trainer`: Trainer<Task, "
                   f"precision::Fp32> with NonFinite::ignore; `trainer_checked`: Trainer<Task> with every default, which "
-                  f"reads the loss each step to check it is finite (one device sync per step); `libtorch_loop`: a "
+                  f"reads the loss each step to check it is finite (one device sync per step); `trainer_graph`: `trainer` "
+                  f"with step::CudaGraph, the whole step (forward, backward, fused AdamW) one CUDA graph replayed per "
+                  f"batch (on the CPU, smoke runs only: its emulation); `libtorch_loop`: a "
                   f"hand-written loop; `lightning`: L.Trainer(precision='32-true', logger=False, "
                   f"enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False).\n")
         md.append("| model | loop | steps/s | samples/s | relative to `trainer` | GPU idle fraction | cv |")
         md.append("|---|---|---|---|---|---|---|")
-        order = ["trainer", "libtorch_loop", "python_eager", "lightning", "trainer_checked"]
+        order = ["trainer", "trainer_graph", "libtorch_loop", "python_eager", "lightning", "trainer_checked"]
         verdicts = []
         for model in ("fmnist", "mlp"):
             mrows = sorted((r for r in rows if r["model"] == model),
@@ -177,7 +179,11 @@ def main():
                 r["relative_to_trainer"] = r["steps_per_second"] / ref if ref else None
                 md.append(f"| {model} | {r['variant']} | {r['steps_per_second']:.1f} | {r['samples_per_second']:.0f} | "
                           f"{'%.2f' % r['relative_to_trainer'] if ref else 'n/a'} | {fmt_idle(r)} | {r['cv']:.3f} |")
-            others = [r for r in mrows if "error" not in r and r["variant"] not in ("trainer", "trainer_checked")]
+            others = [r for r in mrows if "error" not in r and r["variant"] not in ("trainer", "trainer_checked", "trainer_graph")]
+            graph = next((r for r in mrows if r["variant"] == "trainer_graph" and "error" not in r), None)
+            if ref and graph:
+                verdicts.append(f"{model}: `trainer_graph` runs at {graph['steps_per_second'] / ref:.2f}x the steps/s "
+                                f"of eager `trainer`")
             if ref and others:
                 best = max(others, key=lambda r: r["steps_per_second"])
                 verdicts.append(f"{model}: `trainer` runs at {ref / best['steps_per_second']:.2f}x the steps/s of the "
@@ -267,7 +273,7 @@ def smoke_checks(res, nvml, status):
                          "NVML reports 50% utilization, so expected 0.5 +- 0.1")
     variants = {(r["model"], r["variant"]) for r in loops}
     for m in ("fmnist", "mlp"):
-        for v in ("trainer", "libtorch_loop", "trainer_checked", "python_eager"):
+        for v in ("trainer", "libtorch_loop", "trainer_checked", "trainer_graph", "python_eager"):
             if (m, v) not in variants:
                 p.append(f"loops: no row for {m} {v}")
     if {r["variant"] for r in res["data"]["rows"]} != {"tensor_loader", "prefetch_w0", "prefetch_wN"}:

@@ -1,10 +1,12 @@
 #pragma once
 /// \file
 /// Everything but data parallelism: <policytrain/policytrain.hpp> (the Trainer and the cheap policies and
-/// callbacks) with <policytrain/checkpoint.hpp>, <policytrain/observe.hpp> and <policytrain/datasets.hpp>.
+/// callbacks) with <policytrain/checkpoint.hpp>, <policytrain/observe.hpp>, <policytrain/datasets.hpp> and
+/// <policytrain/step/cuda_graph.hpp> (step::CudaGraph).
 /// Data parallelism stays opt-in: <policytrain/parallel.hpp>.
 #include <policytrain/policytrain.hpp>
 
 #include <policytrain/checkpoint.hpp>
 #include <policytrain/datasets.hpp>
 #include <policytrain/observe.hpp>
+#include <policytrain/step/cuda_graph.hpp>

@@ -13,6 +13,9 @@
 ///   → should_step? → backward (around_backward: no-sync on non-final micro-steps)
 ///   → [last micro-step] before_step (reduce, normalise, unscale, clip) → step (skipped on inf/NaN)
 ///   → after_step (scale update, schedule, EMA, logging) → zero_grad → on_step_end (checkpoints).
+/// A step policy (step::CudaGraph) may capture forward to step into one CUDA graph and replay it; the host part
+/// (counters, after_step, on_step_end) then runs beside the replay. Every hook inside the captured part must be
+/// graph-safe (core/hooks.hpp), checked at compile time.
 #include <chrono>
 #include <cstdint>
 #include <iterator>
@@ -179,6 +182,12 @@ class Trainer {
     static_assert(count_hook_step() <= 1,
                   "policytrain::Trainer: more than one policy defines step(ctx); only the precision policy may "
                   "replace the optimizer step");
+    static_assert(count_hook<RunStepOf>() <= 1,
+                  "policytrain::Trainer: more than one step policy (a run_step hook: step::CudaGraph) given; keep one");
+    if constexpr (has_step_policy())
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        (void)(detail::GraphSafeCheck<std::tuple_element_t<I, policies_type>, context_type>::ok && ...);
+      }(std::make_index_sequence<std::tuple_size_v<policies_type>>{});
     auto params = module().parameters();
     if (!params.empty()) device_ = params.front().device();
   }
@@ -328,6 +337,51 @@ class Trainer {
       return ((HasStep<std::tuple_element_t<I, policies_type>, context_type> ? 1 : 0) + ... + 0);
     }(std::make_index_sequence<std::tuple_size_v<policies_type>>{});
   }
+  template <class P>
+  struct RunStepOf : std::bool_constant<HasRunStep<P, context_type>> {};
+  template <template <class> class Has>
+  static constexpr int count_hook() {
+    return []<size_t... I>(std::index_sequence<I...>) {
+      return ((Has<std::tuple_element_t<I, policies_type>>::value ? 1 : 0) + ... + 0);
+    }(std::make_index_sequence<std::tuple_size_v<policies_type>>{});
+  }
+  static constexpr size_t step_policy_index() {
+    return []<size_t... I>(std::index_sequence<I...>) {
+      size_t found = sizeof...(I);
+      ((found = (found == sizeof...(I) && RunStepOf<std::tuple_element_t<I, policies_type>>::value) ? I : found), ...);
+      return found;
+    }(std::make_index_sequence<std::tuple_size_v<policies_type>>{});
+  }
+  static constexpr bool has_step_policy() { return step_policy_index() < std::tuple_size_v<policies_type>; }
+  auto& step_policy() { return std::get<step_policy_index()>(policies_); }
+
+  bool capturing() {
+    if constexpr (has_step_policy()) return step_policy().capturing();
+    else return false;
+  }
+  const torch::Tensor& step_tensor() {
+    if constexpr (has_step_policy()) return step_policy().step_tensor();
+    else {
+      static const torch::Tensor none;
+      return none;
+    }
+  }
+  void prepare_capture() {
+    each([&](auto& p) { if constexpr (HasPrepareCapture<std::remove_cvref_t<decltype(p)>, context_type>) p.prepare_capture(ctx_); });
+  }
+  void on_replay() {
+    each([&](auto& p) { if constexpr (HasOnReplay<std::remove_cvref_t<decltype(p)>, context_type>) p.on_replay(ctx_); });
+  }
+  std::vector<std::string> graph_refusals() {
+    std::vector<std::string> r;
+    each([&](auto& p) {
+      if constexpr (HasGraphRefusal<std::remove_cvref_t<decltype(p)>, context_type>) {
+        std::string why = p.graph_refusal(ctx_);
+        if (!why.empty()) r.push_back(std::move(why));
+      }
+    });
+    return r;
+  }
 
   template <class P>
   static std::string state_prefix() { return std::string(policy_name<P>()) + "/"; }
@@ -445,28 +499,52 @@ class Trainer {
     }
   }
 
-  /// One micro-batch: forward, loss, backward, and the optimizer step when it ends a window.
+  /// One micro-batch: forward, loss, backward, and the optimizer step when it ends a window. Under a step policy
+  /// (step::CudaGraph) every micro-batch is a step, and the policy runs (or captures, or replays) the device part:
+  /// forward, backward, before_step and step; the host part (counters, after_step, on_step_end) runs here.
   void train_micro_step(Batch b) {
     const int64_t n = b.size();
     ++state_.micro_step;
     ++state_.batch_in_epoch;
     state_.window_samples += n;
     state_.samples_seen += n;
+    if constexpr (has_step_policy()) {
+      last_micro_step_ = true;
+      const bool stepped = step_policy().run_step(ctx_, b, [this](const Batch& sb) -> bool {
+        forward_backward(sb);
+        before_step();
+        return do_step();
+      });
+      finish_step(stepped);
+    } else {
+      forward_backward(b);
+      if (last_micro_step_) optimizer_step();
+    }
+  }
+
+  void forward_backward(const Batch& b) {
     torch::Tensor loss = wrap_forward<0>([&]() -> torch::Tensor { return task_.training_step(b); });
     state_.last_loss = loss.detach();
     loss = transform_loss(std::move(loss));
     last_micro_step_ = should_step() || state_.batch_in_epoch == epoch_batches_;
     wrap_backward<0>([&] { loss.backward(); });
-    if (last_micro_step_) optimizer_step();
   }
 
   void optimizer_step() {
     before_step();
-    const bool stepped = do_step();
+    finish_step(do_step());
+  }
+
+  void finish_step(bool stepped) {
     ++state_.global_step;
     if (!stepped) ++state_.skipped_steps;
     after_step(stepped);
-    detail::release_grads(optimizer_);
+    // A step policy that replays a graph keeps the gradients where the graph writes them.
+    if constexpr (has_step_policy()) {
+      if (!step_policy().keeps_grads()) detail::release_grads(optimizer_);
+    } else {
+      detail::release_grads(optimizer_);
+    }
     state_.micro_step = 0;
     state_.window_samples = 0;
     on_step_end();

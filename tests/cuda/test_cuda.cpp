@@ -366,3 +366,116 @@ TEST_CASE("CUDA: the Fashion-MNIST CNN trains through the Trainer on the GPU as 
   CHECK(acc[0] > 0.9);
   CHECK(acc[1] == doctest::Approx(acc[0]).epsilon(0.02));
 }
+
+namespace {
+// A dispatch-bound MLP with dropout, for the graph and sync tests.
+struct DropMlpImpl : torch::nn::Module {
+  DropMlpImpl()
+      : fc1(register_module("fc1", torch::nn::Linear(64, 256))), fc2(register_module("fc2", torch::nn::Linear(256, 256))),
+        fc3(register_module("fc3", torch::nn::Linear(256, 10))) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    auto h = torch::dropout(torch::relu(fc1(x)), 0.2, is_training());
+    h = torch::dropout(torch::relu(fc2(h)), 0.2, is_training());
+    return fc3(h);
+  }
+  torch::nn::Linear fc1, fc2, fc3;
+};
+TORCH_MODULE(DropMlp);
+struct DropMlpTask {
+  DropMlp net;
+  torch::nn::Module& module() { return *net; }
+  torch::Tensor training_step(const pt::Batch& b) { return torch::nn::functional::cross_entropy(net->forward(b.x), b.y); }
+};
+// `n` batches of 32 on the GPU (and one of 20 after them when `short_last`): no host copy inside the loop.
+std::vector<pt::Batch> gpu_batches(int64_t n, bool short_last) {
+  torch::manual_seed(11);
+  std::vector<pt::Batch> v;
+  for (int64_t i = 0; i < n + (short_last ? 1 : 0); ++i) {
+    const int64_t b = i < n ? 32 : 20;
+    auto x = torch::randn({b, 64});
+    v.push_back({x.to(torch::kCUDA), (x.sum(1) > 0).to(torch::kLong).to(torch::kCUDA)});
+  }
+  return v;
+}
+// Turns on the C++ form of torch.cuda.set_sync_debug_mode("error") after step `from` and off after step `to`, so
+// that every synchronising CUDA call of the steps between throws.
+struct SyncDebug {
+  int64_t from = 1, to = 100;
+  template <class Ctx>
+  void on_step_end(Ctx& ctx) {
+    const int64_t s = ctx.state().global_step;
+    if (s == from) c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
+    if (s == to) c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+  }
+};
+struct SyncDebugOff {
+  ~SyncDebugOff() { c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED); }
+};
+}  // namespace
+
+TEST_CASE("CUDA: the default and the AMP step synchronise nowhere (sync debug mode \"error\" over 100 steps)") {
+  if (!gpu_or_skip()) return;
+  SyncDebugOff off;
+  auto data = gpu_batches(101, false);
+  SUBCASE("defaults: Fp32 with the deferred loss check, a plain optimizer step") {
+    torch::manual_seed(1);
+    DropMlpTask task{DropMlp()};
+    task.net->to(torch::kCUDA);
+    pt::optim::FusedAdamW opt(task.module().parameters(), torch::optim::AdamWOptions(1e-3));
+    pt::precision::Fp32 fp32;
+    fp32.check_every = 1000;  // its interval read (every 64 micro-batches by default) is the one sync it asks for
+    pt::Trainer<DropMlpTask, pt::precision::Fp32, SyncDebug> trainer(task, opt, fp32, SyncDebug{1, 101});
+    CHECK_NOTHROW(trainer.fit(data, {.epochs = 1}));
+    CHECK(trainer.state().global_step == 101);
+  }
+  SUBCASE("fp16 autocast, loss scaling with the device skip, FusedAdamW, clipping, a schedule") {
+    torch::manual_seed(1);
+    DropMlpTask task{DropMlp()};
+    task.net->to(torch::kCUDA);
+    pt::optim::FusedAdamW opt(task.module().parameters(), torch::optim::AdamWOptions(1e-3));
+    using AC = pt::precision::Autocast;
+    pt::Trainer<DropMlpTask, AC, pt::schedule::Lr, pt::callbacks::GradClip, SyncDebug> trainer(
+        task, opt, AC({.dtype = torch::kHalf}), pt::schedule::Lr({.kind = pt::schedule::Kind::cosine, .warmup_steps = 10}),
+        pt::callbacks::GradClip({.mode = pt::callbacks::GradClip::Mode::norm, .max_norm = 1.0}), SyncDebug{1, 101});
+    CHECK_NOTHROW(trainer.fit(data, {.epochs = 1}));
+    CHECK(trainer.get<AC>().scaling());
+  }
+}
+
+TEST_CASE("CUDA step::CudaGraph: replaying the captured whole step gives the eager step's parameters over 50 steps "
+          "(dropout on, fp16 AMP with loss scaling, a schedule moving the lr, clipping, a short last batch)") {
+  if (!gpu_or_skip()) return;
+  auto data = gpu_batches(50, true);
+  using AC = pt::precision::Autocast;
+  const auto run = [&](bool graph, int64_t* replays = nullptr, int64_t* fallbacks = nullptr) {
+    torch::manual_seed(5);
+    DropMlpTask task{DropMlp()};
+    task.net->to(torch::kCUDA);
+    torch::cuda::manual_seed_all(9);  // the same dropout masks in both runs, if the graph advances the generator
+    pt::optim::FusedAdamW opt(task.module().parameters(), torch::optim::AdamWOptions(2e-3));
+    AC amp({.dtype = torch::kHalf});
+    pt::schedule::Lr lr({.kind = pt::schedule::Kind::cosine, .warmup_steps = 10});
+    pt::callbacks::GradClip clip({.mode = pt::callbacks::GradClip::Mode::norm, .max_norm = 1.0});
+    std::vector<torch::Tensor> out;
+    if (graph) {
+      pt::Trainer<DropMlpTask, AC, pt::schedule::Lr, pt::callbacks::GradClip, pt::step::CudaGraph> t(
+          task, opt, amp, lr, clip, pt::step::CudaGraph({.warmup_steps = 3}));
+      t.fit(data, {.epochs = 1});
+      *replays = t.get<pt::step::CudaGraph>().replays();
+      *fallbacks = t.get<pt::step::CudaGraph>().fallbacks();
+    } else {
+      pt::Trainer<DropMlpTask, AC, pt::schedule::Lr, pt::callbacks::GradClip> t(task, opt, amp, lr, clip);
+      t.fit(data, {.epochs = 1});
+    }
+    for (auto& p : task.module().parameters()) out.push_back(p.detach().flatten().cpu());
+    return torch::cat(out);
+  };
+  int64_t replays = 0, fallbacks = 0;
+  const auto eager = run(false), graph = run(true, &replays, &fallbacks);
+  CHECK(replays == 47);
+  CHECK(fallbacks == 1);
+  const double diff = (eager - graph).abs().max().item<double>();
+  INFO("max |eager - graph| = " << diff);
+  CHECK(diff <= 1e-5);
+  CHECK(torch::isfinite(graph).all().item<bool>());
+}

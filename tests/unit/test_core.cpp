@@ -384,6 +384,105 @@ TEST_CASE("AMP with loss scaling and a fused optimizer skips on the device: no h
   CHECK(torch::isfinite(w_device).all().item<bool>());
 }
 
+// --- step::CudaGraph's logic, run on the CPU through step::GraphEmulation (a capture records the step, a replay
+// runs it again on the static inputs; the CUDA graph itself is tested in tests/cuda/test_cuda.cpp) ---
+namespace {
+struct GraphRun {
+  torch::Tensor weights;
+  int64_t skipped = -1, replays = -1, fallbacks = -1, captures = -1, eager = -1;
+  double lr = 0;
+};
+// bf16 autocast with the loss scaled (fp16's step: unscale, inf check, device skip, update), FusedAdamW, a warmup +
+// cosine schedule, clipping by norm; 42 samples in batches of 4: 10 full batches and a short one per epoch.
+template <bool Graph>
+GraphRun graph_run(int nan_at) {
+  auto [x, y] = testing::toy_data(42);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 4, .shuffle = false});
+  NanAtCall task;
+  task.nan_at = nan_at;
+  pt::optim::FusedAdamW opt(task.module().parameters(), torch::optim::AdamWOptions(0.02));
+  using AC = pt::precision::Autocast;
+  AC amp({.dtype = torch::kBFloat16, .loss_scaling = pt::precision::LossScaling::on});
+  pt::schedule::Lr lr({.kind = pt::schedule::Kind::cosine, .warmup_steps = 5});
+  pt::callbacks::GradClip clip({.mode = pt::callbacks::GradClip::Mode::norm, .max_norm = 0.5});
+  GraphRun r;
+  const auto finish = [&](auto& trainer) {
+    trainer.fit(loader, {.epochs = 2});
+    r.weights = torch::cat({task.module().parameters()[0].flatten(), task.module().parameters()[2].flatten()});
+    r.skipped = trainer.state().skipped_steps;
+    r.lr = trainer.context().lr();
+  };
+  if constexpr (Graph) {
+    pt::Trainer<NanAtCall, AC, pt::schedule::Lr, pt::callbacks::GradClip, pt::step::GraphEmulation> trainer(
+        task, opt, amp, lr, clip, pt::step::GraphEmulation({.warmup_steps = 3}));
+    finish(trainer);
+    const auto& g = trainer.get<pt::step::GraphEmulation>();
+    r.replays = g.replays();
+    r.fallbacks = g.fallbacks();
+    r.captures = g.captures();
+    r.eager = g.eager_steps();
+  } else {
+    pt::Trainer<NanAtCall, AC, pt::schedule::Lr, pt::callbacks::GradClip> trainer(task, opt, amp, lr, clip);
+    finish(trainer);
+  }
+  return r;
+}
+}  // namespace
+
+TEST_CASE("step::CudaGraph's step logic (emulated on the CPU): warm-up, one capture, replays and the short batch's "
+          "eager fallback give the eager Trainer's weights bit for bit, with AMP, a schedule and clipping") {
+  const GraphRun eager = graph_run<false>(-1), graph = graph_run<true>(-1);
+  CHECK(torch::equal(eager.weights, graph.weights));
+  CHECK(graph.lr == doctest::Approx(eager.lr));
+  // 2 epochs of 11 steps: 3 warm-up steps, then 7 + 10 full batches replayed (the first after its capture), and
+  // each epoch's short batch of 2 run eagerly.
+  CHECK(graph.captures == 1);
+  CHECK(graph.replays == 17);
+  CHECK(graph.fallbacks == 2);
+  CHECK(graph.eager == 5);
+  SUBCASE("a NaN loss in a replayed step: skipped on the device, counted, the same weights") {
+    const GraphRun e = graph_run<false>(6), g = graph_run<true>(6);
+    CHECK(e.skipped == 1);
+    CHECK(g.skipped == e.skipped);
+    CHECK(torch::equal(e.weights, g.weights));
+  }
+}
+
+TEST_CASE("step::CudaGraph's step logic (emulated): the unscaled loss check of a replayed step stays on the device "
+          "and its error names the step; configurations that need the host are refused naming the fix") {
+  auto [x, y] = testing::toy_data(40);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 4, .shuffle = false});
+  SUBCASE("NonFinite::error: raised at the epoch end, naming the replayed step") {
+    NanAtCall task;
+    task.nan_at = 6;
+    pt::optim::FusedSgd opt(task.module().parameters(), torch::optim::SGDOptions(0.05).momentum(0.9).nesterov(true));
+    pt::Trainer<NanAtCall, pt::step::GraphEmulation> trainer(task, opt);
+    CHECK_THROWS_WITH_AS(trainer.fit(loader, {.epochs = 2}),
+                         doctest::Contains("the loss is nan at step 6 (a step replayed from a CUDA graph; detected at step 10"),
+                         pt::NonFiniteLoss);
+    CHECK(trainer.get<pt::step::GraphEmulation>().replays() == 7);
+  }
+  SUBCASE("refusals") {
+    MlpTask task;
+    torch::optim::AdamW plain(task.module().parameters(), torch::optim::AdamWOptions(0.01));
+    pt::Trainer<MlpTask, pt::step::GraphEmulation> t1(task, plain);
+    CHECK_THROWS_WITH_AS(t1.fit(loader), doctest::Contains("use optim::FusedAdamW, optim::FusedAdam or optim::FusedSgd"),
+                         std::invalid_argument);
+    pt::optim::FusedAdamW opt(task.module().parameters(), torch::optim::AdamWOptions(0.01));
+    pt::Trainer<MlpTask, pt::precision::Fp32, pt::step::GraphEmulation> t2(task, opt, pt::precision::Fp32(pt::NonFinite::skip));
+    CHECK_THROWS_WITH_AS(t2.fit(loader), doctest::Contains("precision::Fp32 with NonFinite::skip reads the loss on the host"),
+                         std::invalid_argument);
+    using AC = pt::precision::Autocast;
+    pt::Trainer<MlpTask, AC, pt::step::GraphEmulation> t3(
+        task, opt, AC({.dtype = torch::kBFloat16, .loss_scaling = pt::precision::LossScaling::on, .device_skip = false}));
+    CHECK_THROWS_WITH_AS(t3.fit(loader), doctest::Contains("device_skip = false reads found_inf on the host"),
+                         std::invalid_argument);
+    pt::Trainer<MlpTask, pt::step::CudaGraph> t4(task, opt);
+    CHECK_THROWS_WITH_AS(t4.fit(loader), doctest::Contains("policytrain::step::CudaGraph: "), std::invalid_argument);
+    CHECK_THROWS_AS(pt::step::CudaGraph({.warmup_steps = 0}), std::invalid_argument);
+  }
+}
+
 TEST_CASE("the deferred non-finite check: the error names the bad step, comes at most check_every micro-batches "
           "later, and no checkpoint is written from the weights in between") {
   auto [x, y] = testing::toy_data(64);

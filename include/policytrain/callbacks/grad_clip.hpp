@@ -62,6 +62,8 @@ class GradClip {
  public:
   /// Name in logs and summaries.
   static constexpr std::string_view name = "callbacks::GradClip";
+  /// Its before_step launches device work only (the norm and the coefficient stay on the device).
+  static constexpr bool graph_safe = true;
   /// How gradients are clipped: not at all, by total norm, or by value.
   enum class Mode { none, norm, value };
   /// Settings of GradClip: the mode and its limit.

@@ -5,6 +5,7 @@
 /// contract, and the Trainer (policytrain/trainer.hpp) is built on it together with the categories' defaults.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <torch/nn/module.h>
@@ -74,13 +75,25 @@ class Context {
   /// Whether the current micro-batch ends an accumulation window (an optimizer step follows its backward).
   bool is_last_micro_step() const { return t_->last_micro_step_; }
   /// Whether this process logs, prints and writes files (rank 0 under data parallelism).
-  /// Whether this process logs, prints and writes files (rank 0 under data parallelism).
   bool is_main() { return t_->is_main(); }
   /// True on every rank when `b` is true on any rank (identity on one process).
   bool agree_any(bool b) { return t_->agree_any(b); }
   /// Reads every check a policy keeps pending on the device (flush_checks hooks: the precision policy's
   /// non-finite loss check), throwing what it finds. A policy that persists the run calls it first.
   void flush_checks() { t_->flush_checks(); }
+  /// Whether the step running now is being captured into a graph by a step policy (step::CudaGraph), or replayed
+  /// by its emulation: hooks inside the step take their device-only path (no host read, no per-step host state).
+  bool capturing() { return t_->capturing(); }
+  /// Under a step policy: a 0-dim int64 tensor on the device holding the global step of the step running now,
+  /// written before every replay, so that captured device work can name its step. Undefined otherwise.
+  const torch::Tensor& step_tensor() { return t_->step_tensor(); }
+  /// Calls every policy's prepare_capture(ctx) (a step policy does, before it captures): each allocates the
+  /// device buffers its captured work writes, so that they live outside the graph's memory pool.
+  void prepare_capture() { t_->prepare_capture(); }
+  /// Calls every policy's on_replay(ctx) (a step policy does, after each replay of the captured step).
+  void replayed() { t_->on_replay(); }
+  /// Every policy's graph_refusal(ctx) that is not empty: why the policy, as configured, cannot be captured.
+  std::vector<std::string> graph_refusals() { return t_->graph_refusals(); }
   /// The learning rate of param group `g`.
   double lr(size_t g = 0) { return optimizer().param_groups().at(g).options().get_lr(); }
   /// The device of the module's parameters (batches are moved there).

@@ -18,7 +18,17 @@
 /// | `around_evaluate(ctx, fn)` | each evaluation | `fn()`'s result (Metrics) |
 /// | `on_validation_end(ctx, metrics)` | after each validation | void or bool (true = stop) |
 /// | `state_dict()`, `load_state_dict(d)` | checkpoint save and load | StateDict / void |
+/// | `run_step(ctx, batch, body)` | each optimizer step, a step policy (step::CudaGraph) at most | bool (`body`'s) |
+/// | `prepare_capture(ctx)` | before a step policy captures the step | void |
+/// | `on_replay(ctx)` | after a step policy replayed the captured step (its hooks' host code did not run) | void |
+/// | `graph_refusal(ctx)` | when a step policy begins a fit | std::string (empty: graph-safe as configured) |
+///
+/// Graph safety: under a step policy that captures the step (step::CudaGraph) the hooks inside the step
+/// (around_forward, transform_loss, around_backward, should_step, before_step, step) run once, at capture; a replay
+/// runs only the device work they launched. A policy with such hooks declares `static constexpr bool graph_safe`;
+/// one that does not, composed with a capturing step policy, is a static_assert naming it.
 #include <concepts>
+#include <string>
 #include <type_traits>
 
 #include <torch/nn/module.h>
@@ -73,6 +83,21 @@ template <class P, class C> concept HasAroundEvaluate = requires(P& p, C& c, det
 /// Reads a check a policy keeps pending on the device (precision's non-finite loss check); called through
 /// Context::flush_checks by a policy about to persist the run (a checkpoint), so a deferred error surfaces first.
 template <class P, class C> concept HasFlushChecks = requires(P& p, C& c) { p.flush_checks(c); };
+template <class P, class C> concept HasRunStep = requires(P& p, C& c, const Batch& b, bool (*f)(const Batch&)) { { p.run_step(c, b, f) } -> std::same_as<bool>; };
+template <class P, class C> concept HasPrepareCapture = requires(P& p, C& c) { p.prepare_capture(c); };
+template <class P, class C> concept HasOnReplay = requires(P& p, C& c) { p.on_replay(c); };
+template <class P, class C> concept HasGraphRefusal = requires(P& p, C& c) { { p.graph_refusal(c) } -> std::convertible_to<std::string>; };
+/// Whether P has a hook that runs inside the optimizer step a step policy captures.
+template <class P, class C>
+concept InCapturedStep = HasAroundForward<P, C> || HasTransformLoss<P, C> || HasAroundBackward<P, C> ||
+                         HasShouldStep<P, C> || HasBeforeStep<P, C> || HasStep<P, C>;
+/// Whether P may be composed with a capturing step policy: its own `graph_safe`, else true when none of its hooks
+/// runs inside the captured step (a callback of after_step, epoch or validation hooks only).
+template <class P, class C>
+inline constexpr bool graph_safe_v = [] {
+  if constexpr (requires { bool{P::graph_safe}; }) return P::graph_safe;
+  else return !InCapturedStep<P, C>;
+}();
 template <class P, class C> concept HasOnValidationEnd = requires(P& p, C& c, const Metrics& m) { p.on_validation_end(c, m); };
 
 namespace detail {
@@ -118,6 +143,19 @@ struct HookCheck {
   static_assert(!Stateful<P> || requires { std::string_view{P::name}; },
                 "policytrain::Trainer: a stateful policy (one with state_dict/load_state_dict) must declare "
                 "`static constexpr std::string_view name`; it prefixes the policy's entries in a checkpoint");
+  static constexpr bool ok = true;
+};
+
+/// Compile-time check of one policy against a step policy that captures the optimizer step (step::CudaGraph).
+/// Instantiated once per policy, so the compiler's "in instantiation of GraphSafeCheck<P, ...>" line names it.
+template <class P, class C>
+struct GraphSafeCheck {
+  static_assert(graph_safe_v<P, C>,
+                "policytrain::Trainer: step::CudaGraph captures the optimizer step, but this policy has hooks inside it "
+                "(around_forward, transform_loss, around_backward, should_step, before_step or step) that are not "
+                "graph-safe: a replay would run none of their host code. Drop the policy or step::CudaGraph from this "
+                "Trainer; a policy of your own whose hooks only launch device work declares "
+                "`static constexpr bool graph_safe = true;`");
   static constexpr bool ok = true;
 };
 

@@ -27,7 +27,7 @@ namespace detail {
 /// The fused Adam step over a LibTorch Adam-family optimizer `Base` (its `Options` and `ParamState`);
 /// `Decoupled`: AdamW's decoupled weight decay (`_fused_adamw_`) rather than Adam's L2 (`_fused_adam_`).
 template <class Base, class Options, class ParamState, bool Decoupled>
-class FusedAdamImpl : public Base, public FusedGradScaling {
+class FusedAdamImpl : public Base, public FusedGradScaling, public GraphReplayable {
  public:
   using Base::Base;
 
@@ -117,6 +117,13 @@ class FusedAdamImpl : public Base, public FusedGradScaling {
     }
     counts_may_lag_ = false;
   }
+
+  /// GraphReplayable: the lr tensors follow the groups' lr; after a replay the integer step counts lag the
+  /// device counters until sync_step_counts() (save() calls it).
+  ///@{
+  void prepare_replay() override { lr_.refresh(this->param_groups()); }
+  void replayed() override { counts_may_lag_ = true; }
+  ///@}
 
   /// Optimizer::save with exact step counts (see sync_step_counts()).
   void save(torch::serialize::OutputArchive& archive) const override {

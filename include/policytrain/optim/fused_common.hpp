@@ -52,6 +52,18 @@ class FusedGradScaling {
   torch::Tensor grad_scale_, found_inf_;
 };
 
+/// What a step policy that replays a captured optimizer step (step::CudaGraph) needs of the optimizer: a step
+/// whose per-step host state lives on the device. optim::FusedAdamW, FusedAdam and FusedSgd implement it.
+class GraphReplayable {
+ public:
+  virtual ~GraphReplayable() = default;
+  /// Before a capture and before each replay: writes each param group's current lr into the device tensor the
+  /// kernel reads (an asynchronous fill where it changed), so that a schedule acts on a replayed step.
+  virtual void prepare_replay() = 0;
+  /// After a replay: the step ran on the device only (its step counters advanced there, not on the host).
+  virtual void replayed() = 0;
+};
+
 namespace detail {
 /// One float32 learning-rate tensor per param group on a CUDA device, refreshed (an asynchronous fill, no sync)
 /// when the group's double lr changes, so that a schedule moves it without a host sync and a captured CUDA graph
@@ -76,6 +88,15 @@ struct LrTensors {
       e.value = lr;
     }
     return e.tensor;
+  }
+  /// Brings every group's tensor to its group's current lr (GraphReplayable::prepare_replay).
+  template <class Groups>
+  void refresh(Groups& groups_of_optimizer) {
+    size_t g = 0;
+    for (auto& group : groups_of_optimizer) {
+      const size_t gi = g++;
+      if (!group.params().empty()) get(gi, group.options().get_lr(), group.params().front().device());
+    }
   }
 };
 }  // namespace detail

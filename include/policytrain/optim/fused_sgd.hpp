@@ -22,7 +22,7 @@
 namespace policytrain::optim {
 
 /// SGD with each param group's update in one fused kernel; a drop-in replacement for torch::optim::SGD.
-class FusedSgd : public torch::optim::SGD, public FusedGradScaling {
+class FusedSgd : public torch::optim::SGD, public FusedGradScaling, public GraphReplayable {
  public:
   using torch::optim::SGD::SGD;
 
@@ -74,6 +74,12 @@ class FusedSgd : public torch::optim::SGD, public FusedGradScaling {
     }
     return loss;
   }
+
+  /// GraphReplayable: the lr tensors follow the groups' lr (SGD keeps no host counter).
+  ///@{
+  void prepare_replay() override { lr_.refresh(param_groups()); }
+  void replayed() override {}
+  ///@}
 
  private:
   detail::LrTensors lr_;

@@ -27,6 +27,7 @@
 /// (`device_skip`: no read per step). Example: examples/fashion_mnist (`--precision`, `--loss-scale`), tests/unit/test_precision.cpp.
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 
 #include <c10/core/DeviceType.h>
@@ -66,6 +67,8 @@ class Autocast {
   static constexpr Category category = Category::precision;
   /// Name in logs and summaries.
   static constexpr std::string_view name = "precision::Autocast";
+  /// Its hooks inside the step have a device-only form for a captured step (graph_refusal says when not).
+  static constexpr bool graph_safe = true;
 
   /// Settings of Autocast: dtype, device type, loss scaling.
   struct Options {
@@ -130,7 +133,8 @@ class Autocast {
   auto around_forward(Ctx& ctx, F&& fn) {
     if (!resolved_) resolve(ctx.device().type());
     if (dtype_ == c10::ScalarType::Float) return fn();
-    AutocastGuard guard(device_, dtype_, /*enabled=*/true, o_.cache_enabled);
+    // A captured step runs without the cast cache, as torch.cuda.graphs requires of autocast.
+    AutocastGuard guard(device_, dtype_, /*enabled=*/true, o_.cache_enabled && !ctx.capturing());
     return fn();
   }
 
@@ -139,8 +143,36 @@ class Autocast {
   torch::Tensor transform_loss(Ctx& ctx, torch::Tensor loss) {
     if (scaling_) return scaler_.scale(loss);
     check_.every = o_.check_every;
-    check_.add(ctx, loss, o_.on_nonfinite);
+    if (ctx.capturing()) check_.add_captured(loss, ctx.step_tensor(), o_.on_nonfinite);
+    else check_.add(ctx, loss, o_.on_nonfinite);
     return loss;
+  }
+
+  /// Under step::CudaGraph: allocates the loss check's and the scaler's device counters before the capture; after
+  /// a replay, records that the graph unscaled and stepped (the scale update then follows in after_step).
+  ///@{
+  template <class Ctx>
+  void prepare_capture(Ctx& ctx) {
+    check_.prepare_capture(ctx.device());
+    if (scaling_) scaler_.prepare_capture(ctx.device());
+  }
+  template <class Ctx>
+  void on_replay(Ctx&) {
+    if (scaling_) scaler_.replayed();
+  }
+  ///@}
+  /// Why this configuration cannot be captured (empty when it can): loss scaling that reads found_inf on the host
+  /// (device_skip off, or an optimizer that is not fused), or a non-finite action decided on the host.
+  template <class Ctx>
+  std::string graph_refusal(Ctx& ctx) const {
+    if (!scaling_) return detail::nonfinite_graph_refusal(name, o_.on_nonfinite);
+    if (!o_.device_skip)
+      return "precision::Autocast with loss scaling and device_skip = false reads found_inf on the host every step; "
+             "set Options::device_skip = true under step::CudaGraph";
+    if (!dynamic_cast<const optim::FusedGradScaling*>(&ctx.optimizer()))
+      return "precision::Autocast with loss scaling skips a step on the device only with a fused optimizer; use "
+             "optim::FusedAdamW, optim::FusedAdam or optim::FusedSgd under step::CudaGraph";
+    return {};
   }
 
   /// Unscales the gradients once when scaling, so later callbacks see true gradients.

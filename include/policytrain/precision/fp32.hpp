@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -68,6 +69,29 @@ class LossCheck {
     }
   }
 
+  /// Allocates the device flags a captured step writes (step::CudaGraph): outside the graph's memory pool, so
+  /// that they outlive every replay and the host reads them at the next flush.
+  void prepare_capture(const torch::Device& device) {
+    if (!graph_step_.defined() || graph_step_.device() != device) {
+      graph_step_ = torch::full({}, -1, torch::dtype(torch::kLong).device(device));
+      graph_value_ = torch::zeros({}, torch::dtype(torch::kDouble).device(device));
+    }
+  }
+
+  /// Records a micro-batch's loss inside a captured step, with device work only: the first non-finite loss and
+  /// its step (`step`: the step policy's device step counter) are kept on the device until the next flush.
+  void add_captured(const torch::Tensor& loss, const torch::Tensor& step, NonFinite action) {
+    if (action == NonFinite::ignore) return;
+    if (!graph_step_.defined() || !step.defined())
+      throw std::logic_error("policytrain: the loss check was captured without prepare_capture(); a step policy "
+                             "calls Context::prepare_capture() before it captures");
+    torch::Tensor l = loss.detach();
+    if (l.dim() != 0) l = l.sum();
+    const torch::Tensor first = l.isfinite().logical_not().logical_and(graph_step_.lt(0));
+    graph_value_.copy_(torch::where(first, l.to(torch::kDouble), graph_value_));
+    graph_step_.copy_(torch::where(first, step.to(torch::kLong), graph_step_));
+  }
+
   /// Whether the window that ends now had a non-finite loss (skip / rollback: one host read; error: false,
   /// checked later).
   bool window_bad(NonFinite action) {
@@ -81,7 +105,21 @@ class LossCheck {
   template <class Ctx>
   void flush(Ctx& ctx, NonFinite action) {
     if (action != NonFinite::error) return;
-    const auto w = first_bad();
+    auto w = first_bad();
+    if (graph_step_.defined()) {
+      // What the captured steps found: one host read.
+      const torch::Tensor packed = torch::stack({graph_step_.to(torch::kDouble), graph_value_}).cpu();
+      const auto step = static_cast<int64_t>(packed[0].item<double>());
+      if (step >= 0) {
+        graph_step_.fill_(-1);
+        if (!w || step < w->step)
+          throw NonFiniteLoss(fmt::format(
+              "policytrain: the loss is {} at step {} (a step replayed from a CUDA graph; detected at step {}: the "
+              "check stays on the device and is read at epoch ends, at the fit's end and before a checkpoint is "
+              "written); lower the learning rate, clip gradients, or use loss scaling, which skips such steps",
+              packed[1].item<double>(), step, ctx.state().global_step));
+      }
+    }
     if (!w) return;
     throw NonFiniteLoss(fmt::format(
         "policytrain: the loss is {} at epoch {}, step {} (micro-batch {} of the epoch; detected at step {}: the "
@@ -94,6 +132,7 @@ class LossCheck {
   void discard() {
     where_.clear();
     window_bad_ = false;
+    if (graph_step_.defined()) graph_step_.fill_(-1);
   }
 
  private:
@@ -120,9 +159,18 @@ class LossCheck {
   }
 
   torch::Tensor buf_;
+  torch::Tensor graph_step_, graph_value_;  // the captured check's first bad step (-1: none) and its loss
   std::vector<Where> where_;
   bool window_bad_ = false;
 };
+/// Why a precision policy acting on a non-finite loss as `action` says cannot run inside a captured step.
+inline std::string nonfinite_graph_refusal(std::string_view policy, NonFinite action) {
+  if (action != NonFinite::skip && action != NonFinite::rollback) return {};
+  return fmt::format("{} with NonFinite::{} reads the loss on the host every step to decide whether to step; under "
+                     "step::CudaGraph use NonFinite::error (checked on the device, raised at the next read) or "
+                     "NonFinite::ignore, or loss scaling with a fused optimizer (skips on the device)",
+                     policy, action == NonFinite::skip ? "skip" : "rollback");
+}
 }  // namespace detail
 
 namespace precision {
@@ -133,6 +181,8 @@ struct Fp32 {
   ///@{
   static constexpr Category category = Category::precision;
   static constexpr std::string_view name = "precision::Fp32";
+  /// Its hooks inside the step (the loss check, the step) have a device-only form for a captured step.
+  static constexpr bool graph_safe = true;
   ///@}
 
   /// Fails on a non-finite loss (NonFinite::error).
@@ -152,9 +202,15 @@ struct Fp32 {
   template <class Ctx>
   torch::Tensor transform_loss(Ctx& ctx, torch::Tensor loss) {
     check_.every = check_every;
-    check_.add(ctx, loss, on_nonfinite);
+    if (ctx.capturing()) check_.add_captured(loss, ctx.step_tensor(), on_nonfinite);
+    else check_.add(ctx, loss, on_nonfinite);
     return loss;
   }
+
+  template <class Ctx>
+  void prepare_capture(Ctx& ctx) { check_.prepare_capture(ctx.device()); }
+  template <class Ctx>
+  std::string graph_refusal(Ctx&) const { return detail::nonfinite_graph_refusal(name, on_nonfinite); }
 
   template <class Ctx>
   bool step(Ctx& ctx) {

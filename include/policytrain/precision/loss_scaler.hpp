@@ -96,7 +96,9 @@ class LossScaler {
         else it->grads.push_back(g);
       }
 
-    found_inf_.clear();
+    // The flags live from step to step (zeroed here, not reallocated), so that a step captured into a CUDA graph
+    // and the eager steps around it write the same tensors, and update() reads the one the last step wrote.
+    for (auto& d : found_inf_) d.found_inf.zero_();
     for (auto& grp : groups) {
       auto it = std::find_if(found_inf_.begin(), found_inf_.end(),
                              [&](const PerDevice& x) { return x.found_inf.device() == grp.device; });
@@ -104,9 +106,12 @@ class LossScaler {
         found_inf_.push_back({torch::zeros({}, torch::dtype(torch::kFloat).device(grp.device)),
                               inv_scale.to(grp.device, /*non_blocking=*/true)});
         it = std::prev(found_inf_.end());
+      } else {
+        it->inv_scale.copy_(inv_scale, /*non_blocking=*/true);
       }
       at::_amp_foreach_non_finite_check_and_unscale_(grp.grads, it->found_inf, it->inv_scale);
     }
+    checked_ = !groups.empty();
     stage_ = Stage::unscaled;
   }
 
@@ -117,7 +122,7 @@ class LossScaler {
       throw std::logic_error("policytrain::precision::LossScaler::step: already called since the last update(); "
                              "call update() after each step");
     if (stage_ == Stage::ready) unscale(opt);
-    if (found_inf_.empty())
+    if (!checked_)
       throw std::logic_error("policytrain::precision::LossScaler::step: no gradients were checked (no parameter of "
                              "the optimizer has a gradient); call backward on the scaled loss before stepping");
     double inf = 0;
@@ -142,7 +147,7 @@ class LossScaler {
       throw std::logic_error("policytrain::precision::LossScaler::step_on_device: the optimizer already has a "
                              "grad_scale or found_inf set; clear_grad_scaling() it, the scaler sets its own");
     if (stage_ == Stage::ready) unscale(opt);
-    if (found_inf_.empty())
+    if (!checked_)
       throw std::logic_error("policytrain::precision::LossScaler::step_on_device: no gradients were checked (no "
                              "parameter of the optimizer has a gradient); call backward on the scaled loss first");
     // 0 or 1 exactly (the kernels skip on found_inf == 1), whatever the number of devices.
@@ -173,13 +178,28 @@ class LossScaler {
   /// Updates the scale from this step's inf checks (all devices combined); readies the next step.
   void update() {
     require_scale("update");
-    if (found_inf_.empty())
+    if (!checked_)
       throw std::logic_error("policytrain::precision::LossScaler::update: no inf checks were recorded; "
                              "call unscale() or step() before update()");
     const torch::Tensor combined = combined_found_inf();
     at::_amp_update_scale_(scale_, tracker_, combined, o_.growth_factor, o_.backoff_factor, o_.growth_interval);
-    found_inf_.clear();
+    checked_ = false;
     stage_ = Stage::ready;
+  }
+
+  /// Allocates what a captured step writes but would otherwise allocate inside the capture (the device skip
+  /// counter), so that it lives outside the graph's memory pool. Called by the precision policy's prepare_capture.
+  void prepare_capture(const torch::Device& device) {
+    if (!pending_skips_.defined()) pending_skips_ = torch::zeros({}, torch::dtype(torch::kLong).device(device));
+  }
+  /// Records that a replayed CUDA graph ran this step's unscale and step on the device (their host code did not
+  /// run), so that update() follows as after step(). Throws when no step was ever checked (nothing was captured).
+  void replayed() {
+    if (found_inf_.empty())
+      throw std::logic_error("policytrain::precision::LossScaler::replayed: no step was ever unscaled; a replayed "
+                             "graph must have captured unscale() and step_on_device()");
+    checked_ = true;
+    stage_ = Stage::stepped;
   }
 
   /// Abandons the current step: forgets its inf checks and readies the next one, leaving the scale and the
@@ -187,7 +207,7 @@ class LossScaler {
   /// optimizer.step()), whose gradients the caller discards; GradScaler has no such call, its per-step state
   /// is per optimizer and lives until update().
   void discard_step() {
-    found_inf_.clear();
+    checked_ = false;
     stage_ = Stage::ready;
   }
 
@@ -201,6 +221,7 @@ class LossScaler {
   }
   /// Whether the last unscale() found an inf/NaN gradient (false before any unscale in this step).
   bool found_inf() const {
+    if (!checked_) return false;
     double inf = 0;
     for (const auto& d : found_inf_) inf += d.found_inf.item<double>();
     return inf != 0;
@@ -228,7 +249,7 @@ class LossScaler {
       scale_.fill_(o_.init_scale);
       tracker_.fill_(init_tracker_);
     }
-    found_inf_.clear();
+    checked_ = false;
     stage_ = Stage::ready;
   }
 
@@ -268,7 +289,8 @@ class LossScaler {
   torch::Tensor scale_, tracker_;
   int64_t init_tracker_ = 0;
   int64_t skipped_ = 0;
-  std::vector<PerDevice> found_inf_;
+  std::vector<PerDevice> found_inf_;  // per device, kept from step to step
+  bool checked_ = false;              // whether this step's gradients were unscaled and checked
   torch::Tensor pending_skips_;  // steps skipped on the device by step_on_device(), not yet read
   Stage stage_ = Stage::ready;
 };
