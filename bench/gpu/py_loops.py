@@ -129,6 +129,39 @@ def run_eager(model, batches, reps):
             return
 
 
+def run_graph(model, batches, reps, dev):
+    """PyTorch's "whole network capture" (torch.cuda.graphs docs): warm-up on a side stream, forward, backward and
+    the fused, capturable AdamW captured into one CUDA graph, replayed per batch after copying it into static inputs.
+    The reference for step::CudaGraph."""
+    if dev.type != "cuda":
+        raise RuntimeError("python_graph captures a CUDA graph: it needs --device cuda")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True, capturable=True)
+    model.train()
+    sx, sy = batches[0][0].clone(), batches[0][1].clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            F.cross_entropy(model(sx), sy).backward()
+            opt.step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        F.cross_entropy(model(sx), sy).backward()
+        opt.step()
+    i = 0
+    while True:
+        x, y = batches[i % len(batches)]
+        i += 1
+        sx.copy_(x)
+        sy.copy_(y)
+        graph.replay()
+        if reps.step_done():
+            return
+
+
 def run_lightning(model, batches, reps, dev):
     import lightning as L
 
@@ -207,10 +240,12 @@ def main():
             try:
                 if v == "python_eager":
                     run_eager(model, batches, reps)
+                elif v == "python_graph":
+                    run_graph(model, batches, reps, dev)
                 elif v == "lightning":
                     row["lightning"] = run_lightning(model, batches, reps, dev)
                 else:
-                    sys.exit(f"py_loops: variant '{v}'; expected python_eager or lightning")
+                    sys.exit(f"py_loops: variant '{v}'; expected python_eager, python_graph or lightning")
                 row.update(reps.result())
                 row["samples_per_second"] = row["steps_per_second"] * bs
                 print(f"loops_py: {m} {v} {row['steps_per_second']:.1f} steps/s (cv {row['cv']:.3f}, "

@@ -161,12 +161,13 @@ def main():
                   f"precision::Fp32> with NonFinite::ignore; `trainer_checked`: Trainer<Task> with every default, which "
                   f"reads the loss each step to check it is finite (one device sync per step); `trainer_graph`: `trainer` "
                   f"with step::CudaGraph, the whole step (forward, backward, fused AdamW) one CUDA graph replayed per "
-                  f"batch (on the CPU, smoke runs only: its emulation); `libtorch_loop`: a "
+                  f"batch (on the CPU, smoke runs only: its emulation); `python_graph`: PyTorch's whole-network capture "
+                  f"(torch.cuda.graph, AdamW(fused=True, capturable=True)); `libtorch_loop`: a "
                   f"hand-written loop; `lightning`: L.Trainer(precision='32-true', logger=False, "
                   f"enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False).\n")
         md.append("| model | loop | steps/s | samples/s | relative to `trainer` | GPU idle fraction | cv |")
         md.append("|---|---|---|---|---|---|---|")
-        order = ["trainer", "trainer_graph", "libtorch_loop", "python_eager", "lightning", "trainer_checked"]
+        order = ["trainer", "trainer_graph", "libtorch_loop", "python_eager", "python_graph", "lightning", "trainer_checked"]
         verdicts = []
         for model in ("fmnist", "mlp"):
             mrows = sorted((r for r in rows if r["model"] == model),
@@ -179,11 +180,13 @@ def main():
                 r["relative_to_trainer"] = r["steps_per_second"] / ref if ref else None
                 md.append(f"| {model} | {r['variant']} | {r['steps_per_second']:.1f} | {r['samples_per_second']:.0f} | "
                           f"{'%.2f' % r['relative_to_trainer'] if ref else 'n/a'} | {fmt_idle(r)} | {r['cv']:.3f} |")
-            others = [r for r in mrows if "error" not in r and r["variant"] not in ("trainer", "trainer_checked", "trainer_graph")]
+            others = [r for r in mrows if "error" not in r and r["variant"] not in ("trainer", "trainer_checked", "trainer_graph", "python_graph")]
             graph = next((r for r in mrows if r["variant"] == "trainer_graph" and "error" not in r), None)
             if ref and graph:
+                pyg = next((r for r in mrows if r["variant"] == "python_graph" and "error" not in r), None)
                 verdicts.append(f"{model}: `trainer_graph` runs at {graph['steps_per_second'] / ref:.2f}x the steps/s "
-                                f"of eager `trainer`")
+                                f"of eager `trainer`" + (f" and {graph['steps_per_second'] / pyg['steps_per_second']:.2f}x "
+                                                         f"Python's whole-network capture" if pyg else ""))
             if ref and others:
                 best = max(others, key=lambda r: r["steps_per_second"])
                 verdicts.append(f"{model}: `trainer` runs at {ref / best['steps_per_second']:.2f}x the steps/s of the "

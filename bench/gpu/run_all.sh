@@ -57,7 +57,7 @@ else
   AUTOB=()
   LIMIT_AMP=120 LIMIT_LOOPS=45 LIMIT_PY=75 LIMIT_DATA=45 LIMIT_AUTOB=75
 fi
-PY_VARIANTS=python_eager,lightning
+PY_VARIANTS=python_eager,python_graph,lightning
 if ! "$PY" -c 'import lightning' 2>/dev/null; then
   if ((SMOKE)); then
     PY_VARIANTS=python_eager
