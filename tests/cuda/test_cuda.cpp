@@ -445,21 +445,23 @@ TEST_CASE("CUDA: the default and the AMP step synchronise nowhere (sync debug mo
 TEST_CASE("CUDA step::CudaGraph: replaying the captured whole step gives the eager step's parameters over 50 steps "
           "(dropout on, fp16 AMP with loss scaling, a schedule moving the lr, clipping, a short last batch)") {
   if (!gpu_or_skip()) return;
+  SyncDebugOff off;
   auto data = gpu_batches(50, true);
   using AC = pt::precision::Autocast;
-  const auto run = [&](bool graph, int64_t* replays = nullptr, int64_t* fallbacks = nullptr) {
+  const auto run = [&](bool graph, uint64_t dropout_seed, int64_t* replays = nullptr, int64_t* fallbacks = nullptr) {
     torch::manual_seed(5);
     DropMlpTask task{DropMlp()};
     task.net->to(torch::kCUDA);
-    torch::cuda::manual_seed_all(9);  // the same dropout masks in both runs, if the graph advances the generator
+    torch::cuda::manual_seed_all(dropout_seed);  // the same masks in both runs, if the graph advances the generator
     pt::optim::FusedAdamW opt(task.module().parameters(), torch::optim::AdamWOptions(2e-3));
     AC amp({.dtype = torch::kHalf});
     pt::schedule::Lr lr({.kind = pt::schedule::Kind::cosine, .warmup_steps = 10});
     pt::callbacks::GradClip clip({.mode = pt::callbacks::GradClip::Mode::norm, .max_norm = 1.0});
     std::vector<torch::Tensor> out;
     if (graph) {
-      pt::Trainer<DropMlpTask, AC, pt::schedule::Lr, pt::callbacks::GradClip, pt::step::CudaGraph> t(
-          task, opt, amp, lr, clip, pt::step::CudaGraph({.warmup_steps = 3}));
+      // Replays synchronise nowhere either: sync debug mode "error" from step 5 (after the capture) to step 50.
+      pt::Trainer<DropMlpTask, AC, pt::schedule::Lr, pt::callbacks::GradClip, pt::step::CudaGraph, SyncDebug> t(
+          task, opt, amp, lr, clip, pt::step::CudaGraph({.warmup_steps = 3}), SyncDebug{5, 50});
       t.fit(data, {.epochs = 1});
       *replays = t.get<pt::step::CudaGraph>().replays();
       *fallbacks = t.get<pt::step::CudaGraph>().fallbacks();
@@ -471,11 +473,17 @@ TEST_CASE("CUDA step::CudaGraph: replaying the captured whole step gives the eag
     return torch::cat(out);
   };
   int64_t replays = 0, fallbacks = 0;
-  const auto eager = run(false), graph = run(true, &replays, &fallbacks);
+  const auto eager = run(false, 9), graph = run(true, 9, &replays, &fallbacks);
+  // The scale of a real difference: the same eager run with other dropout masks. A graph that replayed one mask,
+  // or a stale lr, or a lost step, lands about that far away; kernels that round differently under capture land
+  // orders of magnitude closer.
+  const auto other_masks = run(false, 10);
   CHECK(replays == 47);
   CHECK(fallbacks == 1);
   const double diff = (eager - graph).abs().max().item<double>();
-  INFO("max |eager - graph| = " << diff);
-  CHECK(diff <= 1e-5);
+  const double spread = (eager - other_masks).abs().max().item<double>();
+  INFO("max |eager - graph| = " << diff << ", max |eager - eager with other masks| = " << spread);
+  CHECK(spread > 1e-4);
+  CHECK(diff <= 0.01 * spread);
   CHECK(torch::isfinite(graph).all().item<bool>());
 }
