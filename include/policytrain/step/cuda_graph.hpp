@@ -204,8 +204,10 @@ class CapturedStep {
  public:
   /// Name in logs and summaries.
   static constexpr std::string_view name = Backend::name;
+  /// The settings (warm-up steps).
   using Options = GraphOptions;
 
+  /// Default settings.
   CapturedStep() = default;
   /// Throws std::invalid_argument for warmup_steps < 1.
   explicit CapturedStep(Options o) : o_(o) {
@@ -214,8 +216,11 @@ class CapturedStep {
                                               "state must exist before the step is captured)",
                                               name, o_.warmup_steps));
   }
+  /// A copy or move takes the settings only: a graph belongs to the policy that captured it.
+  ///@{
   CapturedStep(const CapturedStep& o) : o_(o.o_) {}
   CapturedStep(CapturedStep&& o) noexcept : o_(o.o_) {}
+  ///@}
 
   /// The settings.
   const Options& options() const { return o_; }
@@ -252,6 +257,7 @@ class CapturedStep {
     if (!step_.defined() || step_.device() != ctx.device())
       step_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(ctx.device()));
   }
+  ///@}
 
   /// Nothing to save; loading a state (a resume: the optimizer's state tensors are new) drops the graph, so that
   /// the next step warms up and captures again.
@@ -260,6 +266,8 @@ class CapturedStep {
   void load_state_dict(const StateDict&) { reset(); }
   ///@}
 
+  /// Runs one step's device work `body(batch)`: eagerly (warm-up, or a batch of another shape), or by capturing
+  /// it once and replaying the graph. Returns whether the step was taken (a replay: true; a skip is on the device).
   template <class Ctx, class Body>
   bool run_step(Ctx& ctx, const Batch& b, Body&& body) {
     if (warm_ < o_.warmup_steps) {
@@ -312,7 +320,6 @@ class CapturedStep {
   const torch::Tensor& step_tensor() const { return step_; }
   /// Whether the Trainer must leave the gradients in place after a step (once captured: the graph writes them).
   bool keeps_grads() const { return captured_; }
-  ///@}
 
  private:
   bool matches(const Batch& b) const {

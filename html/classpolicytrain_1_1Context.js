@@ -1,0 +1,26 @@
+var classpolicytrain_1_1Context =
+[
+    [ "Context", "classpolicytrain_1_1Context.html#a973ec387397b4fcd52c8e22aaeaec9ef", null ],
+    [ "agree_any", "classpolicytrain_1_1Context.html#a21cdedbb989addff314d38c7b5184dce", null ],
+    [ "capturing", "classpolicytrain_1_1Context.html#aa7112e5840d882ea1c31f4cd55b77632", null ],
+    [ "device", "classpolicytrain_1_1Context.html#af656408a6bffdb61832927c6d2479a4e", null ],
+    [ "epoch_batches", "classpolicytrain_1_1Context.html#af544ace19b9392dfd918836c2bb49626", null ],
+    [ "flush_checks", "classpolicytrain_1_1Context.html#a43229ce2956c89167a01ba389e042c5f", null ],
+    [ "get", "classpolicytrain_1_1Context.html#a0858ee70ca5312b298987c85ac6911b3", null ],
+    [ "graph_refusals", "classpolicytrain_1_1Context.html#ae0e4bec91da7b54da0279b7c40b9f98b", null ],
+    [ "has", "classpolicytrain_1_1Context.html#ab76f91fc2bd1fe7cd3fdada8d68b4254", null ],
+    [ "is_last_micro_step", "classpolicytrain_1_1Context.html#af6d3dedbbbf8738c6bc398f5c6a78f05", null ],
+    [ "is_main", "classpolicytrain_1_1Context.html#a7f3f84a1cd928fe5512be1a505275e20", null ],
+    [ "load_state_dict", "classpolicytrain_1_1Context.html#aebc6288b4141da4da695d677ab8f9040", null ],
+    [ "lr", "classpolicytrain_1_1Context.html#a32ec9eda1ff3e1c4ac541e3ff026f6e3", null ],
+    [ "module", "classpolicytrain_1_1Context.html#a9c8cd0251e2e716aebbbb81eaab4916d", null ],
+    [ "optimizer", "classpolicytrain_1_1Context.html#ab7e6d1a9cc984c200d782874d6af2f7c", null ],
+    [ "options", "classpolicytrain_1_1Context.html#a1e5efec469a5bb55d4cf11729bd2bb50", null ],
+    [ "policy", "classpolicytrain_1_1Context.html#a6144f42aaf5d3bed8e5fab2d151471d5", null ],
+    [ "prepare_capture", "classpolicytrain_1_1Context.html#a348c68aa5b36bcb30df7817ad7381699", null ],
+    [ "replayed", "classpolicytrain_1_1Context.html#a741f32a3470b62b196f23b5330dc9de5", null ],
+    [ "state", "classpolicytrain_1_1Context.html#a64a20904a1ce67e50a0a87a56ac34137", null ],
+    [ "state_dict", "classpolicytrain_1_1Context.html#ae8d438399372a3a337b1a51a96f8dcef", null ],
+    [ "step_tensor", "classpolicytrain_1_1Context.html#a36628ff7f90edf9e664e1bfcbc6b19b2", null ],
+    [ "task", "classpolicytrain_1_1Context.html#adefdf05988311bd9f5e55145d9b5ce6e", null ]
+];

@@ -1,0 +1,26 @@
+var classpolicytrain_1_1checkpoint_1_1Disk =
+[
+    [ "Options", "structpolicytrain_1_1checkpoint_1_1Disk_1_1Options.html", "structpolicytrain_1_1checkpoint_1_1Disk_1_1Options" ],
+    [ "Disk", "classpolicytrain_1_1checkpoint_1_1Disk.html#afbc70160fce154e04f8580a4b64a580a", null ],
+    [ "best_epoch", "classpolicytrain_1_1checkpoint_1_1Disk.html#a6c28c34a68a534bf134b5d8adf1a21c8", null ],
+    [ "best_metric", "classpolicytrain_1_1checkpoint_1_1Disk.html#aae4dc8a65c5ff8ed3affd04e811561a0", null ],
+    [ "enabled", "classpolicytrain_1_1checkpoint_1_1Disk.html#a1747e58674577415d706d74df58bb43e", null ],
+    [ "files_written", "classpolicytrain_1_1checkpoint_1_1Disk.html#aa1b8ac46400fd41179d47ea2a50a6baa", null ],
+    [ "fingerprint", "classpolicytrain_1_1checkpoint_1_1Disk.html#a54e653978a5176fe94ca6b344caa56d0", null ],
+    [ "fingerprint", "classpolicytrain_1_1checkpoint_1_1Disk.html#aa7219a5dd3fc8ee5ec78bad86a52abf7", null ],
+    [ "history", "classpolicytrain_1_1checkpoint_1_1Disk.html#aba44d75bc63aa69f34f6c1999c8c934e", null ],
+    [ "last_save_seconds", "classpolicytrain_1_1checkpoint_1_1Disk.html#aadd9b68e019ff78c8b1b46decef0506d", null ],
+    [ "load_state_dict", "classpolicytrain_1_1checkpoint_1_1Disk.html#a6d68a58e497420590a1e34a6cf54c5be", null ],
+    [ "on_epoch_end", "classpolicytrain_1_1checkpoint_1_1Disk.html#a6aaba19b9c3adba043556526f9b6fe16", null ],
+    [ "on_fit_begin", "classpolicytrain_1_1checkpoint_1_1Disk.html#a40055b740a99f3180d6eb85157fae9b1", null ],
+    [ "on_fit_end", "classpolicytrain_1_1checkpoint_1_1Disk.html#adf1b79ee4e8a78f5d9ddc8af53b37e6c", null ],
+    [ "on_step_end", "classpolicytrain_1_1checkpoint_1_1Disk.html#a43c46dc775250b7a14fda49aea6f04d1", null ],
+    [ "on_validation_end", "classpolicytrain_1_1checkpoint_1_1Disk.html#ac3cb64a64d84b132ae3593b3cd8cb0df", null ],
+    [ "options", "classpolicytrain_1_1checkpoint_1_1Disk.html#aaf3b2caad9c7c48f6d25350e7ec02126", null ],
+    [ "resumed_from", "classpolicytrain_1_1checkpoint_1_1Disk.html#a5d6a91b248bdfeefc823e3ea9032aa2b", null ],
+    [ "save", "classpolicytrain_1_1checkpoint_1_1Disk.html#a73700c5e6b6af93db0525e39eaca34cd", null ],
+    [ "state_dict", "classpolicytrain_1_1checkpoint_1_1Disk.html#a8929dfc94eda98df598d8da70d28d495", null ],
+    [ "wait", "classpolicytrain_1_1checkpoint_1_1Disk.html#afe31a5953a019cbf7a0a30eaa9497ab7", null ],
+    [ "category", "classpolicytrain_1_1checkpoint_1_1Disk.html#ad420f9a382702424312240784735a292", null ],
+    [ "name", "classpolicytrain_1_1checkpoint_1_1Disk.html#a8308588dd84688cd4e128f015ac3e9bb", null ]
+];

@@ -1,0 +1,27 @@
+var functions_dup =
+[
+    [ "a", "functions.html", null ],
+    [ "b", "functions_b.html", null ],
+    [ "c", "functions_c.html", null ],
+    [ "d", "functions_d.html", null ],
+    [ "e", "functions_e.html", null ],
+    [ "f", "functions_f.html", null ],
+    [ "g", "functions_g.html", null ],
+    [ "h", "functions_h.html", null ],
+    [ "i", "functions_i.html", null ],
+    [ "k", "functions_k.html", null ],
+    [ "l", "functions_l.html", null ],
+    [ "m", "functions_m.html", null ],
+    [ "n", "functions_n.html", null ],
+    [ "o", "functions_o.html", null ],
+    [ "p", "functions_p.html", null ],
+    [ "r", "functions_r.html", null ],
+    [ "s", "functions_s.html", null ],
+    [ "t", "functions_t.html", null ],
+    [ "u", "functions_u.html", null ],
+    [ "v", "functions_v.html", null ],
+    [ "w", "functions_w.html", null ],
+    [ "x", "functions_x.html", null ],
+    [ "y", "functions_y.html", null ],
+    [ "~", "functions_~.html", null ]
+];

@@ -1,0 +1,27 @@
+var searchData=
+[
+  ['wait_0',['wait',['../structpolicytrain_1_1callbacks_1_1Profiler_1_1Options.html#a1c2b415af912e324f1fcdebd6192eab8',1,'policytrain::callbacks::Profiler::Options::wait()'],['../classpolicytrain_1_1callbacks_1_1EarlyStopping.html#a4ba3897ca24afba81ce4a4b78a3efd73',1,'policytrain::callbacks::EarlyStopping::wait()'],['../classpolicytrain_1_1checkpoint_1_1AsyncWriter.html#ad5c853a73e5246fc3d49bf50d977e038',1,'policytrain::checkpoint::AsyncWriter::wait()'],['../classpolicytrain_1_1checkpoint_1_1Disk.html#afe31a5953a019cbf7a0a30eaa9497ab7',1,'policytrain::checkpoint::Disk::wait()']]],
+  ['warmup_1',['warmup',['../structpolicytrain_1_1callbacks_1_1Profiler_1_1Options.html#ad19a5177a80631222145dac2991fb175',1,'policytrain::callbacks::Profiler::Options::warmup()'],['../classpolicytrain_1_1callbacks_1_1Profiler.html#adeb2594543dcbfd3cb223f393cc9abfba468bfe2bd0d39a960b0fafb3d1e389ee',1,'policytrain::callbacks::Profiler::warmup()']]],
+  ['warmup_5fbatches_2',['warmup_batches',['../structpolicytrain_1_1accumulate_1_1NominalBatch_1_1Options.html#af79e7c5e9105889bdb4764e0c3a10bc1',1,'policytrain::accumulate::NominalBatch::Options']]],
+  ['warmup_5fbias_5flr_3',['warmup_bias_lr',['../structpolicytrain_1_1schedule_1_1LrOptions.html#a8ba614165d45c641dc4e604379ddfb4c',1,'policytrain::schedule::LrOptions']]],
+  ['warmup_5fepochs_4',['warmup_epochs',['../structpolicytrain_1_1schedule_1_1LrOptions.html#a0e92dd6472138f3779a7930ec7c139f7',1,'policytrain::schedule::LrOptions']]],
+  ['warmup_5fmode_5',['warmup_mode',['../structpolicytrain_1_1schedule_1_1LrOptions.html#a44811317e059c202685ec655b8ccacbc',1,'policytrain::schedule::LrOptions']]],
+  ['warmup_5fmomentum_6',['warmup_momentum',['../structpolicytrain_1_1schedule_1_1LrOptions.html#a5e231b1154ae45535d92bad73063d1e5',1,'policytrain::schedule::LrOptions']]],
+  ['warmup_5fstart_5ffactor_7',['warmup_start_factor',['../structpolicytrain_1_1schedule_1_1LrOptions.html#aa755468755513602d9ad3b6f5de47840',1,'policytrain::schedule::LrOptions']]],
+  ['warmup_5fsteps_8',['warmup_steps',['../structpolicytrain_1_1callbacks_1_1DivergenceRollback_1_1Options.html#a2b5e3843d3c4bddedb49b069fcab4f0a',1,'policytrain::callbacks::DivergenceRollback::Options::warmup_steps()'],['../structpolicytrain_1_1schedule_1_1LrOptions.html#a64fd2b0bc60fe81ed9f758b06b1c91ca',1,'policytrain::schedule::LrOptions::warmup_steps()'],['../structpolicytrain_1_1step_1_1GraphOptions.html#a35114810440d24e42bf9ebd0f2e5d22b',1,'policytrain::step::GraphOptions::warmup_steps()'],['../lr_8hpp.html#ada2b3c19cc7f363f68156021712aa412',1,'policytrain::schedule::warmup_steps(const LrOptions &amp;o, const Horizon &amp;h)']]],
+  ['warmupmode_9',['WarmupMode',['../lr_8hpp.html#a06826186c0f78b2c2448804bd496207d',1,'policytrain::schedule']]],
+  ['weight_5fdecay_5ffactor_10',['weight_decay_factor',['../classpolicytrain_1_1accumulate_1_1NominalBatch.html#a0941f2726e6ac8658bb8c612ef973292',1,'policytrain::accumulate::NominalBatch']]],
+  ['weight_5fdecay_5fof_11',['weight_decay_of',['../window__mean_8hpp.html#aacae6d82ae571a481bf0ab0034daf6b1',1,'policytrain']]],
+  ['weighted_5favg_12',['weighted_avg',['../structpolicytrain_1_1ClassificationReport.html#a6ab6f6e9a1f06d3e947e60d4d3353e23',1,'policytrain::ClassificationReport']]],
+  ['weights_5fonly_13',['weights_only',['../structpolicytrain_1_1checkpoint_1_1Disk_1_1Options.html#ade2ef96c089bcf562974e8ef40e878bc',1,'policytrain::checkpoint::Disk::Options']]],
+  ['window_5fmean_2ehpp_14',['window_mean.hpp',['../window__mean_8hpp.html',1,'']]],
+  ['window_5fopen_15',['window_open',['../classpolicytrain_1_1callbacks_1_1Profiler.html#a2ab4b0c3d21f6d918e604f8e7f985b5e',1,'policytrain::callbacks::Profiler']]],
+  ['window_5fsamples_16',['window_samples',['../structpolicytrain_1_1TrainState.html#a923e565713ec673202afffd21090b3fd',1,'policytrain::TrainState']]],
+  ['with_5fstack_17',['with_stack',['../structpolicytrain_1_1callbacks_1_1Profiler_1_1Options.html#a7d825466db7e60303e61c0678e30fc1d',1,'policytrain::callbacks::Profiler::Options']]],
+  ['with_5fweights_18',['with_weights',['../classpolicytrain_1_1callbacks_1_1Ema.html#ae9e383ac3aed47d2e9208d862b5a9b4e',1,'policytrain::callbacks::Ema']]],
+  ['workers_19',['workers',['../structpolicytrain_1_1data_1_1PrefetchOptions.html#ad0c8ebacbb0fa5c4b552814fbb23e937',1,'policytrain::data::PrefetchOptions']]],
+  ['world_5fsize_20',['world_size',['../structpolicytrain_1_1checkpoint_1_1RunInfo.html#a4e83c1a1412996805740dd3e1e104d5d',1,'policytrain::checkpoint::RunInfo::world_size()'],['../structpolicytrain_1_1data_1_1LoaderOptions.html#a95474f4af606e3ad7019bf40c49e9f09',1,'policytrain::data::LoaderOptions::world_size()'],['../structpolicytrain_1_1parallel_1_1Environment.html#a90280ad2b6e3af38413f3d0ad4a3bd3b',1,'policytrain::parallel::Environment::world_size()'],['../classpolicytrain_1_1accumulate_1_1NominalBatch.html#a1413ddacdf080302f17ca40bdffae077',1,'policytrain::accumulate::NominalBatch::world_size()'],['../classpolicytrain_1_1parallel_1_1DataParallel.html#aa32498af961cbe7fa1789311e3954d5d',1,'policytrain::parallel::DataParallel::world_size()']]],
+  ['worse_21',['worse',['../structpolicytrain_1_1Monitor.html#aed3d181f720f4d1b154184f28626c230',1,'policytrain::Monitor']]],
+  ['write_5fatomic_22',['write_atomic',['../format_8hpp.html#ada17bcfd22915e9c5cdc3820cf4d5641',1,'policytrain::checkpoint']]],
+  ['write_5ffile_23',['write_file',['../format_8hpp.html#a9027cd8caeeb5b3a78fdbed2d4ee6af8',1,'policytrain::checkpoint']]]
+];

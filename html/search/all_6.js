@@ -1,0 +1,23 @@
+var searchData=
+[
+  ['gamma_0',['gamma',['../structpolicytrain_1_1schedule_1_1LrOptions.html#a39cb000485deb3d190f0968cf13d49b9',1,'policytrain::schedule::LrOptions']]],
+  ['get_1',['get',['../classpolicytrain_1_1Context.html#a0858ee70ca5312b298987c85ac6911b3',1,'policytrain::Context::get()'],['../structpolicytrain_1_1Metrics.html#aea49a25be5ae52e69ee0b4920194d3b4',1,'policytrain::Metrics::get()'],['../classpolicytrain_1_1Trainer.html#a7999c5a29e44773111af407b71cefdd6',1,'policytrain::Trainer::get()']]],
+  ['global_5fbatch_2',['global_batch',['../structpolicytrain_1_1accumulate_1_1AutoBatchOptions.html#a5e29df00c7dbd0999508af28b4f3bdb0',1,'policytrain::accumulate::AutoBatchOptions::global_batch()'],['../structpolicytrain_1_1accumulate_1_1BatchPlan.html#aa3d0865012533cdf53a0e43e16ff8c68',1,'policytrain::accumulate::BatchPlan::global_batch()']]],
+  ['global_5fstep_3',['global_step',['../structpolicytrain_1_1TrainState.html#a38573293383c9cb37a69385976b8b882',1,'policytrain::TrainState']]],
+  ['global_5fsteps_4',['global_steps',['../structpolicytrain_1_1FitResult.html#ac43ed186084e33bad1cf76204f53b3a4',1,'policytrain::FitResult']]],
+  ['gloo_5fthreads_5',['gloo_threads',['../structpolicytrain_1_1parallel_1_1DataParallelOptions.html#ae98b4b1709c62c4356d74638e4eb9238',1,'policytrain::parallel::DataParallelOptions']]],
+  ['grad_5fclip_2ehpp_6',['grad_clip.hpp',['../grad__clip_8hpp.html',1,'']]],
+  ['grad_5fscale_7',['grad_scale',['../classpolicytrain_1_1optim_1_1FusedGradScaling.html#af4e63e0c224449e93f18d97dbd777f2b',1,'policytrain::optim::FusedGradScaling']]],
+  ['gradclip_8',['GradClip',['../classpolicytrain_1_1callbacks_1_1GradClip.html#aa08e728d0a56acb5081239f80d14b494',1,'policytrain::callbacks::GradClip::GradClip()'],['../classpolicytrain_1_1callbacks_1_1GradClip.html',1,'policytrain::callbacks::GradClip']]],
+  ['gradient_5fas_5fbucket_5fview_9',['gradient_as_bucket_view',['../structpolicytrain_1_1parallel_1_1DataParallelOptions.html#ad58c86969d0a226f4c4f146298921915',1,'policytrain::parallel::DataParallelOptions']]],
+  ['graph_5frefusal_10',['graph_refusal',['../classpolicytrain_1_1precision_1_1Autocast.html#ac6b8e57ea32bfb29781da4d5bd491f43',1,'policytrain::precision::Autocast::graph_refusal()'],['../structpolicytrain_1_1precision_1_1Fp32.html#a0c6259349162ac345442d75de72531f2',1,'policytrain::precision::Fp32::graph_refusal()']]],
+  ['graph_5frefusals_11',['graph_refusals',['../classpolicytrain_1_1Context.html#ae0e4bec91da7b54da0279b7c40b9f98b',1,'policytrain::Context']]],
+  ['graph_5fsafe_12',['graph_safe',['../classpolicytrain_1_1callbacks_1_1GradClip.html#af9517d1fe372c7712b8092c77faf7ca8',1,'policytrain::callbacks::GradClip::graph_safe()'],['../classpolicytrain_1_1precision_1_1Autocast.html#a73a2692196d8ad1be04fa99082d5fe11',1,'policytrain::precision::Autocast::graph_safe()'],['../structpolicytrain_1_1precision_1_1Fp32.html#a399acfb636c0b4546e5eb78fe092db31',1,'policytrain::precision::Fp32::graph_safe()']]],
+  ['graph_5fsafe_5fv_13',['graph_safe_v',['../hooks_8hpp.html#a9354c595f8b9ff3474abadcda3c00eda',1,'policytrain']]],
+  ['graphemulation_14',['GraphEmulation',['../cuda__graph_8hpp.html#ad09884432ddbb35b547cf1593a88b485',1,'policytrain::step']]],
+  ['graphoptions_15',['GraphOptions',['../structpolicytrain_1_1step_1_1GraphOptions.html',1,'policytrain::step']]],
+  ['graphreplayable_16',['GraphReplayable',['../classpolicytrain_1_1optim_1_1GraphReplayable.html',1,'policytrain::optim']]],
+  ['growth_5ffactor_17',['growth_factor',['../structpolicytrain_1_1precision_1_1LossScaler_1_1Options.html#a2a1d18e099d91913a00f7ddf7cbec7fd',1,'policytrain::precision::LossScaler::Options']]],
+  ['growth_5finterval_18',['growth_interval',['../structpolicytrain_1_1precision_1_1LossScaler_1_1Options.html#a0f5ebbd0bf2518f4f88f5f448bea6dcc',1,'policytrain::precision::LossScaler::Options']]],
+  ['growth_5ftracker_19',['growth_tracker',['../classpolicytrain_1_1precision_1_1LossScaler.html#a4f13a6531d30cfc8f3a8164bf1fb0035',1,'policytrain::precision::LossScaler']]]
+];

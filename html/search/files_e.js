@@ -1,0 +1,4 @@
+var searchData=
+[
+  ['recompute_2ehpp_0',['recompute.hpp',['../recompute_8hpp.html',1,'']]]
+];

@@ -1,0 +1,23 @@
+var searchData=
+[
+  ['last_5fnorm_0',['last_norm',['../classpolicytrain_1_1callbacks_1_1GradClip.html#a863b98ce1a6ada139a7286b6c0cb45e8',1,'policytrain::callbacks::GradClip']]],
+  ['last_5fnorm_5ftensor_1',['last_norm_tensor',['../classpolicytrain_1_1callbacks_1_1GradClip.html#ae553a7d247a0ff01ceb7f1878a9fde8c',1,'policytrain::callbacks::GradClip']]],
+  ['last_5fsave_5fseconds_2',['last_save_seconds',['../classpolicytrain_1_1checkpoint_1_1Disk.html#aadd9b68e019ff78c8b1b46decef0506d',1,'policytrain::checkpoint::Disk']]],
+  ['last_5fspans_3',['last_spans',['../classpolicytrain_1_1callbacks_1_1StepPhases.html#aa6734930523c0ebf09007eb5ef78c64b',1,'policytrain::callbacks::StepPhases']]],
+  ['launch_5flocal_4',['launch_local',['../launch_8hpp.html#a96603e812299cab6ebfbe67bdc49b6e1',1,'policytrain::parallel']]],
+  ['list_5fcheckpoints_5',['list_checkpoints',['../disk_8hpp.html#afbd2820991567d88f4160a728fff080c',1,'policytrain::checkpoint']]],
+  ['live_6',['live',['../classpolicytrain_1_1memory_1_1TensorBytesMeter.html#aa4eede5279ffd16ec8b7e1631dd84d7d',1,'policytrain::memory::TensorBytesMeter']]],
+  ['load_7',['load',['../disk_8hpp.html#a3067efafff006a89f812d42558c7c5bd',1,'policytrain::checkpoint']]],
+  ['load_5ffashion_5fmnist_8',['load_fashion_mnist',['../fashion__mnist_8hpp.html#a458799a0bf5bca0403192e433bbb6da3',1,'policytrain::data']]],
+  ['load_5fstate_5fdict_9',['load_state_dict',['../classpolicytrain_1_1step_1_1CapturedStep.html#aa500c43c14f2c9c66e613da2f09dca06',1,'policytrain::step::CapturedStep::load_state_dict()'],['../classpolicytrain_1_1Trainer.html#aa848500850800e0c0309c1d0373a0d01',1,'policytrain::Trainer::load_state_dict()'],['../classpolicytrain_1_1schedule_1_1Lr.html#ad0ee7ed731dd7b5aebf257cd6cc8c8d7',1,'policytrain::schedule::Lr::load_state_dict()'],['../classpolicytrain_1_1precision_1_1LossScaler.html#ab33bb108171c2af2a09ddfbda71fbf3c',1,'policytrain::precision::LossScaler::load_state_dict()'],['../classpolicytrain_1_1parallel_1_1DataParallel.html#a67bd7081d9fcf6bc6001f7294571b0d4',1,'policytrain::parallel::DataParallel::load_state_dict()'],['../classpolicytrain_1_1Context.html#aebc6288b4141da4da695d677ab8f9040',1,'policytrain::Context::load_state_dict()'],['../classpolicytrain_1_1checkpoint_1_1Disk.html#a6d68a58e497420590a1e34a6cf54c5be',1,'policytrain::checkpoint::Disk::load_state_dict()'],['../classpolicytrain_1_1precision_1_1Autocast.html#a2be69a6839da8c2df6de6c1ae7f57588',1,'policytrain::precision::Autocast::load_state_dict()'],['../classpolicytrain_1_1accumulate_1_1NominalBatch.html#a41967b4cdde5497e4f7344def980bc7b',1,'policytrain::accumulate::NominalBatch::load_state_dict()'],['../classpolicytrain_1_1callbacks_1_1DivergenceRollback.html#aace04a3ce1927f29d55ce456adb78551',1,'policytrain::callbacks::DivergenceRollback::load_state_dict()'],['../classpolicytrain_1_1callbacks_1_1Ema.html#a7371d52915c96753488e484b7ff2c56f',1,'policytrain::callbacks::Ema::load_state_dict()'],['../classpolicytrain_1_1callbacks_1_1EarlyStopping.html#ab84f7b34d3fa04ace777963ddf6fed0d',1,'policytrain::callbacks::EarlyStopping::load_state_dict()']]],
+  ['load_5fweights_10',['load_weights',['../archive_8hpp.html#a3882041e348b2afebaf9d0a5ecc48111',1,'policytrain::checkpoint']]],
+  ['local_5frank_11',['local_rank',['../classpolicytrain_1_1parallel_1_1DataParallel.html#a1bebecd499690da413895c9bc616b175',1,'policytrain::parallel::DataParallel']]],
+  ['loss_5fscale_12',['loss_scale',['../classpolicytrain_1_1precision_1_1Autocast.html#acde4005b510c7ad469c185125d3f3302',1,'policytrain::precision::Autocast']]],
+  ['loss_5fvalue_13',['loss_value',['../structpolicytrain_1_1TrainState.html#a638fe19504f494ec103fb9a0d9926d6a',1,'policytrain::TrainState']]],
+  ['lossscaler_14',['LossScaler',['../classpolicytrain_1_1precision_1_1LossScaler.html#ac8811fe56f8b50fb9d9735f67dc17625',1,'policytrain::precision::LossScaler']]],
+  ['lr_15',['lr',['../classpolicytrain_1_1Context.html#a32ec9eda1ff3e1c4ac541e3ff026f6e3',1,'policytrain::Context']]],
+  ['lr_16',['Lr',['../classpolicytrain_1_1schedule_1_1Lr.html#aa50f291ef78165473b4be525547b848c',1,'policytrain::schedule::Lr']]],
+  ['lr_5fat_17',['lr_at',['../classpolicytrain_1_1schedule_1_1Lr.html#a7c5a6c8b89d78820fb19adfe5c87d943',1,'policytrain::schedule::Lr']]],
+  ['lr_5ffactor_18',['lr_factor',['../lr_8hpp.html#a6d64b32e2a66eb16703a7a5675d04abe',1,'policytrain::schedule']]],
+  ['lr_5fscale_19',['lr_scale',['../classpolicytrain_1_1schedule_1_1Lr.html#a7ac868219e183d1964da108d444a2558',1,'policytrain::schedule::Lr']]]
+];

@@ -1,0 +1,19 @@
+var searchData=
+[
+  ['data_0',['data',['../structpolicytrain_1_1callbacks_1_1PhaseTimes.html#a647cee7cd5a1e8106813bc2473b194cb',1,'policytrain::callbacks::PhaseTimes']]],
+  ['data_5fsize_1',['data_size',['../structpolicytrain_1_1checkpoint_1_1RunInfo.html#a71aef2a73bff2b4860aaf664e413adbc',1,'policytrain::checkpoint::RunInfo']]],
+  ['deadline_2',['deadline',['../structpolicytrain_1_1parallel_1_1LaunchOptions.html#a427ca992e34d0c8265196c3e2fd437a8',1,'policytrain::parallel::LaunchOptions']]],
+  ['decay_3',['decay',['../structpolicytrain_1_1callbacks_1_1Ema_1_1Options.html#ad4957d57c78e6ff1c4c1405c3e19eef0',1,'policytrain::callbacks::Ema::Options']]],
+  ['decay_5fend_4',['decay_end',['../structpolicytrain_1_1schedule_1_1LrOptions.html#aebd7befabc1dd0e835d3f9bac47838af',1,'policytrain::schedule::LrOptions']]],
+  ['decay_5ffraction_5',['decay_fraction',['../structpolicytrain_1_1schedule_1_1LrOptions.html#a2bebf4ca860fc80a31e5451b49190293',1,'policytrain::schedule::LrOptions']]],
+  ['deterministic_6',['deterministic',['../structpolicytrain_1_1callbacks_1_1PerfKnobs_1_1Options.html#a3155160e629e8d53f0e1fad92b70f926',1,'policytrain::callbacks::PerfKnobs::Options']]],
+  ['device_7',['device',['../structpolicytrain_1_1data_1_1PrefetchOptions.html#add9118fd5657a5699d4afe79e9f8fc42',1,'policytrain::data::PrefetchOptions::device()'],['../structpolicytrain_1_1precision_1_1Autocast_1_1Options.html#a5fa80c7e1b5ab20753225415e0ce8c27',1,'policytrain::precision::Autocast::Options::device()']]],
+  ['device_5fskip_8',['device_skip',['../structpolicytrain_1_1precision_1_1Autocast_1_1Options.html#acf1402823e244ae79a543694a1c48954',1,'policytrain::precision::Autocast::Options']]],
+  ['device_5fus_9',['device_us',['../structpolicytrain_1_1callbacks_1_1ProfilerOpStats.html#a20b492686ef9924177078efeced91bc0',1,'policytrain::callbacks::ProfilerOpStats']]],
+  ['dir_10',['dir',['../structpolicytrain_1_1callbacks_1_1MetricsLog_1_1Options.html#a40e473201477053c2ce29240b4287780',1,'policytrain::callbacks::MetricsLog::Options::dir()'],['../structpolicytrain_1_1callbacks_1_1Profiler_1_1Options.html#a91fe733ef4fe06c10f276ef2b409e67e',1,'policytrain::callbacks::Profiler::Options::dir()'],['../structpolicytrain_1_1callbacks_1_1TensorBoard_1_1Options.html#ac3b2a9901e02d4838e6e954e3f3b070e',1,'policytrain::callbacks::TensorBoard::Options::dir()']]],
+  ['directory_11',['directory',['../structpolicytrain_1_1checkpoint_1_1Disk_1_1Options.html#af2b84f3da8410928b99c567d8cf4306c',1,'policytrain::checkpoint::Disk::Options']]],
+  ['div_5ffactor_12',['div_factor',['../structpolicytrain_1_1schedule_1_1LrOptions.html#ab9a89b32e2a62bb23954d4db23bdfe28',1,'policytrain::schedule::LrOptions']]],
+  ['divergence_5fthreshold_13',['divergence_threshold',['../structpolicytrain_1_1callbacks_1_1EarlyStopping_1_1Options.html#a803d1cfb44745492780d99b88f23718c',1,'policytrain::callbacks::EarlyStopping::Options']]],
+  ['drop_5flast_14',['drop_last',['../structpolicytrain_1_1data_1_1LoaderOptions.html#acad3118abf59b84a80d7c96cce251816',1,'policytrain::data::LoaderOptions']]],
+  ['dtype_15',['dtype',['../structpolicytrain_1_1precision_1_1Autocast_1_1Options.html#aa1be92681d3020174df582e13d77aff9',1,'policytrain::precision::Autocast::Options']]]
+];

@@ -1,0 +1,28 @@
+var searchData=
+[
+  ['macro_5favg_0',['macro_avg',['../structpolicytrain_1_1ClassificationReport.html#ae4eff5f5744a48d50ec854bb1848aae7',1,'policytrain::ClassificationReport']]],
+  ['master_5faddr_1',['master_addr',['../structpolicytrain_1_1parallel_1_1Environment.html#a0f918e371c4871f8dc4a32afe6e7ecd8',1,'policytrain::parallel::Environment::master_addr()'],['../structpolicytrain_1_1parallel_1_1LaunchOptions.html#a8a32430411696bd0f111108864c6169a',1,'policytrain::parallel::LaunchOptions::master_addr()']]],
+  ['master_5fport_2',['master_port',['../structpolicytrain_1_1parallel_1_1Environment.html#a82278533d94257c909d6e192b13fd168',1,'policytrain::parallel::Environment::master_port()'],['../structpolicytrain_1_1parallel_1_1LaunchOptions.html#a0ce9fe33213440bc65f8b26e60111b78',1,'policytrain::parallel::LaunchOptions::master_port()']]],
+  ['max_5fbatch_3',['max_batch',['../structpolicytrain_1_1accumulate_1_1AutoBatchOptions.html#a55ff949481fca082b89bb97a1a0d8457',1,'policytrain::accumulate::AutoBatchOptions']]],
+  ['max_5fhalvings_4',['max_halvings',['../structpolicytrain_1_1accumulate_1_1AutoBatchOptions.html#ad04e3ef91a43099e29655cdda25f1c8e',1,'policytrain::accumulate::AutoBatchOptions']]],
+  ['max_5fmomentum_5',['max_momentum',['../structpolicytrain_1_1schedule_1_1LrOptions.html#ae88f247099e77b6bf44e6e46ce197850',1,'policytrain::schedule::LrOptions']]],
+  ['max_5fnorm_6',['max_norm',['../structpolicytrain_1_1callbacks_1_1GradClip_1_1Options.html#ab1c4f26512957a6137dc1587bca5d1d7',1,'policytrain::callbacks::GradClip::Options']]],
+  ['max_5frollbacks_7',['max_rollbacks',['../structpolicytrain_1_1callbacks_1_1DivergenceRollback_1_1Options.html#a5dc046fd5ebb8e4b4c458da2b2ff267a',1,'policytrain::callbacks::DivergenceRollback::Options']]],
+  ['max_5fsteps_8',['max_steps',['../structpolicytrain_1_1FitOptions.html#ac5d7899def7a66fad0a834d0791f369a',1,'policytrain::FitOptions']]],
+  ['maximize_9',['maximize',['../structpolicytrain_1_1schedule_1_1LrOptions.html#ae773d7ae7d88df62a4b38ce7de7c0ed4',1,'policytrain::schedule::LrOptions']]],
+  ['mean_10',['mean',['../structpolicytrain_1_1data_1_1NormalizeOptions.html#a524217b35a06fbdc2def3ad9ccc4ce88',1,'policytrain::data::NormalizeOptions']]],
+  ['memory_5ffraction_11',['memory_fraction',['../structpolicytrain_1_1accumulate_1_1AutoBatchOptions.html#aec635c12c19fae4d6e00253e40d6a850',1,'policytrain::accumulate::AutoBatchOptions']]],
+  ['meta_12',['meta',['../structpolicytrain_1_1checkpoint_1_1RawFile.html#a1c3c5ce47eb1fcb1bbe5ee0743bed859',1,'policytrain::checkpoint::RawFile::meta()'],['../structpolicytrain_1_1checkpoint_1_1Loaded.html#a79c95877906d6437eb74fb3b41969367',1,'policytrain::checkpoint::Loaded::meta()']]],
+  ['meta_5fcrc_13',['meta_crc',['../structpolicytrain_1_1checkpoint_1_1Header.html#a6fabd98c3b21fd64e6785416fb568df7',1,'policytrain::checkpoint::Header']]],
+  ['meta_5fsize_14',['meta_size',['../structpolicytrain_1_1checkpoint_1_1Header.html#a492f6b9e4a9bd7bdb778d07f94989db3',1,'policytrain::checkpoint::Header']]],
+  ['metric_15',['metric',['../structpolicytrain_1_1Monitor.html#a0b55b761c564a1278ca00a55f85e3e72',1,'policytrain::Monitor']]],
+  ['micro_5fbatch_16',['micro_batch',['../structpolicytrain_1_1accumulate_1_1BatchPlan.html#af7db4adddad7771c68329d078f3d7c5b',1,'policytrain::accumulate::BatchPlan']]],
+  ['micro_5fstep_17',['micro_step',['../structpolicytrain_1_1TrainState.html#a53850e58b6b6bf0348acf404b804a20c',1,'policytrain::TrainState']]],
+  ['milestones_18',['milestones',['../structpolicytrain_1_1schedule_1_1LrOptions.html#ae533bf2f1063f469cbdcaad5eb9afbc7',1,'policytrain::schedule::LrOptions']]],
+  ['min_5fbatch_19',['min_batch',['../structpolicytrain_1_1accumulate_1_1AutoBatchOptions.html#a46bfad41ead9b73f967687d3d47ac578',1,'policytrain::accumulate::AutoBatchOptions']]],
+  ['min_5fdelta_20',['min_delta',['../structpolicytrain_1_1Monitor.html#a76d41947d25b470f9aa07585b157c082',1,'policytrain::Monitor']]],
+  ['mode_21',['mode',['../structpolicytrain_1_1callbacks_1_1GradClip_1_1Options.html#a45a0a9a52f9ff2f5081f2b82a90ee6f8',1,'policytrain::callbacks::GradClip::Options::mode()'],['../structpolicytrain_1_1Monitor.html#ab59692a3d0b83f30e2d18475e23145fa',1,'policytrain::Monitor::mode()']]],
+  ['model_22',['model',['../structpolicytrain_1_1checkpoint_1_1Loaded.html#aa3523b993e9254c62494108d180096ae',1,'policytrain::checkpoint::Loaded']]],
+  ['momentum_23',['momentum',['../structpolicytrain_1_1schedule_1_1OneCyclePoint.html#aaab4ab3a1d4b27525d68f3d7ce87cae3',1,'policytrain::schedule::OneCyclePoint']]],
+  ['monitor_24',['monitor',['../structpolicytrain_1_1callbacks_1_1EarlyStopping_1_1Options.html#a96515f3f17fdc3a36048703c6ef79d4f',1,'policytrain::callbacks::EarlyStopping::Options::monitor()'],['../structpolicytrain_1_1checkpoint_1_1Disk_1_1Options.html#a144da6489290c7076e8f5bcfe8f72133',1,'policytrain::checkpoint::Disk::Options::monitor()'],['../structpolicytrain_1_1schedule_1_1LrOptions.html#a0338780f40c26f6bb5bb14486c78f9b2',1,'policytrain::schedule::LrOptions::monitor()']]]
+];
