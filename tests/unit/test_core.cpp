@@ -449,7 +449,7 @@ TEST_CASE("step::CudaGraph's step logic (emulated on the CPU): warm-up, one capt
 }
 
 TEST_CASE("step::CudaGraph's step logic (emulated): the unscaled loss check of a replayed step stays on the device "
-          "and its error names the step; configurations that need the host are refused naming the fix") {
+          "and its error names the step, and configurations that need the host are refused naming the fix") {
   auto [x, y] = testing::toy_data(40);
   pt::data::TensorLoader loader(x, y, {.batch_size = 4, .shuffle = false});
   SUBCASE("NonFinite::error: raised at the epoch end, naming the replayed step") {
