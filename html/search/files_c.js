@@ -1,4 +1,0 @@
-var searchData=
-[
-  ['observe_2ehpp_0',['observe.hpp',['../observe_8hpp.html',1,'']]]
-];
