@@ -25,6 +25,8 @@ struct FastpathFlags {
   int64_t workers = 0;
   int64_t prefetch = 2;
   bool augment = false;
+  int64_t crop_padding = 4;
+  bool flip = true;
   policytrain::callbacks::PerfKnobs::Options knobs{};
   double clip_norm = 0;   // 0: off
   double clip_value = 0;  // 0: off
@@ -50,7 +52,10 @@ struct FastpathFlags {
     app.add_option("--workers", workers, "Loader worker threads (0: batches assembled on the training thread)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--prefetch", prefetch, "Batches in flight or ready per loader worker")->check(CLI::PositiveNumber);
-    app.add_flag("--augment", augment, "Random crop (4-pixel padding) and horizontal flip, on the loader's workers");
+    app.add_flag("--augment", augment, "Random crop (--crop-padding) and horizontal flip (--flip), on the loader's workers");
+    app.add_option("--crop-padding", crop_padding, "--augment: pad by this many pixels, then crop 28x28 at random (0: no crop)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--flip", flip, "--augment: flip left-right with probability 1/2")->default_str("1");
     app.add_flag("--channels-last", knobs.channels_last, "Model weights and inputs in channels-last memory format");
     app.add_flag("--cudnn-benchmark", knobs.cudnn_benchmark, "Let cuDNN pick the fastest convolution algorithms");
     app.add_flag("--tf32", knobs.tf32, "Allow TF32 in matmuls and convolutions (CUDA)");
@@ -96,6 +101,8 @@ struct FastpathFlags {
     namespace d = policytrain::data;
     d::PrefetchOptions po{.workers = workers, .prefetch = prefetch, .channels_last = knobs.channels_last, .device = device};
     po.augment.enabled = augment;
+    po.augment.crop_padding = crop_padding;
+    po.augment.horizontal_flip = flip;
     // The images are standardised: pad with the value of a black pixel.
     po.augment.fill = static_cast<float>(-d::kFashionMnistMean / d::kFashionMnistStd);
     return std::make_unique<d::PrefetchLoader>(x, y, lo, po);
@@ -141,7 +148,7 @@ struct FastpathFlags {
     o.seed = seed_;
     auto knobs_j = policytrain::callbacks::PerfKnobs(o).describe();
     return {{"loader", {{"name", "data::PrefetchLoader"}, {"workers", workers}, {"prefetch", prefetch},
-                        {"augment", augment}, {"channels_last", knobs.channels_last}}},
+                        {"augment", augment}, {"crop_padding", crop_padding}, {"flip", flip}, {"channels_last", knobs.channels_last}}},
             {"knobs", knobs_j},
             {"grad_clip", make_clip().describe()},
             {"profiler", policytrain::callbacks::Profiler(

@@ -45,6 +45,7 @@ struct Config {
   int64_t train_eval_size = 5000;
   int64_t train_size = 0;
   int64_t width = 32;
+  std::string block = "conv-bn-relu-pool";
   double label_smoothing = 0;
   int progress_tty = -1;
   std::string device = "cpu";
@@ -78,6 +79,10 @@ void add_core_flags(CLI::App& app, Config& c) {
                  "train-vs-validation comparison in summary.json (0: none)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--width", c.width, "Channels of the first convolution")->check(CLI::PositiveNumber);
+  app.add_option("--block", c.block,
+                 "Order of each convolution block: conv-bn-relu-pool (the textbook one), or conv-pool-bn-relu (batch "
+                 "norm and ReLU after the pooling, on a quarter of the values: faster on a CPU)")
+      ->check(CLI::IsMember({"conv-bn-relu-pool", "conv-pool-bn-relu"}));
   app.add_option("--label-smoothing", c.label_smoothing, "Label smoothing of the training loss (0: off)")
       ->check(CLI::Range(0.0, 0.5));
   app.add_option("--progress-tty", c.progress_tty, "Progress display: -1 detect, 0 plain lines, 1 terminal");
@@ -124,6 +129,8 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Config& c, torch::
 
 int main(int argc, char** argv) {
   CLI::App app{"Trains a CNN on Fashion-MNIST with policytrain"};
+  // A later value of an option replaces an earlier one: scripts/demo passes its recipe first, a user's flags after it.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   Config cfg;
   add_core_flags(app, cfg);
   fmnist::PrecisionFlags precision_flags;
@@ -170,7 +177,9 @@ int main(int argc, char** argv) {
                 static_cast<long long>(test.x.size(0)),
                 cfg.data.string().c_str(), torch::get_num_threads());
 
-    fmnist::Classifier task(cfg.width, cfg.recompute, cfg.label_smoothing);
+    fmnist::Classifier task(cfg.width, cfg.recompute, cfg.label_smoothing,
+                            cfg.block == "conv-pool-bn-relu" ? fmnist::BlockOrder::conv_pool_bn_relu
+                                                             : fmnist::BlockOrder::conv_bn_relu_pool);
     task.module().to(device);  // before the optimizer takes the parameters; the Trainer moves batches here
     auto optimizer = make_optimizer(cfg, task.module());
     const int64_t micro_batch = accumulation.resolve(task, train.x, train.y, cfg.batch_size);
@@ -264,6 +273,7 @@ int main(int argc, char** argv) {
           {"recompute", cfg.recompute},
           {"label_smoothing", cfg.label_smoothing},
           {"width", cfg.width},
+          {"block", cfg.block},
           {"accumulation", accumulation.describe()},
           {"schedule", schedule.describe()},
           {"seed", cfg.seed}}},

@@ -6,12 +6,21 @@
 
 namespace fmnist {
 
+/// The order of the operations in each convolution block.
+enum class BlockOrder {
+  conv_bn_relu_pool,  ///< conv, batch norm, ReLU, 2x2 max pooling (the textbook block)
+  conv_pool_bn_relu,  ///< conv, 2x2 max pooling, batch norm, ReLU: the same kind of function (a ReLU of a per-channel
+                      ///< affine map commutes with max pooling wherever the batch norm's scale is positive), with batch
+                      ///< norm and ReLU on a quarter of the values: faster on a CPU, where they are memory-bound
+};
+
 /// 2 conv + batch norm + max-pool blocks, then 2 fully connected layers (about 420K parameters).
 /// With `recompute`, each of the three blocks (conv 1, conv 2, the classifier head) is run under
 /// memory::recompute when training: only the blocks' inputs are kept for backward.
 struct CnnImpl : torch::nn::Module {
-  explicit CnnImpl(int64_t width = 32, bool recompute = false)
+  explicit CnnImpl(int64_t width = 32, bool recompute = false, BlockOrder order = BlockOrder::conv_bn_relu_pool)
       : recompute(recompute),
+        order(order),
         conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, width, 3).padding(1).bias(false)))),
         bn1(register_module("bn1", torch::nn::BatchNorm2d(width))),
         conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(width, 2 * width, 3).padding(1).bias(false)))),
@@ -32,6 +41,7 @@ struct CnnImpl : torch::nn::Module {
     return head(block(block(x, conv1, bn1), conv2, bn2));
   }
   torch::Tensor block(const torch::Tensor& x, torch::nn::Conv2d& conv, torch::nn::BatchNorm2d& bn) {
+    if (order == BlockOrder::conv_pool_bn_relu) return torch::relu(batch_norm(torch::max_pool2d(conv(x), 2), bn));
     return torch::max_pool2d(torch::relu(batch_norm(conv(x), bn)), 2);
   }
   torch::Tensor head(const torch::Tensor& x) { return fc2(drop(torch::relu(fc1(x.flatten(1))))); }
@@ -44,6 +54,7 @@ struct CnnImpl : torch::nn::Module {
                          F::BatchNormFuncOptions().weight(bn->weight).bias(bn->bias).training(true).eps(bn->options.eps()));
   }
   bool recompute;
+  BlockOrder order;
   torch::nn::Conv2d conv1;
   torch::nn::BatchNorm2d bn1;
   torch::nn::Conv2d conv2;
@@ -59,8 +70,9 @@ struct Classifier {
   Cnn net;
   /// Label smoothing of the training loss (0: plain cross-entropy); the validation loss is plain cross-entropy.
   double label_smoothing = 0;
-  explicit Classifier(int64_t width = 32, bool recompute = false, double label_smoothing = 0)
-      : net(width, recompute), label_smoothing(label_smoothing) {}
+  explicit Classifier(int64_t width = 32, bool recompute = false, double label_smoothing = 0,
+                      BlockOrder order = BlockOrder::conv_bn_relu_pool)
+      : net(width, recompute, order), label_smoothing(label_smoothing) {}
   torch::nn::Module& module() { return *net; }
   torch::Tensor training_step(const policytrain::Batch& b) {
     namespace F = torch::nn::functional;

@@ -31,6 +31,13 @@ world = int(extra[extra.index("--nproc") + 1]) if "--nproc" in extra else 1
 expected = world * min(5000 // world, 3 * 1000)
 assert 0.3 < s["train_accuracy"] <= 1.0, s["train_accuracy"]
 assert s["train_eval_samples"] == expected, (s["train_eval_samples"], expected)
+# A flag given twice takes its last value (scripts/demo passes its recipe first, a user's flags after it), and the
+# summary reports what the run used.
+def last(flag, default):
+    at = [i for i, a in enumerate(extra) if a == flag]
+    return extra[at[-1] + 1] if at else default
+assert s["policies"]["block"] == last("--block", "conv-bn-relu-pool"), s["policies"]["block"]
+assert s["policies"]["label_smoothing"] == float(last("--label-smoothing", "0")), s["policies"]["label_smoothing"]
 print("example OK:", s["test_accuracy"])
 if world > 1:
     par = s["policies"]["parallel"]

@@ -153,25 +153,79 @@ TEST_CASE("recompute restores the RNG state: dropout draws the same mask, and th
 }
 
 TEST_CASE("the CNN with recompute: the gradients and batch-norm statistics of the plain CNN, dropout on") {
-  torch::manual_seed(11);
-  fmnist::Cnn plain(8), rc(8, /*recompute=*/true);
-  testing::copy_weights(*rc, *plain);
-  auto x = torch::randn({16, 1, 28, 28});
-  auto y = torch::randint(0, 10, {16});
-  plain->train();
-  rc->train();
-  for (const bool bf16 : {false, true}) {
-    CAPTURE(bf16);
-    std::optional<pt::precision::AutocastGuard> ac;
-    if (bf16) ac.emplace(c10::DeviceType::CPU, c10::ScalarType::BFloat16);
-    const auto want = grads_of(*plain, [&](torch::Tensor in) { return plain->forward(in); }, x, y, 21);
-    const auto got = grads_of(*rc, [&](torch::Tensor in) { return rc->forward(in); }, x, y, 21);
-    check_equal(got, want);
-    // The recompute did not update the running statistics a second time.
-    auto pb = plain->named_buffers();
-    for (auto& b : rc->named_buffers()) {
-      CAPTURE(b.key());
-      CHECK(torch::equal(b.value(), pb[b.key()]));
+  for (const auto order : {fmnist::BlockOrder::conv_bn_relu_pool, fmnist::BlockOrder::conv_pool_bn_relu}) {
+    CAPTURE(static_cast<int>(order));
+    torch::manual_seed(11);
+    fmnist::Cnn plain(8, false, order), rc(8, /*recompute=*/true, order);
+    testing::copy_weights(*rc, *plain);
+    auto x = torch::randn({16, 1, 28, 28});
+    auto y = torch::randint(0, 10, {16});
+    plain->train();
+    rc->train();
+    for (const bool bf16 : {false, true}) {
+      CAPTURE(bf16);
+      std::optional<pt::precision::AutocastGuard> ac;
+      if (bf16) ac.emplace(c10::DeviceType::CPU, c10::ScalarType::BFloat16);
+      const auto want = grads_of(*plain, [&](torch::Tensor in) { return plain->forward(in); }, x, y, 21);
+      const auto got = grads_of(*rc, [&](torch::Tensor in) { return rc->forward(in); }, x, y, 21);
+      check_equal(got, want);
+      // The recompute did not update the running statistics a second time.
+      auto pb = plain->named_buffers();
+      for (auto& b : rc->named_buffers()) {
+        CAPTURE(b.key());
+        CHECK(torch::equal(b.value(), pb[b.key()]));
+      }
+    }
+  }
+}
+
+TEST_CASE("the CNN's two block orders: the same function in evaluation, where batch norm is a positive affine map") {
+  // max pooling commutes with a non-decreasing map: with positive batch-norm scales, relu(bn(pool(x))) equals
+  // pool(relu(bn(x))). In training they differ: the batch statistics are taken over the pooled values.
+  torch::manual_seed(12);
+  fmnist::Cnn textbook(8), pool_first(8, false, fmnist::BlockOrder::conv_pool_bn_relu);
+  CHECK(pool_first->named_parameters().keys() == textbook->named_parameters().keys());  // checkpoints move between them
+  torch::NoGradGuard ng;
+  for (auto* bn : {&textbook->bn1, &textbook->bn2}) {
+    (*bn)->weight.uniform_(0.5, 2.0);
+    (*bn)->bias.uniform_(-1.0, 1.0);
+    (*bn)->running_mean.uniform_(-1.0, 1.0);
+    (*bn)->running_var.uniform_(0.5, 2.0);
+  }
+  testing::copy_weights(*pool_first, *textbook);
+  auto running = textbook->named_buffers();
+  for (auto& b : pool_first->named_buffers()) b.value().copy_(running[b.key()]);
+  const auto x = torch::randn({16, 1, 28, 28});
+  // The oracle, in plain LibTorch: the two convolution blocks written out with functional ops, in either order.
+  auto features_by_hand = [&](bool pool_early, bool training) {
+    namespace F = torch::nn::functional;
+    auto block = [&](torch::Tensor h, torch::nn::Conv2d& conv, torch::nn::BatchNorm2d& bn) {
+      h = F::conv2d(h, conv->weight, F::Conv2dFuncOptions().padding(1));
+      auto opts = F::BatchNormFuncOptions().weight(bn->weight).bias(bn->bias).training(training);
+      auto norm = [&](const torch::Tensor& t) {
+        return training ? F::batch_norm(t, torch::Tensor(), torch::Tensor(), opts)
+                        : F::batch_norm(t, bn->running_mean, bn->running_var, opts);
+      };
+      return pool_early ? torch::relu(norm(torch::max_pool2d(h, 2))) : torch::max_pool2d(torch::relu(norm(h)), 2);
+    };
+    return block(block(x, textbook->conv1, textbook->bn1), textbook->conv2, textbook->bn2).flatten(1);
+  };
+  auto features = [&](fmnist::Cnn& net) {
+    return net->block(net->block(x, net->conv1, net->bn1), net->conv2, net->bn2).flatten(1);
+  };
+  for (const bool training : {false, true}) {
+    CAPTURE(training);
+    textbook->train(training);
+    pool_first->train(training);
+    const auto ft = features(textbook), fp = features(pool_first);
+    CHECK(torch::allclose(ft, features_by_hand(false, training), 1e-5, 1e-5));
+    CHECK(torch::allclose(fp, features_by_hand(true, training), 1e-5, 1e-5));
+    if (training) {
+      CHECK_FALSE(torch::allclose(ft, fp, 1e-3, 1e-3));
+    } else {
+      CHECK(torch::allclose(ft, fp, 1e-5, 1e-5));
+      // The whole network (the head's dropout is off in evaluation).
+      CHECK(torch::allclose(textbook->forward(x), pool_first->forward(x), 1e-5, 1e-5));
     }
   }
 }
