@@ -46,6 +46,7 @@ struct Config {
   int64_t train_size = 0;
   int64_t width = 32;
   std::string block = "conv-bn-relu-pool";
+  int64_t conv3 = 0;
   double label_smoothing = 0;
   int progress_tty = -1;
   std::string device = "cpu";
@@ -83,6 +84,10 @@ void add_core_flags(CLI::App& app, Config& c) {
                  "Order of each convolution block: conv-bn-relu-pool (the textbook one), or conv-pool-bn-relu (batch "
                  "norm and ReLU after the pooling, on a quarter of the values: faster on a CPU)")
       ->check(CLI::IsMember({"conv-bn-relu-pool", "conv-pool-bn-relu"}));
+  app.add_option("--conv3", c.conv3,
+                 "Channels of a third convolution (conv, batch norm, ReLU) at 7x7, before the fully connected layers "
+                 "(0: none, the two-block CNN)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--label-smoothing", c.label_smoothing, "Label smoothing of the training loss (0: off)")
       ->check(CLI::Range(0.0, 0.5));
   app.add_option("--progress-tty", c.progress_tty, "Progress display: -1 detect, 0 plain lines, 1 terminal");
@@ -179,7 +184,8 @@ int main(int argc, char** argv) {
 
     fmnist::Classifier task(cfg.width, cfg.recompute, cfg.label_smoothing,
                             cfg.block == "conv-pool-bn-relu" ? fmnist::BlockOrder::conv_pool_bn_relu
-                                                             : fmnist::BlockOrder::conv_bn_relu_pool);
+                                                             : fmnist::BlockOrder::conv_bn_relu_pool,
+                            cfg.conv3);
     task.module().to(device);  // before the optimizer takes the parameters; the Trainer moves batches here
     auto optimizer = make_optimizer(cfg, task.module());
     const int64_t micro_batch = accumulation.resolve(task, train.x, train.y, cfg.batch_size);
@@ -274,6 +280,7 @@ int main(int argc, char** argv) {
           {"label_smoothing", cfg.label_smoothing},
           {"width", cfg.width},
           {"block", cfg.block},
+          {"conv3", cfg.conv3},
           {"accumulation", accumulation.describe()},
           {"schedule", schedule.describe()},
           {"seed", cfg.seed}}},

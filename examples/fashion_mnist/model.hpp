@@ -15,19 +15,28 @@ enum class BlockOrder {
 };
 
 /// 2 conv + batch norm + max-pool blocks, then 2 fully connected layers (about 420K parameters).
-/// With `recompute`, each of the three blocks (conv 1, conv 2, the classifier head) is run under
+/// `conv3` > 0 adds a third convolution of that many channels at 7x7 (conv, batch norm, ReLU, no pooling) before the
+/// fully connected layers: more capacity where a convolution is cheap (a quarter of conv 2's positions).
+/// With `recompute`, each of the three blocks (conv 1, conv 2, the classifier head with conv 3) is run under
 /// memory::recompute when training: only the blocks' inputs are kept for backward.
 struct CnnImpl : torch::nn::Module {
-  explicit CnnImpl(int64_t width = 32, bool recompute = false, BlockOrder order = BlockOrder::conv_bn_relu_pool)
+  explicit CnnImpl(int64_t width = 32, bool recompute = false, BlockOrder order = BlockOrder::conv_bn_relu_pool,
+                   int64_t conv3_channels = 0)
       : recompute(recompute),
         order(order),
         conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, width, 3).padding(1).bias(false)))),
         bn1(register_module("bn1", torch::nn::BatchNorm2d(width))),
         conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(width, 2 * width, 3).padding(1).bias(false)))),
         bn2(register_module("bn2", torch::nn::BatchNorm2d(2 * width))),
-        fc1(register_module("fc1", torch::nn::Linear(2 * width * 7 * 7, 128))),
+        fc1(register_module("fc1", torch::nn::Linear((conv3_channels > 0 ? conv3_channels : 2 * width) * 7 * 7, 128))),
         drop(register_module("drop", torch::nn::Dropout(0.25))),
-        fc2(register_module("fc2", torch::nn::Linear(128, 10))) {}
+        fc2(register_module("fc2", torch::nn::Linear(128, 10))) {
+    if (conv3_channels > 0) {  // registered only when used: the two-block CNN keeps its parameter names
+      conv3 = register_module(
+          "conv3", torch::nn::Conv2d(torch::nn::Conv2dOptions(2 * width, conv3_channels, 3).padding(1).bias(false)));
+      bn3 = register_module("bn3", torch::nn::BatchNorm2d(conv3_channels));
+    }
+  }
 
   torch::Tensor forward(torch::Tensor x) {
     if (recompute && is_training()) {
@@ -44,7 +53,10 @@ struct CnnImpl : torch::nn::Module {
     if (order == BlockOrder::conv_pool_bn_relu) return torch::relu(batch_norm(torch::max_pool2d(conv(x), 2), bn));
     return torch::max_pool2d(torch::relu(batch_norm(conv(x), bn)), 2);
   }
-  torch::Tensor head(const torch::Tensor& x) { return fc2(drop(torch::relu(fc1(x.flatten(1))))); }
+  torch::Tensor head(const torch::Tensor& x) {
+    const auto features = conv3 ? torch::relu(batch_norm(conv3(x), bn3)) : x;
+    return fc2(drop(torch::relu(fc1(features.flatten(1)))));
+  }
   /// `bn(x)`, except in a recompute, which normalises with the batch statistics again without updating the
   /// running statistics a second time (the same arithmetic: the output is bit for bit the forward's).
   static torch::Tensor batch_norm(const torch::Tensor& x, torch::nn::BatchNorm2d& bn) {
@@ -62,6 +74,8 @@ struct CnnImpl : torch::nn::Module {
   torch::nn::Linear fc1;
   torch::nn::Dropout drop;
   torch::nn::Linear fc2;
+  torch::nn::Conv2d conv3{nullptr};  ///< empty unless conv3_channels > 0
+  torch::nn::BatchNorm2d bn3{nullptr};
 };
 TORCH_MODULE(Cnn);
 
@@ -71,8 +85,8 @@ struct Classifier {
   /// Label smoothing of the training loss (0: plain cross-entropy); the validation loss is plain cross-entropy.
   double label_smoothing = 0;
   explicit Classifier(int64_t width = 32, bool recompute = false, double label_smoothing = 0,
-                      BlockOrder order = BlockOrder::conv_bn_relu_pool)
-      : net(width, recompute, order), label_smoothing(label_smoothing) {}
+                      BlockOrder order = BlockOrder::conv_bn_relu_pool, int64_t conv3_channels = 0)
+      : net(width, recompute, order, conv3_channels), label_smoothing(label_smoothing) {}
   torch::nn::Module& module() { return *net; }
   torch::Tensor training_step(const policytrain::Batch& b) {
     namespace F = torch::nn::functional;

@@ -38,6 +38,7 @@ def last(flag, default):
     return extra[at[-1] + 1] if at else default
 assert s["policies"]["block"] == last("--block", "conv-bn-relu-pool"), s["policies"]["block"]
 assert s["policies"]["label_smoothing"] == float(last("--label-smoothing", "0")), s["policies"]["label_smoothing"]
+assert s["policies"]["conv3"] == int(last("--conv3", "0")), s["policies"]["conv3"]
 print("example OK:", s["test_accuracy"])
 if world > 1:
     par = s["policies"]["parallel"]

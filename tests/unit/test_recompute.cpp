@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <malloc.h>
@@ -153,10 +154,13 @@ TEST_CASE("recompute restores the RNG state: dropout draws the same mask, and th
 }
 
 TEST_CASE("the CNN with recompute: the gradients and batch-norm statistics of the plain CNN, dropout on") {
-  for (const auto order : {fmnist::BlockOrder::conv_bn_relu_pool, fmnist::BlockOrder::conv_pool_bn_relu}) {
+  for (const auto& [order, conv3] : {std::pair{fmnist::BlockOrder::conv_bn_relu_pool, int64_t{0}},
+                                     std::pair{fmnist::BlockOrder::conv_pool_bn_relu, int64_t{0}},
+                                     std::pair{fmnist::BlockOrder::conv_pool_bn_relu, int64_t{24}}}) {
     CAPTURE(static_cast<int>(order));
+    CAPTURE(conv3);
     torch::manual_seed(11);
-    fmnist::Cnn plain(8, false, order), rc(8, /*recompute=*/true, order);
+    fmnist::Cnn plain(8, false, order, conv3), rc(8, /*recompute=*/true, order, conv3);
     testing::copy_weights(*rc, *plain);
     auto x = torch::randn({16, 1, 28, 28});
     auto y = torch::randint(0, 10, {16});
@@ -227,6 +231,40 @@ TEST_CASE("the CNN's two block orders: the same function in evaluation, where ba
       // The whole network (the head's dropout is off in evaluation).
       CHECK(torch::allclose(textbook->forward(x), pool_first->forward(x), 1e-5, 1e-5));
     }
+  }
+}
+
+TEST_CASE("the CNN's third convolution: conv, batch norm and ReLU at 7x7 before the head, as plain LibTorch computes") {
+  torch::manual_seed(13);
+  fmnist::Cnn two(8, false, fmnist::BlockOrder::conv_pool_bn_relu);
+  fmnist::Cnn three(8, false, fmnist::BlockOrder::conv_pool_bn_relu, /*conv3_channels=*/24);
+  // The two-block CNN has no conv3 (its checkpoints and parameter names stay as they were); the third block adds
+  // conv3 and bn3 and widens fc1 to 24 x 7 x 7 inputs.
+  CHECK_FALSE(two->named_parameters().contains("conv3.weight"));
+  REQUIRE(three->named_parameters().contains("conv3.weight"));
+  CHECK(three->conv3->weight.sizes() == torch::IntArrayRef({24, 16, 3, 3}));
+  CHECK(three->fc1->weight.sizes() == torch::IntArrayRef({128, 24 * 7 * 7}));
+  torch::NoGradGuard ng;
+  three->bn3->weight.uniform_(0.5, 2.0);
+  three->bn3->bias.uniform_(-1.0, 1.0);
+  three->bn3->running_mean.uniform_(-1.0, 1.0);
+  three->bn3->running_var.uniform_(0.5, 2.0);
+  const auto x = torch::randn({16, 1, 28, 28});
+  namespace F = torch::nn::functional;
+  for (const bool training : {false, true}) {
+    CAPTURE(training);
+    three->train(training);
+    three->drop->eval();  // the oracle has no dropout; everything else runs in the mode under test
+    // The oracle: the third block and the head written out with functional ops on the module's own parameters.
+    auto h = three->block(three->block(x, three->conv1, three->bn1), three->conv2, three->bn2);
+    auto& bn = three->bn3;
+    const auto opts = F::BatchNormFuncOptions().weight(bn->weight).bias(bn->bias).training(training);
+    auto c = F::conv2d(h, three->conv3->weight, F::Conv2dFuncOptions().padding(1));
+    c = torch::relu(training ? F::batch_norm(c, torch::Tensor(), torch::Tensor(), opts)
+                             : F::batch_norm(c, bn->running_mean.clone(), bn->running_var.clone(), opts));
+    const auto want = F::linear(torch::relu(F::linear(c.flatten(1), three->fc1->weight, three->fc1->bias)),
+                                three->fc2->weight, three->fc2->bias);
+    CHECK(torch::allclose(three->forward(x), want, 1e-5, 1e-5));
   }
 }
 
