@@ -12,6 +12,25 @@
 namespace gpubench {
 namespace {
 
+// A deep, narrow MLP (64 layers of width 64): its largest activation stays far below 2^31 elements at any batch that
+// fits a GPU, so that memory, not max_batch, ends its search (ResNet-18 at 224x224 reaches the 32-bit indexing
+// bound first on a large GPU), and a probe of millions of samples takes a fraction of a second.
+struct DeepMlpImpl : torch::nn::Module {
+  explicit DeepMlpImpl(int64_t width = 64, int64_t depth = 64) {
+    for (int64_t i = 0; i < depth; ++i) layers->push_back(torch::nn::Linear(width, width)), layers->push_back(torch::nn::ReLU());
+    layers->push_back(torch::nn::Linear(width, 10));
+    register_module("layers", layers);
+  }
+  torch::Tensor forward(const torch::Tensor& x) { return layers->forward(x); }
+  torch::nn::Sequential layers;
+};
+TORCH_MODULE(DeepMlp);
+struct MlpTask {
+  DeepMlp net;
+  torch::nn::Module& module() { return *net; }
+  torch::Tensor training_step(const pt::Batch& b) { return torch::nn::functional::cross_entropy(net->forward(b.x), b.y); }
+};
+
 template <class Task, class MakeBatch>
 json search(const std::string& name, const torch::Device& dev, Task& task, MakeBatch&& make_batch,
             pt::accumulate::AutoBatchOptions o, int64_t cpu_bytes_per_sample, int64_t cpu_budget) {
@@ -51,8 +70,14 @@ json search(const std::string& name, const torch::Device& dev, Task& task, MakeB
     probes.push_back({{"batch", p.batch}, {"peak_bytes", p.peak_bytes}, {"fits", p.fits}});
     if (p.batch == found && p.fits) found_peak = p.peak_bytes;
   }
+  // The batch one up from the found one, when the search probed it: its peak (-1: out of memory).
+  int64_t next_peak = -2;
+  for (auto& p : ab.probes())
+    if (p.batch == found + 1) next_peak = p.peak_bytes;
   json r{{"model", name},
          {"batch_found", found},
+         {"limited_by", ab.limited_by() == pt::accumulate::SearchLimit::max_batch ? "max_batch" : "memory"},
+         {"next_peak_bytes", next_peak},
          {"peak_bytes", found_peak},
          {"budget_bytes", budget},
          {"memory_fraction_target", o.memory_fraction},
@@ -79,7 +104,8 @@ int run_autobatch(Args& a) {
   const double fraction = a.real("memory-fraction", 0.9);
   const int64_t min_batch = a.num("min-batch", 2);  // batch norm in training needs 2 samples where the map is 1x1
   const int64_t cpu_bps = a.num("cpu-bytes-per-sample", 1 << 20), cpu_budget = a.num("cpu-budget-mib", 64) << 20;
-  const std::string models = a.str("models", "resnet18,fmnist");
+  const std::string models = a.str("models", "resnet18,fmnist,mlp");
+  const int64_t mlp_width = a.num("mlp-width", 64), mlp_max = a.num("mlp-max-batch", int64_t{1} << 23);
   a.check_all_used();
 
   int failed = 0;
@@ -92,6 +118,22 @@ int run_autobatch(Args& a) {
   pt::accumulate::AutoBatchOptions o;
   o.memory_fraction = fraction;
   o.min_batch = min_batch;
+  // The memory-bound model first: its search is the one that must end within 0.05 of the memory target.
+  if (models.find("mlp") != std::string::npos) {
+    o.max_batch = mlp_max;
+    json r = guarded("autobatch mlp", dev, failed, [&] {
+      torch::manual_seed(0);
+      MlpTask task{DeepMlp(mlp_width)};
+      return search("mlp", dev, task, [&](int64_t b) {
+        return pt::Batch{torch::randn({b, mlp_width}, fo), torch::randint(10, {b}, lo)};
+      }, o, cpu_bps / 64, cpu_budget);
+    });
+    r["model"] = "mlp";
+    r["image"] = {mlp_width};
+    release_cached_memory(dev);
+    result["rows"].push_back(r);
+    write_json(out, result);
+  }
   if (models.find("resnet18") != std::string::npos) {
     o.max_batch = rmax;
     json r = guarded("autobatch resnet18", dev, failed, [&] {
@@ -118,7 +160,9 @@ int run_autobatch(Args& a) {
     });
     r["model"] = "fmnist";
     r["image"] = {1, 28, 28};
+    release_cached_memory(dev);
     result["rows"].push_back(r);
+    write_json(out, result);
   }
   write_json(out, result);
   return failed ? 1 : 0;

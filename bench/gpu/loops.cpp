@@ -131,7 +131,7 @@ int run_data(Args& a) {
   const auto dev = parse_device(a.str("device", "cuda"));
   const auto out = a.str("out", "data.json");
   const int64_t n = a.num("samples", 60000), batch = a.num("batch", 256), workers = a.num("workers", 2);
-  const auto variants = split_list(a.str("variants", "tensor_loader,prefetch_w0,prefetch_wN"));
+  const auto variants = split_list(a.str("variants", "tensor_loader,prefetch_w0,prefetch_wN,augment_w0,augment_wN"));
   const RepPlan plan{.warmup = a.num("warmup", 1), .min_reps = a.num("reps", 3), .max_reps = a.num("max-reps", 100),
                      .min_seconds = a.real("min-seconds", 0)};
   a.check_all_used();
@@ -165,11 +165,17 @@ int run_data(Args& a) {
       if (v == "tensor_loader") {
         pt::data::TensorLoader loader(x, y, lo);
         t = timed(loader);
-      } else if (v == "prefetch_w0" || v == "prefetch_wN") {
-        const int64_t w = v == "prefetch_w0" ? 0 : workers;
-        pt::data::PrefetchLoader loader(x, y, lo, {.workers = w, .device = dev});
+      } else if (v == "prefetch_w0" || v == "prefetch_wN" || v == "augment_w0" || v == "augment_wN") {
+        // augment_*: random crop (padding 4) and flip per sample, as the main job's --augment; w0 assembles on
+        // the training thread (no prefetch), wN on `workers` threads.
+        const int64_t w = v.ends_with("_w0") ? 0 : workers;
+        pt::data::PrefetchOptions po{.workers = w, .device = dev};
+        po.augment.enabled = v.starts_with("augment");
+        pt::data::PrefetchLoader loader(x, y, lo, po);
         t = timed(loader);
         t["workers"] = w;
+        t["augment"] = po.augment.enabled;
+        t["buffers_allocated"] = loader.buffers_allocated();
         bool pinned = false;
 #ifdef POLICYTRAIN_WITH_CUDA
         pinned = dev.is_cuda();
@@ -177,7 +183,7 @@ int run_data(Args& a) {
         t["pinned_side_stream"] = pinned;
       } else {
         throw std::invalid_argument(
-            fmt::format("gpu_bench data: variant '{}'; expected tensor_loader, prefetch_w0 or prefetch_wN", v));
+            fmt::format("gpu_bench data: variant '{}'; expected tensor_loader, prefetch_w0, prefetch_wN, augment_w0 or augment_wN", v));
       }
       // An epoch is n samples (the last batch may be partial).
       t["samples_per_second"] =

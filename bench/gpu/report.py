@@ -202,7 +202,9 @@ def main():
                   f"host images of Fashion-MNIST's shape (1x28x28 float), batch {data['batch']}, shuffled; one "
                   f"repetition = one epoch. `tensor_loader`: data::TensorLoader, the Trainer copies each batch from "
                   f"pageable memory; `prefetch_w0` / `prefetch_wN`: data::PrefetchLoader with 0 / {data['workers']} "
-                  f"worker threads, on CUDA pinned batches copied on a side stream one batch ahead.\n")
+                  f"worker threads (on CUDA: a ring of pinned buffers, each batch copied on a side stream by the "
+                  f"thread that assembled it); `augment_w0` / `augment_wN`: the same with random crop (padding 4) and "
+                  f"flip per sample, w0 being augmentation on the training thread (no prefetch).\n")
         md.append("| loader | samples/s | epoch seconds | GPU idle fraction | cv |")
         md.append("|---|---|---|---|---|")
         for r in data["rows"]:
@@ -211,6 +213,14 @@ def main():
                 continue
             md.append(f"| {r['variant']} | {r['samples_per_second']:.0f} | {r['step_seconds'] * r['steps_per_rep']:.3f} | "
                       f"{fmt_idle(r)} | {r['cv']:.3f} |")
+        rate = {r["variant"]: r.get("samples_per_second") for r in data["rows"] if "error" not in r}
+        ratios = []
+        for a, b in (("prefetch_w0", "tensor_loader"), ("prefetch_wN", "tensor_loader"), ("augment_wN", "augment_w0"),
+                     ("augment_wN", "tensor_loader")):
+            if rate.get(a) and rate.get(b):
+                ratios.append(f"{a} / {b} = {rate[a] / rate[b]:.2f}x")
+        if ratios:
+            md.append("Ratios (same run): " + "; ".join(ratios) + ".\n")
         md.append("")
 
     ab = res["autobatch"]
@@ -221,15 +231,19 @@ def main():
                   "against the device's total memory (accumulate::cuda_memory_budget). Doubling from micro-batch 2, then "
                   "binary search." + ("" if any(r.get("measured_memory") for r in ab["rows"]) else
                                       " CPU run: nominal bytes per sample, no memory measured.") + "\n")
-        md.append("| model | input | batch found | peak GiB | fraction of memory (target) | probes | search seconds |")
-        md.append("|---|---|---|---|---|---|---|")
+        md.append("| model | input | batch found | limited by | peak GiB | fraction of memory (target) | next batch up | probes | search seconds |")
+        md.append("|---|---|---|---|---|---|---|---|---|")
         for r in ab["rows"]:
             if "error" in r:
-                md.append(f"| {r['model']} | {'x'.join(map(str, r['image']))} | failed: {r['error'][:100]} | | | | |")
+                md.append(f"| {r['model']} | {'x'.join(map(str, r['image']))} | failed: {r['error'][:100]} | | | | | | |")
                 continue
+            nxt = r.get("next_peak_bytes", -2)
+            nxt_s = ("out of memory" if nxt == -1 else "not probed" if nxt == -2 else
+                     f"{nxt / r['budget_bytes']:.3f} of memory")
             md.append(f"| {r['model']} | {'x'.join(map(str, r['image']))} | {r['batch_found']} | "
+                      f"{r.get('limited_by', '?')} (max {r['max_batch']}) | "
                       f"{r['peak_bytes'] / 2**30:.2f} | {r['memory_fraction_used']:.3f} ({r['memory_fraction_target']}) | "
-                      f"{len(r['probes'])} | {r['search_seconds']:.1f} |")
+                      f"{nxt_s} | {len(r['probes'])} | {r['search_seconds']:.1f} |")
         md.append("")
 
     for name in ("amp", "loops_cpp", "loops_py", "data", "autobatch"):
@@ -279,7 +293,8 @@ def smoke_checks(res, nvml, status):
         for v in ("trainer", "libtorch_loop", "trainer_checked", "trainer_graph", "python_eager"):
             if (m, v) not in variants:
                 p.append(f"loops: no row for {m} {v}")
-    if {r["variant"] for r in res["data"]["rows"]} != {"tensor_loader", "prefetch_w0", "prefetch_wN"}:
+    if {r["variant"] for r in res["data"]["rows"]} != {"tensor_loader", "prefetch_w0", "prefetch_wN",
+                                                     "augment_w0", "augment_wN"}:
         p.append("data: a loader variant is missing")
     # AutoBatch on the CPU: peak = batch * bytes_per_sample, fits when <= fraction * budget; the largest such
     # batch, capped at max_batch, is floor(fraction * budget / bytes_per_sample).
@@ -295,6 +310,9 @@ def smoke_checks(res, nvml, status):
         expect = min(r["max_batch"], int(r["memory_fraction_target"] * r["budget_bytes"] // bps))
         if r["batch_found"] != expect:
             p.append(f"autobatch {r['model']}: found {r['batch_found']}, expected {expect}")
+        limit = "max_batch" if expect == r["max_batch"] else "memory"
+        if r.get("limited_by") != limit:
+            p.append(f"autobatch {r['model']}: limited by {r.get('limited_by')}, expected {limit}")
     for s in status:
         if len(s) >= 2 and s[1] != "0":
             p.append(f"step {s[0]} exited with {s[1]}")

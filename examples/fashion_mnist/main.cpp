@@ -7,6 +7,7 @@
 #include <iostream>
 #include <limits>
 #include <optional>
+#include <type_traits>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -51,6 +52,7 @@ struct Config {
   int progress_tty = -1;
   std::string device = "cpu";
   bool recompute = false;
+  bool cuda_graph = false;
 };
 
 void add_core_flags(CLI::App& app, Config& c) {
@@ -95,6 +97,25 @@ void add_core_flags(CLI::App& app, Config& c) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_flag("--recompute", c.recompute,
                "Activation checkpointing: keep only each CNN block's input, recompute the block in backward");
+  app.add_flag("--cuda-graph", c.cuda_graph,
+               "The whole step (forward, backward, clipping, the fused optimizer) captured into one CUDA graph and "
+               "replayed (step::CudaGraph). Needs --device cuda, a fused optimizer (adamw, adam, sgd), one "
+               "micro-batch per step and one process; no --profile or --tensorboard; no metrics log is written");
+}
+
+/// Why --cuda-graph cannot apply to this command line (empty: it can). step::CudaGraph's own checks at fit begin
+/// cover the rest (a fused optimizer, a device-side skip).
+std::string cuda_graph_refusal(const Config& c, const fmnist::AccumulationFlags& acc, const fmnist::FastpathFlags& fp,
+                               bool data_parallel) {
+  if (c.device != "cuda") return "a CUDA graph captures CUDA work: add --device cuda";
+  if (data_parallel) return "data parallelism's gradient hooks run on the host: train with one process (no --nproc)";
+  if (acc.auto_batch || acc.accumulate != 1 || acc.nominal != 0)
+    return "a captured step takes one micro-batch: drop --accumulate, --nominal-batch and --batch-size auto";
+  if (fp.profile || !fp.profile_dir.empty() || fp.tensorboard || !fp.tensorboard_dir.empty())
+    return "the profiler and TensorBoard time the step on the host: drop --profile and --tensorboard";
+  if (c.optimizer.ends_with("-loop"))
+    return "LibTorch's optimizers step on the host: use --optimizer adamw, adam or sgd (the fused ones)";
+  return {};
 }
 
 /// The device this rank trains on: --device cuda takes the GPU of the local rank (one process per GPU).
@@ -161,6 +182,9 @@ int main(int argc, char** argv) {
     pt::seed_everything(cfg.seed);
     auto dp = par.make();
     const int64_t rank = dp.rank(), world_size = dp.world_size();  // dp moves into the Trainer below
+    if (cfg.cuda_graph)
+      if (auto why = cuda_graph_refusal(cfg, accumulation, fastpath, dp.active()); !why.empty())
+        throw std::invalid_argument("--cuda-graph: " + why);
     const torch::Device device = resolve_device(cfg, dp.local_rank());
     if (dp.is_main()) fs::create_directories(cfg.run_dir);
 
@@ -205,6 +229,110 @@ int main(int argc, char** argv) {
                                  {"optimizer", cfg.optimizer}, {"weight_decay", cfg.weight_decay}, {"width", cfg.width},
                                  {"precision", precision_flags.describe().at("dtype")}};
     ckpt_flags.run = {.batch_size = micro_batch, .data_size = train.x.size(0)};  // the run fingerprint's sizes
+    const pt::FitOptions fit{.epochs = cfg.epochs,
+                             .limit_train_batches = cfg.limit_train_batches,
+                             .limit_val_batches = cfg.limit_val_batches};
+    // Trains with `trainer`, evaluates the test set once, prints the report and writes summary.json.
+    auto finish = [&]<bool Graph>(auto& trainer, std::bool_constant<Graph>) -> int {
+      nlohmann::json parallel_description{{"name", "parallel::Single"}};
+      if constexpr (!Graph) parallel_description = par.describe(trainer.template policy<pt::Category::parallel>());
+      pt::FitResult result;
+      if constexpr (Graph) result = trainer.fit(train_loader, val_loader, fit);
+      else result = accumulation.fit(trainer, train_loader, make_train_loader, val_loader, fit);
+      // The one evaluation of the test set (every rank takes part: the metrics are reduced across ranks).
+      int test_evaluations = 0;
+      auto evaluate_test = [&] {
+        ++test_evaluations;
+        return trainer.evaluate(test_loader, cfg.limit_val_batches);
+      };
+      const auto metrics = evaluate_test();
+      // Accuracy on (a fixed part of) the training images, with the weights the test set saw: the gap to the
+      // validation accuracy is the overfitting that early stopping and EMA act on.
+      std::optional<pt::Metrics> train_metrics;
+      if (cfg.train_eval_size > 0) {
+        const int64_t n = std::min(cfg.train_eval_size, train.x.size(0));
+        pt::data::TensorLoader train_eval_loader(train.x.slice(0, 0, n), train.y.slice(0, 0, n),
+                                                 {.batch_size = 1000, .shuffle = false, .rank = rank,
+                                                  .world_size = world_size});
+        train_metrics = trainer.evaluate(train_eval_loader, cfg.limit_val_batches);
+      }
+      const double nan = std::numeric_limits<double>::quiet_NaN();
+      const double val_accuracy = result.validation.empty() ? nan : result.validation.back().accuracy;
+      const double val_loss = result.validation.empty() ? nan : result.validation.back().loss;
+      // [snippet:rank0]
+      if (!trainer.is_main()) return 0;
+      // [/snippet:rank0]
+      const auto report = metrics.report(pt::data::fashion_mnist_labels());
+      std::printf("\nClassification report (test set)\n%s\n", report.to_string().c_str());
+
+      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+      nlohmann::json summary{
+          {"test_accuracy", metrics.accuracy},
+          {"test_loss", metrics.loss},
+          {"test_evaluations", test_evaluations},
+          {"val_accuracy", val_accuracy},
+          {"train_accuracy", train_metrics ? nlohmann::json(train_metrics->accuracy) : nlohmann::json()},
+          {"train_eval_loss", train_metrics ? nlohmann::json(train_metrics->loss) : nlohmann::json()},
+          {"train_eval_samples", train_metrics ? train_metrics->samples : int64_t{0}},
+          {"val_loss", val_loss},
+          {"split", {{"train", train.x.size(0)}, {"val", split.val_x.size(0)}, {"test", test.x.size(0)}}},
+          {"epochs_run", result.epochs_run},
+          {"global_steps", result.global_steps},
+          {"skipped_steps", result.skipped_steps},
+          {"train_samples_per_second", result.samples_per_second()},
+          {"train_seconds", result.train_seconds},
+          {"wall_seconds", wall},
+          {"stopped_early", result.stopped_early},
+          {"best_epoch", trainer.state().best_epoch},
+          {"best_metric", trainer.state().best_metric},
+          {"resumed_from", trainer.template get<pt::checkpoint::Disk>().resumed_from().string()},
+          {"params_sha256", pt::io::params_sha256(task.module())},
+          {"torch_version", pt::detail::torch_version()},
+          {"threads", torch::get_num_threads()},
+          {"device", device.str()},
+          {"classification_report", report.to_json()},
+          {"policies",
+           {{"precision", precision_flags.describe()},
+            {"optimizer", {{"name", cfg.optimizer}, {"lr", cfg.lr}, {"weight_decay", cfg.weight_decay}}},
+            {"parallel", parallel_description},
+            {"batch_size", cfg.batch_size},
+            {"recompute", cfg.recompute},
+            {"label_smoothing", cfg.label_smoothing},
+            {"width", cfg.width},
+            {"block", cfg.block},
+            {"conv3", cfg.conv3},
+            {"accumulation", accumulation.describe()},
+            {"schedule", schedule.describe()},
+            {"seed", cfg.seed}}},
+      };
+      summary["policies"].update(ckpt_flags.describe());
+      nlohmann::json history = nlohmann::json::array();
+      for (const auto& m : result.validation) history.push_back({{"loss", m.loss}, {"accuracy", m.accuracy}});
+      summary["validation_history"] = history;
+      summary["policies"].update(fastpath.describe());
+      if constexpr (Graph) {
+        const auto& g = trainer.template get<pt::step::CudaGraph>();
+        summary["policies"]["step"] = {{"name", "step::CudaGraph"}, {"warmup_steps", g.options().warmup_steps},
+                                       {"captures", g.captures()}, {"replays", g.replays()},
+                                       {"eager_steps", g.eager_steps()}, {"fallbacks", g.fallbacks()}};
+      } else {
+        summary["policies"]["step"] = {{"name", "eager"}};
+        summary.update(trainer.template get<pt::callbacks::MetricsLog>().summary());
+      }
+      const auto path = cfg.run_dir / "summary.json";
+      std::ofstream(path) << summary.dump(2) << "\n";
+      std::printf("validation accuracy %.4f; test accuracy %.4f, loss %.4f, %.0f train samples/s, %.1f s; summary: %s\n",
+                  val_accuracy, metrics.accuracy, metrics.loss, result.samples_per_second(), wall, path.string().c_str());
+      return 0;
+    };
+    if (cfg.cuda_graph) {
+      // The graph-safe policies of the composition below (no accumulation, data parallelism or host timers).
+      pt::Trainer trainer(task, *optimizer, precision_flags.make(ckpt_flags.rollback), schedule.make(),
+                          ckpt_flags.make_checkpoint(cfg.run_dir, settings), ckpt_flags.make_rollback(),
+                          ckpt_flags.make_ema(), ckpt_flags.make_early_stopping(), std::move(progress),
+                          fastpath.make_knobs(cfg.seed, cfg.threads), fastpath.make_clip(), pt::step::CudaGraph{});
+      return finish(trainer, std::true_type{});
+    }
     // [snippet:trainer]
     // One fully composed Trainer: each policy's type is fixed here, its settings (and whether it acts) come from
     // the command line. Class template argument deduction names the policies from the arguments.
@@ -216,86 +344,7 @@ int main(int argc, char** argv) {
                         std::move(dp));
     // [/snippet:trainer]
 
-    const pt::FitOptions fit{.epochs = cfg.epochs,
-                             .limit_train_batches = cfg.limit_train_batches,
-                             .limit_val_batches = cfg.limit_val_batches};
-    auto result = accumulation.fit(trainer, train_loader, make_train_loader, val_loader, fit);
-    // The one evaluation of the test set (every rank takes part: the metrics are reduced across ranks).
-    int test_evaluations = 0;
-    auto evaluate_test = [&] {
-      ++test_evaluations;
-      return trainer.evaluate(test_loader, cfg.limit_val_batches);
-    };
-    const auto metrics = evaluate_test();
-    // Accuracy on (a fixed part of) the training images, with the weights the test set saw: the gap to the
-    // validation accuracy is the overfitting that early stopping and EMA act on.
-    std::optional<pt::Metrics> train_metrics;
-    if (cfg.train_eval_size > 0) {
-      const int64_t n = std::min(cfg.train_eval_size, train.x.size(0));
-      pt::data::TensorLoader train_eval_loader(train.x.slice(0, 0, n), train.y.slice(0, 0, n),
-                                               {.batch_size = 1000, .shuffle = false, .rank = rank,
-                                                .world_size = world_size});
-      train_metrics = trainer.evaluate(train_eval_loader, cfg.limit_val_batches);
-    }
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    const double val_accuracy = result.validation.empty() ? nan : result.validation.back().accuracy;
-    const double val_loss = result.validation.empty() ? nan : result.validation.back().loss;
-    // [snippet:rank0]
-    if (!trainer.is_main()) return 0;
-    // [/snippet:rank0]
-    const auto report = metrics.report(pt::data::fashion_mnist_labels());
-    std::printf("\nClassification report (test set)\n%s\n", report.to_string().c_str());
-
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-    nlohmann::json summary{
-        {"test_accuracy", metrics.accuracy},
-        {"test_loss", metrics.loss},
-        {"test_evaluations", test_evaluations},
-        {"val_accuracy", val_accuracy},
-        {"train_accuracy", train_metrics ? nlohmann::json(train_metrics->accuracy) : nlohmann::json()},
-        {"train_eval_loss", train_metrics ? nlohmann::json(train_metrics->loss) : nlohmann::json()},
-        {"train_eval_samples", train_metrics ? train_metrics->samples : int64_t{0}},
-        {"val_loss", val_loss},
-        {"split", {{"train", train.x.size(0)}, {"val", split.val_x.size(0)}, {"test", test.x.size(0)}}},
-        {"epochs_run", result.epochs_run},
-        {"global_steps", result.global_steps},
-        {"skipped_steps", result.skipped_steps},
-        {"train_samples_per_second", result.samples_per_second()},
-        {"wall_seconds", wall},
-        {"stopped_early", result.stopped_early},
-        {"best_epoch", trainer.state().best_epoch},
-        {"best_metric", trainer.state().best_metric},
-        {"resumed_from", trainer.get<pt::checkpoint::Disk>().resumed_from().string()},
-        {"params_sha256", pt::io::params_sha256(task.module())},
-        {"torch_version", pt::detail::torch_version()},
-        {"threads", torch::get_num_threads()},
-        {"device", device.str()},
-        {"classification_report", report.to_json()},
-        {"policies",
-         {{"precision", precision_flags.describe()},
-          {"optimizer", {{"name", cfg.optimizer}, {"lr", cfg.lr}, {"weight_decay", cfg.weight_decay}}},
-          {"parallel", par.describe(trainer.policy<pt::Category::parallel>())},
-          {"batch_size", cfg.batch_size},
-          {"recompute", cfg.recompute},
-          {"label_smoothing", cfg.label_smoothing},
-          {"width", cfg.width},
-          {"block", cfg.block},
-          {"conv3", cfg.conv3},
-          {"accumulation", accumulation.describe()},
-          {"schedule", schedule.describe()},
-          {"seed", cfg.seed}}},
-    };
-    summary["policies"].update(ckpt_flags.describe());
-    nlohmann::json history = nlohmann::json::array();
-    for (const auto& m : result.validation) history.push_back({{"loss", m.loss}, {"accuracy", m.accuracy}});
-    summary["validation_history"] = history;
-    summary["policies"].update(fastpath.describe());
-    summary.update(trainer.get<pt::callbacks::MetricsLog>().summary());
-    const auto path = cfg.run_dir / "summary.json";
-    std::ofstream(path) << summary.dump(2) << "\n";
-    std::printf("validation accuracy %.4f; test accuracy %.4f, loss %.4f, %.0f train samples/s, %.1f s; summary: %s\n",
-                val_accuracy, metrics.accuracy, metrics.loss, result.samples_per_second(), wall, path.string().c_str());
-    return 0;
+    return finish(trainer, std::false_type{});
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fashion_mnist: error: %s\n", e.what());
     return 1;

@@ -387,8 +387,17 @@ class Trainer {
   static std::string state_prefix() { return std::string(policy_name<P>()) + "/"; }
   template <class P>
   static void add_state(StateDict& d, const P& p) {
-    if constexpr (Stateful<P>)
-      for (auto& [k, v] : p.state_dict()) d.emplace(state_prefix<P>() + k, v);
+    if constexpr (Stateful<P>) {
+      const std::string prefix = state_prefix<P>();
+      for (auto& [k, v] : p.state_dict()) {
+        // Appended in place: `prefix + k` made GCC 12 warn (-Warray-bounds, a false positive in its inlined
+        // std::string concatenation) in every file that instantiates a Trainer.
+        std::string key;
+        key.reserve(prefix.size() + k.size());
+        key.append(prefix).append(k);
+        d.emplace(std::move(key), v);
+      }
+    }
   }
   template <class P>
   static void load_state(const StateDict& d, P& p) {

@@ -1,9 +1,11 @@
 """The Python side of the CUDA tests (tests/cuda/test_cuda.cpp): PyTorch itself computes what policytrain must match.
 
-  oracle.py amp IN.pt DTYPE OUT.pt OUT.json
+  oracle.py amp IN.pt DTYPE OUT.pt OUT.json [DEVICE]
       IN.pt (written by the C++ test with torch::pickle_save): the weights and buffers of AmpNet, x and y.
-      One training step of AmpNet on (x, y) under torch.autocast("cuda", DTYPE) (fp16: with torch.amp.GradScaler at
-      its defaults), SGD lr 0.1. Writes the per-op output dtypes and the loss to OUT.json and the stepped state to OUT.pt.
+      One training step of AmpNet on (x, y) under torch.autocast(DEVICE, DTYPE) (DEVICE cuda, the default, or cpu;
+      fp16 on CUDA: with torch.amp.GradScaler at its defaults, as policytrain's Autocast), SGD lr 0.1. Writes the
+      per-op output dtypes, the loss and whether the loss was scaled to OUT.json and the stepped state to OUT.pt.
+      The CPU form runs in the CPU CI (tests/unit/test_precision.cpp), so the file format is checked everywhere.
   oracle.py scaler IN.json OUT.json
       IN.json: {"init_scale", "growth_interval", "c": [...], "script": [0 | "inf" | "-inf" | "nan", ...]}.
       Each step: loss = sum(p * c) * script value's factor, scaled and stepped with GradScaler + SGD(lr 0.1) on CUDA.
@@ -41,16 +43,18 @@ def dtype_name(d):
     return {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}[d]
 
 
-def amp(inp, dtype_s, out_pt, out_json):
-    d = torch.load(inp)
+def amp(inp, dtype_s, out_pt, out_json, device="cuda"):
+    # torch::pickle_save writes TorchScript's pickle (torch.jit._pickle.restore_type_tag): since PyTorch 2.6
+    # torch.load's default weights_only=True refuses it. The file is the test's own, so full unpickling is safe.
+    d = torch.load(inp, weights_only=False)
     dtype = {"float16": torch.float16, "bfloat16": torch.bfloat16}[dtype_s]
-    net = AmpNet().cuda()
+    net = AmpNet().to(device)
     net.load_state_dict({k: v for k, v in d.items() if k not in ("x", "y")})
-    x, y = d["x"].cuda(), d["y"].cuda()
+    x, y = d["x"].to(device), d["y"].to(device)
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
-    scaler = torch.amp.GradScaler("cuda", enabled=dtype == torch.float16)
+    scaler = torch.amp.GradScaler(device, enabled=dtype == torch.float16)
     dtypes = {}
-    with torch.autocast("cuda", dtype=dtype):
+    with torch.autocast(device, dtype=dtype):
         logits = net(x, dtypes)
         loss = F.cross_entropy(logits, y)
     dtypes["loss"] = loss.dtype
@@ -60,7 +64,8 @@ def amp(inp, dtype_s, out_pt, out_json):
     torch.save({k: v.detach().cpu() for k, v in net.state_dict().items()}, out_pt)
     with open(out_json, "w") as f:
         json.dump({"dtypes": {k: dtype_name(v) for k, v in dtypes.items()}, "loss": loss.item(),
-                   "scale": scaler.get_scale() if scaler.is_enabled() else 1.0}, f)
+                   "scale": scaler.get_scale() if scaler.is_enabled() else 1.0,
+                   "scaling": scaler.is_enabled()}, f)
 
 
 def scaler(inp, out_json):

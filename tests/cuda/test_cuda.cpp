@@ -23,6 +23,7 @@
 #include <policytrain/all.hpp>
 
 #include "fashion_mnist/model.hpp"
+#include "unit/device_checks.hpp"
 
 namespace pt = policytrain;
 namespace fs = std::filesystem;
@@ -43,79 +44,13 @@ bool gpu_or_skip() {
   return false;
 }
 
-fs::path scratch(const std::string& name) {
-  auto d = fs::path(POLICYTRAIN_BINARY_DIR) / "cuda-scratch" / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-void run_oracle(const std::string& args) {
-  const std::string cmd = "python3 " + std::string(POLICYTRAIN_SOURCE_DIR) + "/tests/cuda/oracle.py " + args;
-  INFO(cmd);
-  REQUIRE(std::system(cmd.c_str()) == 0);
-}
-
-std::string dtype_name(c10::ScalarType t) {
-  switch (t) {
-    case torch::kFloat: return "float32";
-    case torch::kHalf: return "float16";
-    case torch::kBFloat16: return "bfloat16";
-    default: return c10::toString(t);
-  }
-}
-
-// The same network as oracle.py's AmpNet (same parameter names), recording each op's output dtype.
-struct AmpNetImpl : torch::nn::Module {
-  AmpNetImpl()
-      : conv(register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 8, 3).padding(1)))),
-        bn(register_module("bn", torch::nn::BatchNorm2d(8))),
-        fc(register_module("fc", torch::nn::Linear(8 * 14 * 14, 10))) {}
-  torch::Tensor forward(const torch::Tensor& x, std::map<std::string, std::string>& dtypes) {
-    auto c = conv(x);
-    dtypes["conv"] = dtype_name(c.scalar_type());
-    auto b = bn(c);
-    dtypes["batch_norm"] = dtype_name(b.scalar_type());
-    auto h = torch::max_pool2d(torch::relu(b), 2).flatten(1);
-    dtypes["max_pool"] = dtype_name(h.scalar_type());
-    auto logits = fc(h);
-    dtypes["linear"] = dtype_name(logits.scalar_type());
-    dtypes["softmax"] = dtype_name(torch::softmax(logits, 1).scalar_type());
-    return logits;
-  }
-  torch::nn::Conv2d conv;
-  torch::nn::BatchNorm2d bn;
-  torch::nn::Linear fc;
-};
-TORCH_MODULE(AmpNet);
-
-struct AmpTask {
-  AmpNet net;
-  std::map<std::string, std::string> dtypes;
-  double loss = 0;
-  torch::nn::Module& module() { return *net; }
-  torch::Tensor training_step(const pt::Batch& b) {
-    auto l = torch::nn::functional::cross_entropy(net->forward(b.x, dtypes), b.y);
-    dtypes["loss"] = dtype_name(l.scalar_type());
-    loss = l.item<double>();
-    return l;
-  }
-};
-
-c10::Dict<std::string, at::Tensor> state_of(torch::nn::Module& m) {
-  c10::Dict<std::string, at::Tensor> d;
-  for (const auto& p : m.named_parameters()) d.insert(p.key(), p.value().detach().cpu());
-  for (const auto& b : m.named_buffers()) d.insert(b.key(), b.value().detach().cpu());
-  return d;
-}
-
-void write_file(const fs::path& f, const std::vector<char>& bytes) {
-  std::ofstream(f, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-std::vector<char> read_file(const fs::path& f) {
-  std::ifstream in(f, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using device_checks::AmpNet;
+using device_checks::dtype_name;
+using device_checks::read_file;
+using device_checks::run_oracle;
+using device_checks::scratch;
+using device_checks::state_of;
+using device_checks::write_file;
 
 }  // namespace
 
@@ -127,43 +62,8 @@ TEST_CASE("CUDA build: CUDA-only code is compiled in, with c10d's NCCL backend")
 
 TEST_CASE("CUDA autocast fp16 and bf16: per-op dtypes, loss and the stepped weights equal Python's torch.autocast") {
   if (!gpu_or_skip()) return;
-  for (auto dtype : {torch::kHalf, torch::kBFloat16}) {
-    CAPTURE(dtype_name(dtype));
-    const auto dir = scratch("amp_" + dtype_name(dtype));
-    torch::manual_seed(3);
-    AmpTask task{AmpNet(), {}, 0.0};
-    auto x = torch::randn({64, 1, 28, 28});
-    auto y = torch::randint(0, 10, {64}, torch::kLong);
-    auto in = state_of(*task.net);
-    in.insert("x", x);
-    in.insert("y", y);
-    write_file(dir / "in.pt", torch::pickle_save(in));
-    run_oracle(fmt::format("amp {} {} {} {}", (dir / "in.pt").string(), dtype_name(dtype),
-                           (dir / "out.pt").string(), (dir / "out.json").string()));
-    const json ref = json::parse(std::ifstream(dir / "out.json"));
-
-    task.net->to(torch::kCUDA);
-    torch::optim::SGD opt(task.net->parameters(), torch::optim::SGDOptions(0.1));
-    pt::Trainer<AmpTask, pt::precision::Autocast> trainer(task, opt, pt::precision::Autocast({.dtype = dtype}));
-    pt::data::TensorLoader loader(x, y, {.batch_size = 64, .shuffle = false});
-    trainer.fit(loader, {.epochs = 1});
-
-    for (const auto& [op, name] : ref["dtypes"].items()) {
-      CAPTURE(op);
-      CHECK(task.dtypes[op] == name.get<std::string>());
-    }
-    CHECK(task.loss == doctest::Approx(ref["loss"].get<double>()).epsilon(2e-3));
-    CHECK(trainer.policy<pt::Category::precision>().scaling() == (dtype == torch::kHalf));
-    auto stepped = torch::pickle_load(read_file(dir / "out.pt")).toGenericDict();
-    for (const auto& entry : state_of(*task.net)) {
-      const std::string k = entry.key();
-      const at::Tensor v = entry.value();
-      CAPTURE(k);
-      auto r = stepped.at(k).toTensor();
-      if (!r.is_floating_point()) { CHECK(torch::equal(v, r)); continue; }
-      CHECK(torch::allclose(v, r, /*rtol=*/2e-3, /*atol=*/2e-4));
-    }
-  }
+  // The CPU half (same code, same oracle and file format): test_precision, "Autocast bf16 and fp16 on the CPU ...".
+  for (auto dtype : {torch::kHalf, torch::kBFloat16}) device_checks::autocast_equals_python(torch::kCUDA, dtype);
 }
 
 TEST_CASE("CUDA LossScaler equals torch.amp.GradScaler over a scripted inf/NaN sequence, state_dict included") {
@@ -233,34 +133,30 @@ TEST_CASE("CUDA PrefetchLoader: pinned host batches copied on a side stream equa
       }
       CHECK(i == a.size());
     }
+    // Pinned buffers: a ring reused across epochs (a host buffer is taken again once its copy has finished).
+    CAPTURE(on_gpu.buffers_allocated());
+    CHECK(on_gpu.buffers_allocated() <= workers * 2 + 3);
+    CHECK(on_gpu.buffers_reused() > 0);
   }
 }
 
 TEST_CASE("CUDA PerfKnobs: channels-last, cuDNN benchmark and TF32 are really set, and results stay within tolerance") {
   if (!gpu_or_skip()) return;
   auto& g = at::globalContext();
-  torch::manual_seed(5);
-  fmnist::Cnn a(16), b(16);
   {
-    torch::NoGradGuard ng;
-    auto pb = b->named_parameters();
-    for (const auto& p : a->named_parameters()) pb[p.key()].copy_(p.value());
+    pt::callbacks::PerfKnobs knobs({.channels_last = true, .cudnn_benchmark = true, .tf32 = true});
+    knobs.apply();
+    CHECK(g.benchmarkCuDNN());
+    CHECK(g.allowTF32CuBLAS());
+    CHECK(g.allowTF32CuDNN());
+    pt::callbacks::PerfKnobs(pt::callbacks::PerfKnobs::Options{}).apply();
+    CHECK_FALSE(g.allowTF32CuBLAS());
   }
-  a->to(torch::kCUDA);
-  b->to(torch::kCUDA);
-  pt::callbacks::PerfKnobs knobs({.channels_last = true, .cudnn_benchmark = true, .tf32 = true});
-  knobs.apply(b.get());
-  CHECK(g.benchmarkCuDNN());
-  CHECK(g.allowTF32CuBLAS());
-  CHECK(g.allowTF32CuDNN());
-  for (const auto& p : b->parameters())
-    if (p.dim() == 4) CHECK(p.is_contiguous(at::MemoryFormat::ChannelsLast));
-  auto x = torch::randn({128, 1, 28, 28}, torch::kCUDA);
-  auto yb = b->forward(x.contiguous(at::MemoryFormat::ChannelsLast));
-  pt::callbacks::PerfKnobs(pt::callbacks::PerfKnobs::Options{}).apply();  // back to the defaults: exact fp32
+  // Eval mode (the training-mode comparison drew different dropout masks); the CPU half runs in test_fastpath.
+  const auto gap = device_checks::perf_knobs_gap(torch::kCUDA);
+  CAPTURE(gap.tolerance);
+  CHECK(gap.max_abs_diff <= gap.tolerance);
   CHECK_FALSE(g.allowTF32CuBLAS());
-  auto ya = a->forward(x);
-  CHECK(torch::allclose(ya, yb, /*rtol=*/1e-2, /*atol=*/1e-2));
 }
 
 TEST_CASE("CUDA AutoBatch: the batch found fits the memory fraction, and a real out-of-memory error backs off while training goes on") {
@@ -349,22 +245,13 @@ TEST_CASE("CUDA RNG state: a checkpoint round-trips the CUDA generator bit-exact
 
 TEST_CASE("CUDA: the Fashion-MNIST CNN trains through the Trainer on the GPU as on the CPU") {
   if (!gpu_or_skip()) return;
-  auto x = torch::randn({2048, 1, 28, 28});
-  auto y = (x.mean({1, 2, 3}) > 0).to(torch::kLong);  // learnable: the sign of the mean
-  double acc[2];
-  for (int on_gpu = 0; on_gpu < 2; ++on_gpu) {
-    torch::manual_seed(4);
-    fmnist::Classifier task(16);
-    if (on_gpu) task.module().to(torch::kCUDA);
-    torch::optim::AdamW opt(task.module().parameters(), torch::optim::AdamWOptions(3e-3));
-    pt::Trainer trainer(task, opt, pt::precision::Autocast({.dtype = on_gpu ? torch::kHalf : torch::kFloat}));
-    pt::data::TensorLoader train(x, y, {.batch_size = 64, .shuffle = true, .seed = 1});
-    pt::data::TensorLoader val(x, y, {.batch_size = 512});
-    auto r = trainer.fit(train, val, {.epochs = 2});
-    acc[on_gpu] = r.validation.back().accuracy;
-  }
-  CHECK(acc[0] > 0.9);
-  CHECK(acc[1] == doctest::Approx(acc[0]).epsilon(0.02));
+  // The CPU half alone (accuracy > 0.9) runs in test_precision's "the Fashion-MNIST CNN learns ..." in the CPU CI.
+  const double cpu = device_checks::cnn_learns(torch::kCPU, torch::kFloat);
+  const double gpu = device_checks::cnn_learns(torch::kCUDA, torch::kHalf);
+  CAPTURE(cpu);
+  CAPTURE(gpu);
+  CHECK(cpu > 0.9);
+  CHECK(gpu == doctest::Approx(cpu).epsilon(0.02));
 }
 
 namespace {

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "unit/device_checks.hpp"
 #include "unit/helpers.hpp"
 
 namespace pt = policytrain;
@@ -220,6 +221,47 @@ TEST_CASE("Skipping batches (exact resume) does not assemble them") {
   }
 }
 
+TEST_CASE("PrefetchLoader assembles into a ring of buffers reused across epochs, never one a consumer still holds") {
+  auto [x, y] = images(200);  // 13 batches of 16, the last of 8
+  const pd::LoaderOptions lo{.batch_size = 16, .shuffle = true, .seed = 2};
+  pd::TensorLoader ref(x, y, lo);
+  for (int64_t workers : {0, 2}) {
+    CAPTURE(workers);
+    pd::PrefetchOptions po{.workers = workers, .prefetch = 2};
+    po.augment.enabled = true;  // assembled into the buffer, not a copy of the inputs
+    pd::PrefetchLoader l(x, y, lo, po);
+    pd::PrefetchOptions plain = po;
+    int64_t after_first = 0;
+    for (int64_t epoch = 0; epoch < 3; ++epoch) {
+      l.set_epoch(epoch);
+      size_t i = 0;
+      for (auto&& b : l) {  // each batch is dropped before the next is read, as in a training loop
+        auto expect = pd::assemble_batch(x, y, l.order().indices(i), plain, lo.seed, epoch, static_cast<int64_t>(i));
+        CHECK(torch::equal(b.x, expect.x));
+        CHECK(torch::equal(b.y, expect.y));
+        ++i;
+      }
+      CHECK(i == l.size());
+      if (epoch == 0) after_first = l.buffers_allocated();
+    }
+    // The ring holds the batches in flight (workers x prefetch, the one being read, one being dropped) and one
+    // for the short last batch, whatever the number of batches read (39 here): it does not grow with them.
+    CHECK(after_first <= workers * 2 + 3);
+    CHECK(l.buffers_allocated() <= workers * 2 + 3);
+    CHECK(l.assembled() == 3 * static_cast<int64_t>(l.size()));
+    CHECK(l.buffers_reused() == l.assembled() - l.buffers_allocated());
+    // A consumer that keeps every batch: no buffer it holds is written again, so every batch stays intact.
+    l.set_epoch(3);
+    std::vector<pt::Batch> kept(l.begin(), l.end());
+    REQUIRE(kept.size() == l.size());
+    for (size_t i = 0; i < kept.size(); ++i) {
+      auto expect = pd::assemble_batch(x, y, l.order().indices(i), plain, lo.seed, 3, static_cast<int64_t>(i));
+      CHECK(torch::equal(kept[i].x, expect.x));
+    }
+    CHECK(l.buffers_allocated() >= static_cast<int64_t>(kept.size()));
+  }
+}
+
 TEST_CASE("A Trainer fed by PrefetchLoader (2 workers) trains exactly as one fed by TensorLoader") {
   auto [x, y] = testing::toy_data(96);
   const pd::LoaderOptions lo{.batch_size = 16, .shuffle = true, .seed = 3};
@@ -379,4 +421,12 @@ TEST_CASE("PerfKnobs applies threads, determinism, cuDNN and TF32 flags, channel
   CHECK_FALSE(g.deterministicAlgorithms());
   CHECK_FALSE(g.benchmarkCuDNN());
   CHECK_FALSE(g.allowTF32CuBLAS());
+}
+
+TEST_CASE("PerfKnobs: channels-last (and TF32 where it applies) keep the CNN's eval output within TF32's bound") {
+  // The CPU half of the CUDA PerfKnobs test: eval mode, the tolerance derived from TF32's unit roundoff.
+  const auto gap = device_checks::perf_knobs_gap(torch::kCPU);
+  CAPTURE(gap.max_abs_diff);
+  CHECK(gap.tolerance > 0);
+  CHECK(gap.max_abs_diff <= gap.tolerance);
 }

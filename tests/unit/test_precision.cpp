@@ -16,6 +16,7 @@
 #include <policytrain/precision/loss_scaler.hpp>
 
 #include "fashion_mnist/model.hpp"
+#include "unit/device_checks.hpp"
 #include "unit/helpers.hpp"
 
 namespace pt = policytrain;
@@ -528,4 +529,16 @@ TEST_CASE("Fashion-MNIST CNN: fp16 autocast with loss scaling on the CPU reaches
   CHECK(fp32 > 0.6);
   CHECK(std::abs(fp16 - fp32) <= 0.01);
   CHECK(fp16_skipped < kSteps / 10);  // the scaler backs off a few times at most
+}
+
+TEST_CASE("Autocast bf16 and fp16 on the CPU: per-op dtypes, loss and the stepped weights equal Python's torch.autocast") {
+  // The CPU half of the CUDA test: the same Trainer, the same oracle (tests/cuda/oracle.py) reading the same
+  // torch::pickle_save file, so its format and the comparison run in the CPU CI.
+  for (auto dtype : {torch::kBFloat16, torch::kHalf}) device_checks::autocast_equals_python(torch::kCPU, dtype);
+}
+
+TEST_CASE("The Fashion-MNIST CNN learns a 10-pattern task through the Trainer in 2 epochs (the CUDA test's CPU half)") {
+  const double acc = device_checks::cnn_learns(torch::kCPU, torch::kFloat);
+  CAPTURE(acc);
+  CHECK(acc > 0.9);
 }

@@ -71,6 +71,9 @@ struct Probe {
   bool fits = false;
 };
 
+/// What ended a search: a probe that did not fit (memory), or max_batch fitting (the range).
+enum class SearchLimit { memory, max_batch };
+
 /// Finds the largest micro-batch that fits, and halves it on out-of-memory keeping the global batch (see the file comment).
 class AutoBatch {
  public:
@@ -92,6 +95,9 @@ class AutoBatch {
   const std::vector<Probe>& probes() const { return probes_; }
   /// Out-of-memory recoveries so far.
   int halvings() const { return halvings_; }
+  /// What ended the last search: memory (the batch found + 1 did not fit, or did not fit the fraction) or
+  /// max_batch (it fits, and the range ends there: the memory fraction was not reached).
+  SearchLimit limited_by() const { return limit_; }
 
   /// The largest micro-batch in [min_batch, max_batch] that fits: doubling from min_batch until a probe fails,
   /// then a binary search between the last fit and the first failure. Throws std::runtime_error when even
@@ -116,9 +122,16 @@ class AutoBatch {
       if (try_probe(probe, mid)) good = mid;
       else bad = mid;
     }
-    if (o_.log)
-      std::fprintf(o_.log, "policytrain::accumulate::AutoBatch: largest micro-batch %lld (%zu probes)\n",
-                   static_cast<long long>(good), probes_.size());
+    limit_ = bad > o_.max_batch ? SearchLimit::max_batch : SearchLimit::memory;
+    if (o_.log) {
+      double used = -1;
+      for (const auto& p : probes_)
+        if (p.batch == good && p.fits) used = static_cast<double>(p.peak_bytes) / static_cast<double>(budget_);
+      std::fprintf(o_.log, "policytrain::accumulate::AutoBatch: largest micro-batch %lld (%zu probes; %.3f of the "
+                   "memory against %.3f: %s)\n", static_cast<long long>(good), probes_.size(), used, o_.memory_fraction,
+                   limit_ == SearchLimit::max_batch ? "max_batch ended the search, raise it to fill more"
+                                                    : "the next micro-batch up does not fit");
+    }
     return good;
   }
 
@@ -174,6 +187,7 @@ class AutoBatch {
   int64_t budget_;
   std::vector<Probe> probes_;
   int halvings_ = 0;
+  SearchLimit limit_ = SearchLimit::memory;
 };
 
 /// Applies `plan` to an accumulation policy: set_accumulate(n) (Steps, NominalBatch with nominal 0) or

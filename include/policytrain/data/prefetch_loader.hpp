@@ -13,8 +13,15 @@
 ///   training thread for LibTorch's intra-op thread pool.
 /// - Exact resume: the iterator can be advanced without touching a batch (`++it` without `*it`), and no batch
 ///   before the first one read is assembled. Reading batch i after skipping restarts the workers at i.
-/// - On CUDA (`POLICYTRAIN_WITH_CUDA`, `device` set to a CUDA device): batches are assembled in pinned host memory
-///   and copied with non-blocking copies on a side stream, one batch ahead of the step.
+/// - Buffers: batches are assembled into a ring of host buffers that is reused across the epoch (a buffer is
+///   taken again once every tensor aliasing it is gone and, on CUDA, its last copy to the device has finished), so a pass
+///   allocates no memory per batch once the ring is full (`buffers_allocated()` counts the ring's buffers).
+/// - On CUDA (`POLICYTRAIN_WITH_CUDA`, `device` set to a CUDA device): the ring's buffers are pinned, allocated
+///   once; each batch is copied with a non-blocking copy on a side stream by the thread that assembled it (a
+///   worker, so the training thread only waits on an event), channels-last conversion runs on the device, and
+///   without workers the training thread assembles and copies one batch ahead of the step. (The loader used to
+///   allocate a pinned batch per step and copy it from the training thread after waiting for the next batch: on
+///   an H200 that made it 0.62x to 0.75x a plain TensorLoader, bench/RESULTS.md.)
 /// Interface the Trainer uses: a range of policytrain::Batch, size(), set_epoch(e). One pass at a time: a new
 /// begin() (or set_epoch) ends the previous pass.
 /// Cost when unused: none (a separate class; TensorLoader is unchanged).
@@ -31,6 +38,7 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -138,38 +146,33 @@ inline void augment_plane(const float* in, float* out, int64_t h, int64_t w, con
 
 }  // namespace detail
 
-/// Assembles batch `index` of `epoch` from `x`, `y` and its sample indices `idx`: gather, normalise, augment.
-/// Exposed so tests and benchmarks can check one batch against an independent computation.
-inline Batch assemble_batch(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& idx,
-                            const PrefetchOptions& o, uint64_t seed, int64_t epoch, int64_t index, bool pinned = false) {
+/// Assembles batch `index` of `epoch` into `out` (tensors of the batch's shapes, contiguous, allocated by the
+/// caller): gather, normalise, augment. No channels-last conversion (assemble_batch does it).
+inline void assemble_into(Batch& out, const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& idx,
+                          const PrefetchOptions& o, uint64_t seed, int64_t epoch, int64_t index) {
   const int64_t n = idx.size(0);
-  const auto idxc = idx.contiguous();  // a data-parallel shard's indices are a strided view
-  const auto* ip = idxc.data_ptr<int64_t>();
-  auto xs = x.sizes().vec();
-  xs[0] = n;
-  auto opts = x.options().pinned_memory(pinned);
-  torch::Tensor bx = torch::empty(xs, opts);
-  torch::Tensor by = torch::empty({n}, y.options().pinned_memory(pinned));
-  {
-    // Targets: a scalar per sample.
-    const auto yc = y.contiguous();
-    const int64_t es = yc.element_size();
-    const auto* src = static_cast<const char*>(yc.data_ptr());
-    auto* dst = static_cast<char*>(by.data_ptr());
-    for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * es, src + ip[j] * es, static_cast<size_t>(es));
-  }
   const bool images = x.dim() == 4 && x.scalar_type() == torch::kFloat && x.is_contiguous();
   const bool transform = o.augment.enabled || o.normalize.enabled;
   if (transform && !images)
     throw std::invalid_argument(fmt::format(
         "policytrain::data::PrefetchLoader: augmentation and normalisation need contiguous float images [N, C, H, W], "
         "got {} of {}; disable them or convert the inputs", c10::str(x.sizes()), c10::toString(x.scalar_type())));
+  const auto idxc = idx.contiguous();  // a data-parallel shard's indices are a strided view
+  const auto* ip = idxc.data_ptr<int64_t>();
+  {
+    // Targets: a scalar per sample.
+    const auto yc = y.contiguous();
+    const int64_t es = yc.element_size();
+    const auto* src = static_cast<const char*>(yc.data_ptr());
+    auto* dst = static_cast<char*>(out.y.data_ptr());
+    for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * es, src + ip[j] * es, static_cast<size_t>(es));
+  }
   const int64_t per = x.numel() / std::max<int64_t>(x.size(0), 1);
   if (!transform) {
     const int64_t bytes = per * x.element_size();
     const auto xc = x.contiguous();
     const auto* src = static_cast<const char*>(xc.data_ptr());
-    auto* dst = static_cast<char*>(bx.data_ptr());
+    auto* dst = static_cast<char*>(out.x.data_ptr());
     for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * bytes, src + ip[j] * bytes, static_cast<size_t>(bytes));
   } else {
     const int64_t c = x.size(1), h = x.size(2), w = x.size(3);
@@ -177,15 +180,112 @@ inline Batch assemble_batch(const torch::Tensor& x, const torch::Tensor& y, cons
     const float shift = o.normalize.enabled ? -o.normalize.mean / o.normalize.std : 0.0f;
     const auto draws = detail::draw_augmentations(o.augment, seed, epoch, index, n);
     const float* src = x.data_ptr<float>();
-    float* dst = bx.data_ptr<float>();
+    float* dst = out.x.data_ptr<float>();
     for (int64_t j = 0; j < n; ++j)
       for (int64_t ch = 0; ch < c; ++ch)
         detail::augment_plane(src + ip[j] * per + ch * h * w, dst + j * per + ch * h * w, h, w, draws[j],
                               o.augment.fill, scale, shift);
   }
-  if (o.channels_last && bx.dim() == 4) bx = bx.contiguous(at::MemoryFormat::ChannelsLast);
-  return {bx, by};
 }
+
+/// Assembles batch `index` of `epoch` from `x`, `y` and its sample indices `idx` into new tensors: gather,
+/// normalise, augment, then channels-last if asked. Exposed so tests and benchmarks can check one batch against an
+/// independent computation.
+inline Batch assemble_batch(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& idx,
+                            const PrefetchOptions& o, uint64_t seed, int64_t epoch, int64_t index, bool pinned = false) {
+  auto xs = x.sizes().vec();
+  xs[0] = idx.size(0);
+  Batch b{torch::empty(xs, x.options().pinned_memory(pinned)),
+          torch::empty({idx.size(0)}, y.options().pinned_memory(pinned))};
+  assemble_into(b, x, y, idx, o, seed, epoch, index);
+  if (o.channels_last && b.x.dim() == 4) b.x = b.x.contiguous(at::MemoryFormat::ChannelsLast);
+  return b;
+}
+
+namespace detail {
+
+/// The host buffers batches are assembled into, reused across batches and epochs. acquire() hands out tensors
+/// that alias a free buffer pair (torch::from_blob with a deleter): the pair is free again when both tensors and
+/// every view of them are gone (the consumer has dropped the batch; the deleter takes the ring's mutex, so the
+/// consumer's reads happen before the next writes) and, on CUDA, the copy that last read it has finished (an
+/// event recorded after the copy). Thread-safe; the buffers outlive the ring while a batch still aliases them.
+/// Buffers of another shape (the short last batch) are separate buffers.
+class BufferRing {
+ public:
+  explicit BufferRing(bool pinned = false) : st_(std::make_shared<State>()) { st_->pinned = pinned; }
+  /// A batch of these shapes and dtypes in a free (or a new) pair of buffers.
+  Batch acquire(const torch::Tensor& x, const torch::Tensor& y, int64_t n) {
+    auto xs = x.sizes().vec();
+    xs[0] = n;
+    std::lock_guard lk(st_->m);
+    size_t i = 0;
+    for (; i < st_->entries.size(); ++i) {
+      const auto& e = st_->entries[i];
+      if (e.holds == 0 && e.buffers.x.sizes() == c10::IntArrayRef(xs) && copy_done(e)) break;
+    }
+    if (i == st_->entries.size()) {
+      st_->entries.push_back(Entry{Batch{torch::empty(xs, x.options().pinned_memory(st_->pinned)),
+                                         torch::empty({n}, y.options().pinned_memory(st_->pinned))}});
+    } else {
+      ++st_->reused;
+    }
+    auto& e = st_->entries[i];
+    e.holds = 2;
+#ifdef POLICYTRAIN_WITH_CUDA
+    e.copied.reset();
+#endif
+    auto release = [st = st_, i](void*) {
+      std::lock_guard g(st->m);
+      --st->entries[i].holds;
+    };
+    return Batch{torch::from_blob(e.buffers.x.data_ptr(), e.buffers.x.sizes(), release, e.buffers.x.options()),
+                 torch::from_blob(e.buffers.y.data_ptr(), e.buffers.y.sizes(), release, e.buffers.y.options())};
+  }
+#ifdef POLICYTRAIN_WITH_CUDA
+  /// Marks the buffers of `b` as read by a copy that completes with `copied`.
+  void copied(const Batch& b, std::shared_ptr<at::cuda::CUDAEvent> copied) {
+    std::lock_guard lk(st_->m);
+    for (auto& e : st_->entries)
+      if (e.buffers.x.data_ptr() == b.x.data_ptr()) e.copied = std::move(copied);
+  }
+#endif
+  /// Buffer pairs allocated since construction.
+  int64_t allocated() const {
+    std::lock_guard lk(st_->m);
+    return static_cast<int64_t>(st_->entries.size());
+  }
+  /// Times a buffer pair was taken again instead of allocating one.
+  int64_t reused() const {
+    std::lock_guard lk(st_->m);
+    return st_->reused;
+  }
+
+ private:
+  struct Entry {
+    Batch buffers;
+    int holds = 0;  // tensors handed out that alias the pair (0: free once the copy is done)
+#ifdef POLICYTRAIN_WITH_CUDA
+    std::shared_ptr<at::cuda::CUDAEvent> copied;
+#endif
+  };
+  struct State {
+    std::mutex m;
+    std::deque<Entry> entries;  // a deque: entries never move, the deleters name them by index
+    int64_t reused = 0;
+    bool pinned = false;
+  };
+  static bool copy_done(const Entry& e) {
+#ifdef POLICYTRAIN_WITH_CUDA
+    return !e.copied || e.copied->query();
+#else
+    (void)e;
+    return true;
+#endif
+  }
+  std::shared_ptr<State> st_;
+};
+
+}  // namespace detail
 
 /// Batches of an in-memory (inputs, targets) pair assembled on worker threads, in TensorLoader's order (see the file comment).
 class PrefetchLoader {
@@ -202,6 +302,7 @@ class PrefetchLoader {
                                               po_.normalize.std));
 #ifdef POLICYTRAIN_WITH_CUDA
     cuda_ = po_.device.is_cuda();
+    ring_ = std::make_unique<detail::BufferRing>(cuda_);
 #endif
   }
   PrefetchLoader(const PrefetchLoader&) = delete;
@@ -233,8 +334,13 @@ class PrefetchLoader {
   int64_t assembled() const { return assembled_.load(); }
   /// Worker threads started since construction (they persist across epochs, so at most `workers`).
   int64_t threads_started() const { return threads_started_; }
+  /// Host buffers (input and target pairs) allocated since construction: the ring grows to the batches in flight
+  /// (about workers x prefetch + 2, one more for a short last batch) and is then reused, epoch after epoch.
+  int64_t buffers_allocated() const { return ring_->allocated(); }
+  /// Batches assembled into a buffer that was already allocated.
+  int64_t buffers_reused() const { return ring_->reused(); }
 
-  /// Batch `i` of the current epoch, assembled on the calling thread (what a worker computes).
+  /// Batch `i` of the current epoch, assembled on the calling thread (what a worker computes) into new tensors.
   Batch assemble(size_t i) const {
     return assemble_batch(x_, y_, order_.indices(i), po_, order_.options().seed, order_.epoch(),
                           static_cast<int64_t>(i), pinned());
@@ -287,13 +393,51 @@ class PrefetchLoader {
 #endif
   }
 
+  // A batch ready for the consumer: on the host, or (CUDA) on the device with the event its copy completes with.
+  struct Slot {
+    std::optional<Batch> batch;
+    std::exception_ptr error;
+#ifdef POLICYTRAIN_WITH_CUDA
+    std::shared_ptr<at::cuda::CUDAEvent> copied;
+#endif
+  };
+
+  // Assembles batch i of `epoch` into a buffer of the ring and, on CUDA, copies it to the device on `stream`
+  // (the calling thread's side stream). Runs on a worker, or on the consumer without workers.
+  Slot produce(const torch::Tensor& idx, uint64_t seed, int64_t epoch, int64_t i) {
+    Slot s;
+    Batch host = ring_->acquire(x_, y_, idx.size(0));
+    assemble_into(host, x_, y_, idx, po_, seed, epoch, i);
+    ++assembled_;
+#ifdef POLICYTRAIN_WITH_CUDA
+    if (cuda_) {
+      thread_local std::optional<c10::cuda::CUDAStream> side;
+      if (!side || side->device_index() != po_.device.index())
+        side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, po_.device.index());
+      c10::cuda::CUDAGuard device_guard(po_.device);
+      c10::cuda::CUDAStreamGuard stream_guard(*side);
+      Batch dev = host.to(po_.device, /*non_blocking=*/true);
+      s.copied = std::make_shared<at::cuda::CUDAEvent>();
+      s.copied->record(*side);
+      ring_->copied(host, s.copied);  // the host buffer is free again once this copy has finished
+      if (po_.channels_last && dev.x.dim() == 4) {
+        dev.x = dev.x.contiguous(at::MemoryFormat::ChannelsLast);  // on the device, on the side stream
+        s.copied->record(*side);
+      }
+      s.batch = std::move(dev);
+      return s;
+    }
+#endif
+    if (po_.channels_last && host.x.dim() == 4) host.x = host.x.contiguous(at::MemoryFormat::ChannelsLast);
+    s.batch = std::move(host);
+    return s;
+  }
+
   void reset_locked() {
     ready_.clear();
     next_ = -1;  // no pass running: workers idle until the first read
     want_ = 0;
-#ifdef POLICYTRAIN_WITH_CUDA
     staged_.reset();
-#endif
     cv_work_.notify_all();
   }
 
@@ -329,30 +473,28 @@ class PrefetchLoader {
       const uint64_t seed = order_.options().seed;
       const int64_t epoch = order_.epoch();
       lk.unlock();
-      std::optional<Batch> b;
-      std::exception_ptr err;
+      Slot s;
       try {
-        b = assemble_batch(x_, y_, idx, po_, seed, epoch, i, pinned());
-        ++assembled_;
+        s = produce(idx, seed, epoch, i);
       } catch (...) {
-        err = std::current_exception();
+        s.error = std::current_exception();
       }
       lk.lock();
       if (gen != generation_ || i < want_) continue;  // its pass has ended, or the consumer skipped it
-      ready_[i] = Slot{std::move(b), err};
+      ready_[i] = std::move(s);
       cv_ready_.notify_all();
     }
   }
 
-  struct Slot {
-    std::optional<Batch> batch;
-    std::exception_ptr error;
-  };
-
-  Batch fetch_host(size_t i) {
+  Slot fetch(size_t i) {
     if (po_.workers == 0) {
-      ++assembled_;
-      return assemble(i);
+      Slot s;
+      try {
+        s = produce(order_.indices(i), order_.options().seed, order_.epoch(), static_cast<int64_t>(i));
+      } catch (...) {
+        s.error = std::current_exception();
+      }
+      return s;
     }
     start_workers();
     std::unique_lock lk(m_);
@@ -374,57 +516,41 @@ class PrefetchLoader {
     ready_.erase(ii);
     want_ = ii + 1;
     cv_work_.notify_all();
-    if (s.error) std::rethrow_exception(s.error);
-    return std::move(*s.batch);
+    return s;
   }
 
   Batch take(size_t i) {
     if (i >= size())
       throw std::out_of_range(fmt::format("policytrain::data::PrefetchLoader: batch {} read, but the epoch has {}", i, size()));
-#ifdef POLICYTRAIN_WITH_CUDA
-    if (cuda_) return take_cuda(i);
-#endif
-    return fetch_host(i);
-  }
-
-#ifdef POLICYTRAIN_WITH_CUDA
-  struct Staged {
-    size_t index;
-    Batch batch;                 // on the device, written by the side stream
-    at::cuda::CUDAEvent copied;  // recorded on the side stream after the copy
-  };
-  // Copies batch i to the device on the side stream; the copy overlaps the step that uses batch i-1.
-  std::unique_ptr<Staged> stage(size_t i) {
-    Batch host = fetch_host(i);
-    if (!side_) side_ = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, po_.device.index());
-    auto s = std::make_unique<Staged>();
-    s->index = i;
-    c10::cuda::CUDAStreamGuard guard(*side_);
-    s->batch = host.to(po_.device, /*non_blocking=*/true);
-    s->copied.record(*side_);
-    return s;
-  }
-  Batch take_cuda(size_t i) {
-    std::unique_ptr<Staged> cur;
-    if (staged_ && staged_->index == i) cur = std::move(staged_);
-    else cur = stage(i);
-    auto consumer = c10::cuda::getCurrentCUDAStream(po_.device.index());
-    cur->copied.block(consumer);
-    // The tensors were allocated on the side stream: tell the allocator the consumer stream uses them.
-    cur->batch.x.record_stream(consumer);
-    cur->batch.y.record_stream(consumer);
+    Slot s;
+    if (staged_ && staged_->first == i) s = std::move(staged_->second);
+    else s = fetch(i);
     staged_.reset();
-    if (i + 1 < size()) staged_ = stage(i + 1);
-    return std::move(cur->batch);
-  }
-  bool cuda_ = false;
-  std::optional<c10::cuda::CUDAStream> side_;
-  std::unique_ptr<Staged> staged_;
+#ifdef POLICYTRAIN_WITH_CUDA
+    // Without workers the consumer assembles and copies the next batch now, so that its copy overlaps this step.
+    if (cuda_ && po_.workers == 0 && i + 1 < size() && !s.error) staged_.emplace(i + 1, fetch(i + 1));
 #endif
+    if (s.error) std::rethrow_exception(s.error);
+#ifdef POLICYTRAIN_WITH_CUDA
+    if (s.copied) {
+      auto consumer = c10::cuda::getCurrentCUDAStream(po_.device.index());
+      s.copied->block(consumer);
+      // The tensors were allocated on a side stream: tell the allocator the consumer stream uses them.
+      s.batch->x.record_stream(consumer);
+      s.batch->y.record_stream(consumer);
+    }
+#endif
+    return std::move(*s.batch);
+  }
 
+#ifdef POLICYTRAIN_WITH_CUDA
+  bool cuda_ = false;
+#endif
   torch::Tensor x_, y_;
   TensorLoader order_;
   PrefetchOptions po_;
+  std::unique_ptr<detail::BufferRing> ring_ = std::make_unique<detail::BufferRing>();
+  std::optional<std::pair<size_t, Slot>> staged_;  // the next batch, produced ahead by the consumer (CUDA, no workers)
   std::mutex m_;
   std::condition_variable cv_work_, cv_ready_;
   std::vector<std::thread> threads_;
