@@ -17,11 +17,12 @@
 ///   taken again once every tensor aliasing it is gone and, on CUDA, its last copy to the device has finished), so a pass
 ///   allocates no memory per batch once the ring is full (`buffers_allocated()` counts the ring's buffers).
 /// - On CUDA (`POLICYTRAIN_WITH_CUDA`, `device` set to a CUDA device): the ring's buffers are pinned, allocated
-///   once; each batch is copied with a non-blocking copy on a side stream by the thread that assembled it (a
-///   worker, so the training thread only waits on an event), channels-last conversion runs on the device, and
-///   without workers the training thread assembles and copies one batch ahead of the step. (The loader used to
-///   allocate a pinned batch per step and copy it from the training thread after waiting for the next batch: on
-///   an H200 that made it 0.62x to 0.75x a plain TensorLoader, bench/RESULTS.md.)
+///   once, and workers make no CUDA call. Reading batch i, the training thread copies batch i+1, if it is
+///   assembled, with a non-blocking copy on a side stream into device memory allocated on its own stream (no
+///   record_stream), so the copy overlaps step i; channels-last conversion runs on the device. Without workers it
+///   assembles batch i+1 itself first. (The first version allocated a pinned batch per step, and waited for batch
+///   i+1 before returning batch i: on an H200 it ran at 0.62x to 0.75x a plain TensorLoader; copies issued by the
+///   workers then ran at 0.82x to 0.96x, bench/RESULTS.md.)
 /// Interface the Trainer uses: a range of policytrain::Batch, size(), set_epoch(e). One pass at a time: a new
 /// begin() (or set_epoch) ends the previous pass.
 /// Cost when unused: none (a separate class; TensorLoader is unchanged).
@@ -393,42 +394,23 @@ class PrefetchLoader {
 #endif
   }
 
-  // A batch ready for the consumer: on the host, or (CUDA) on the device with the event its copy completes with.
+  // A batch assembled on the host, or the error its assembly threw.
   struct Slot {
     std::optional<Batch> batch;
     std::exception_ptr error;
-#ifdef POLICYTRAIN_WITH_CUDA
-    std::shared_ptr<at::cuda::CUDAEvent> copied;
-#endif
   };
 
-  // Assembles batch i of `epoch` into a buffer of the ring and, on CUDA, copies it to the device on `stream`
-  // (the calling thread's side stream). Runs on a worker, or on the consumer without workers.
+  // Assembles batch i of `epoch` into a buffer of the ring (pinned on CUDA). Runs on a worker, or on the
+  // consumer without workers; makes no CUDA call (the consumer alone does: a worker's CUDA calls would contend
+  // with the training thread's kernel launches for the driver).
   Slot produce(const torch::Tensor& idx, uint64_t seed, int64_t epoch, int64_t i) {
     Slot s;
     Batch host = ring_->acquire(x_, y_, idx.size(0));
     assemble_into(host, x_, y_, idx, po_, seed, epoch, i);
     ++assembled_;
-#ifdef POLICYTRAIN_WITH_CUDA
-    if (cuda_) {
-      thread_local std::optional<c10::cuda::CUDAStream> side;
-      if (!side || side->device_index() != po_.device.index())
-        side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, po_.device.index());
-      c10::cuda::CUDAGuard device_guard(po_.device);
-      c10::cuda::CUDAStreamGuard stream_guard(*side);
-      Batch dev = host.to(po_.device, /*non_blocking=*/true);
-      s.copied = std::make_shared<at::cuda::CUDAEvent>();
-      s.copied->record(*side);
-      ring_->copied(host, s.copied);  // the host buffer is free again once this copy has finished
-      if (po_.channels_last && dev.x.dim() == 4) {
-        dev.x = dev.x.contiguous(at::MemoryFormat::ChannelsLast);  // on the device, on the side stream
-        s.copied->record(*side);
-      }
-      s.batch = std::move(dev);
-      return s;
-    }
-#endif
-    if (po_.channels_last && host.x.dim() == 4) host.x = host.x.contiguous(at::MemoryFormat::ChannelsLast);
+    // On CUDA the consumer copies the batch and converts it to channels-last on the device (take_cuda).
+    if (po_.channels_last && host.x.dim() == 4 && !pinned())
+      host.x = host.x.contiguous(at::MemoryFormat::ChannelsLast);
     s.batch = std::move(host);
     return s;
   }
@@ -437,7 +419,9 @@ class PrefetchLoader {
     ready_.clear();
     next_ = -1;  // no pass running: workers idle until the first read
     want_ = 0;
+#ifdef POLICYTRAIN_WITH_CUDA
     staged_.reset();
+#endif
     cv_work_.notify_all();
   }
 
@@ -486,7 +470,8 @@ class PrefetchLoader {
     }
   }
 
-  Slot fetch(size_t i) {
+  // Batch i from the workers (assembled here without workers). `wait` false: std::nullopt unless it is ready.
+  std::optional<Slot> fetch(size_t i, bool wait = true) {
     if (po_.workers == 0) {
       Slot s;
       try {
@@ -511,6 +496,7 @@ class PrefetchLoader {
     }
     want_ = ii;
     cv_work_.notify_all();
+    if (!wait && ready_.count(ii) == 0) return std::nullopt;
     cv_ready_.wait(lk, [&] { return ready_.count(ii) != 0; });
     Slot s = std::move(ready_[ii]);
     ready_.erase(ii);
@@ -522,26 +508,82 @@ class PrefetchLoader {
   Batch take(size_t i) {
     if (i >= size())
       throw std::out_of_range(fmt::format("policytrain::data::PrefetchLoader: batch {} read, but the epoch has {}", i, size()));
-    Slot s;
-    if (staged_ && staged_->first == i) s = std::move(staged_->second);
-    else s = fetch(i);
-    staged_.reset();
 #ifdef POLICYTRAIN_WITH_CUDA
-    // Without workers the consumer assembles and copies the next batch now, so that its copy overlaps this step.
-    if (cuda_ && po_.workers == 0 && i + 1 < size() && !s.error) staged_.emplace(i + 1, fetch(i + 1));
+    if (cuda_) return take_cuda(i);
 #endif
+    Slot s = *fetch(i);
     if (s.error) std::rethrow_exception(s.error);
-#ifdef POLICYTRAIN_WITH_CUDA
-    if (s.copied) {
-      auto consumer = c10::cuda::getCurrentCUDAStream(po_.device.index());
-      s.copied->block(consumer);
-      // The tensors were allocated on a side stream: tell the allocator the consumer stream uses them.
-      s.batch->x.record_stream(consumer);
-      s.batch->y.record_stream(consumer);
-    }
-#endif
     return std::move(*s.batch);
   }
+
+#ifdef POLICYTRAIN_WITH_CUDA
+  struct Staged {
+    size_t index = 0;
+    Batch batch;                                   // on the device, allocated on the consumer stream
+    std::shared_ptr<at::cuda::CUDAEvent> copied;   // recorded on the side stream after the copy
+    std::exception_ptr error;                      // batch `index` failed to assemble
+  };
+  // Copies a host batch to the device: on the side stream (`staged`: the copy of the next batch overlaps this
+  // step), or on the consumer stream. The device tensors are allocated on the consumer stream, so that no
+  // record_stream is needed; the side stream first waits for the consumer's work so far, which may still use the
+  // memory the allocator hands out.
+  Batch upload(const Batch& host, std::shared_ptr<at::cuda::CUDAEvent>& copied, bool side) {
+    c10::cuda::CUDAGuard device_guard(po_.device);
+    auto consumer = c10::cuda::getCurrentCUDAStream(po_.device.index());
+    Batch dev{torch::empty(host.x.sizes(), host.x.options().device(po_.device)),
+              torch::empty(host.y.sizes(), host.y.options().device(po_.device))};
+    copied = std::make_shared<at::cuda::CUDAEvent>();
+    if (side) {
+      if (!side_) side_ = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, po_.device.index());
+      at::cuda::CUDAEvent allocated;
+      allocated.record(consumer);
+      allocated.block(*side_);
+      c10::cuda::CUDAStreamGuard stream_guard(*side_);
+      dev.x.copy_(host.x, /*non_blocking=*/true);
+      dev.y.copy_(host.y, /*non_blocking=*/true);
+      copied->record(*side_);
+    } else {
+      dev.x.copy_(host.x, /*non_blocking=*/true);
+      dev.y.copy_(host.y, /*non_blocking=*/true);
+      copied->record(consumer);
+    }
+    ring_->copied(host, copied);  // the host buffer is free again once the copy has finished
+    return dev;
+  }
+  Batch take_cuda(size_t i) {
+    Batch dev;
+    if (staged_ && staged_->index == i) {
+      if (staged_->error) {
+        auto e = staged_->error;
+        staged_.reset();
+        std::rethrow_exception(e);
+      }
+      staged_->copied->block(c10::cuda::getCurrentCUDAStream(po_.device.index()));
+      dev = std::move(staged_->batch);
+    } else {
+      Slot s = *fetch(i);
+      if (s.error) std::rethrow_exception(s.error);
+      std::shared_ptr<at::cuda::CUDAEvent> copied;
+      dev = upload(*s.batch, copied, /*side=*/false);
+    }
+    staged_.reset();
+    // The next batch, copied now on the side stream if it is ready (with workers it almost always is; else it
+    // is copied when read), or assembled here and copied (no workers).
+    if (i + 1 < size()) {
+      if (auto next = fetch(i + 1, /*wait=*/po_.workers == 0)) {
+        Staged st;
+        st.index = i + 1;
+        if (next->error) st.error = next->error;
+        else st.batch = upload(*next->batch, st.copied, /*side=*/true);
+        staged_ = std::move(st);
+      }
+    }
+    if (po_.channels_last && dev.x.dim() == 4) dev.x = dev.x.contiguous(at::MemoryFormat::ChannelsLast);
+    return dev;
+  }
+  std::optional<c10::cuda::CUDAStream> side_;
+  std::optional<Staged> staged_;  // the next batch, already on its way to the device
+#endif
 
 #ifdef POLICYTRAIN_WITH_CUDA
   bool cuda_ = false;
@@ -550,7 +592,6 @@ class PrefetchLoader {
   TensorLoader order_;
   PrefetchOptions po_;
   std::unique_ptr<detail::BufferRing> ring_ = std::make_unique<detail::BufferRing>();
-  std::optional<std::pair<size_t, Slot>> staged_;  // the next batch, produced ahead by the consumer (CUDA, no workers)
   std::mutex m_;
   std::condition_variable cv_work_, cv_ready_;
   std::vector<std::thread> threads_;
