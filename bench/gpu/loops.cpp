@@ -131,7 +131,8 @@ int run_data(Args& a) {
   const auto dev = parse_device(a.str("device", "cuda"));
   const auto out = a.str("out", "data.json");
   const int64_t n = a.num("samples", 60000), batch = a.num("batch", 256), workers = a.num("workers", 2);
-  const auto variants = split_list(a.str("variants", "tensor_loader,prefetch_w0,prefetch_wN,augment_w0,augment_wN"));
+  const auto variants = split_list(a.str("variants", "tensor_loader,prefetch_w0,prefetch_wN,augment_w0,augment_wN,prefetch_wN_nosidestream,"
+                                                 "prefetch_wN_pageable"));
   const RepPlan plan{.warmup = a.num("warmup", 1), .min_reps = a.num("reps", 3), .max_reps = a.num("max-reps", 100),
                      .min_seconds = a.real("min-seconds", 0)};
   a.check_all_used();
@@ -160,17 +161,34 @@ int run_data(Args& a) {
       json t;
       auto timed = [&](auto& loader) {
         p.steps = static_cast<int64_t>(loader.size());
-        return time_reps(dev, p, [&] { trainer.fit(loader, {.epochs = trainer.state().epoch + 1}); });
+        auto r = time_reps(dev, p, [&] { trainer.fit(loader, {.epochs = trainer.state().epoch + 1}); });
+        // The loader alone (no training): one pass, each batch brought to the device as the Trainer does; the
+        // training thread's cost per batch of getting the data there.
+        sync(dev);
+        const auto t0 = std::chrono::steady_clock::now();
+        int64_t n = 0;
+        for (auto&& b : loader) {
+          pt::Batch d = b.x.device() == dev ? pt::Batch(b) : b.to(dev, /*non_blocking=*/true);
+          (void)d;
+          ++n;
+        }
+        sync(dev);
+        r["loader_only_us_per_batch"] =
+            1e6 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / std::max<int64_t>(n, 1);
+        return r;
       };
       if (v == "tensor_loader") {
         pt::data::TensorLoader loader(x, y, lo);
         t = timed(loader);
-      } else if (v == "prefetch_w0" || v == "prefetch_wN" || v == "augment_w0" || v == "augment_wN") {
+      } else if (v.starts_with("prefetch_w") || v.starts_with("augment_w")) {
         // augment_*: random crop (padding 4) and flip per sample, as the main job's --augment; w0 assembles on
         // the training thread (no prefetch), wN on `workers` threads.
-        const int64_t w = v.ends_with("_w0") ? 0 : workers;
+        // _nosidestream: each batch copied on the training stream when read; _pageable: no pinned memory.
+        const int64_t w = v.find("_w0") != std::string::npos ? 0 : workers;
         pt::data::PrefetchOptions po{.workers = w, .device = dev};
         po.augment.enabled = v.starts_with("augment");
+        po.side_stream = !v.ends_with("_nosidestream");
+        po.pin_memory = !v.ends_with("_pageable");
         pt::data::PrefetchLoader loader(x, y, lo, po);
         t = timed(loader);
         t["workers"] = w;
@@ -183,7 +201,8 @@ int run_data(Args& a) {
         t["pinned_side_stream"] = pinned;
       } else {
         throw std::invalid_argument(
-            fmt::format("gpu_bench data: variant '{}'; expected tensor_loader, prefetch_w0, prefetch_wN, augment_w0 or augment_wN", v));
+            fmt::format("gpu_bench data: variant '{}'; expected tensor_loader, prefetch_w0, prefetch_wN, augment_w0, augment_wN, "
+            "prefetch_wN_nosidestream or prefetch_wN_pageable", v));
       }
       // An epoch is n samples (the last batch may be partial).
       t["samples_per_second"] =

@@ -202,21 +202,23 @@ def main():
                   f"host images of Fashion-MNIST's shape (1x28x28 float), batch {data['batch']}, shuffled; one "
                   f"repetition = one epoch. `tensor_loader`: data::TensorLoader, the Trainer copies each batch from "
                   f"pageable memory; `prefetch_w0` / `prefetch_wN`: data::PrefetchLoader with 0 / {data['workers']} "
-                  f"worker threads (on CUDA: a ring of pinned buffers, each batch copied on a side stream by the "
-                  f"thread that assembled it); `augment_w0` / `augment_wN`: the same with random crop (padding 4) and "
-                  f"flip per sample, w0 being augmentation on the training thread (no prefetch).\n")
-        md.append("| loader | samples/s | epoch seconds | GPU idle fraction | cv |")
-        md.append("|---|---|---|---|---|")
+                  f"worker threads (on CUDA: a ring of pinned buffers, the next batch copied on a side stream by the "
+                  f"training thread); `augment_w0` / `augment_wN`: the same with random crop (padding 4) and "
+                  f"flip per sample, w0 being augmentation on the training thread (no prefetch); `_nosidestream`: each batch "
+                  f"copied on the training stream when read; `_pageable`: host buffers not pinned.\n")
+        md.append("| loader | samples/s | epoch seconds | GPU idle fraction | cv | loader alone, us per batch |")
+        md.append("|---|---|---|---|---|---|")
         for r in data["rows"]:
             if "error" in r:
-                md.append(f"| {r['variant']} | failed: {r['error'][:100]} | | | |")
+                md.append(f"| {r['variant']} | failed: {r['error'][:100]} | | | | |")
                 continue
             md.append(f"| {r['variant']} | {r['samples_per_second']:.0f} | {r['step_seconds'] * r['steps_per_rep']:.3f} | "
-                      f"{fmt_idle(r)} | {r['cv']:.3f} |")
+                      f"{fmt_idle(r)} | {r['cv']:.3f} | {r.get('loader_only_us_per_batch', float('nan')):.0f} |")
         rate = {r["variant"]: r.get("samples_per_second") for r in data["rows"] if "error" not in r}
         ratios = []
         for a, b in (("prefetch_w0", "tensor_loader"), ("prefetch_wN", "tensor_loader"), ("augment_wN", "augment_w0"),
-                     ("augment_wN", "tensor_loader")):
+                     ("augment_wN", "tensor_loader"), ("prefetch_wN_nosidestream", "tensor_loader"),
+                     ("prefetch_wN_pageable", "tensor_loader")):
             if rate.get(a) and rate.get(b):
                 ratios.append(f"{a} / {b} = {rate[a] / rate[b]:.2f}x")
         if ratios:
@@ -294,7 +296,8 @@ def smoke_checks(res, nvml, status):
             if (m, v) not in variants:
                 p.append(f"loops: no row for {m} {v}")
     if {r["variant"] for r in res["data"]["rows"]} != {"tensor_loader", "prefetch_w0", "prefetch_wN",
-                                                     "augment_w0", "augment_wN"}:
+                                                     "augment_w0", "augment_wN", "prefetch_wN_nosidestream",
+                                                     "prefetch_wN_pageable"}:
         p.append("data: a loader variant is missing")
     # AutoBatch on the CPU: peak = batch * bytes_per_sample, fits when <= fraction * budget; the largest such
     # batch, capped at max_batch, is floor(fraction * budget / bytes_per_sample).

@@ -55,7 +55,7 @@ else
   LOOPS=(--warmup 2 --reps 5 --min-seconds 2)
   DATA=(--workers 4 --warmup 1 --reps 3 --min-seconds 2)
   AUTOB=()
-  LIMIT_AMP=120 LIMIT_LOOPS=45 LIMIT_PY=75 LIMIT_DATA=45 LIMIT_AUTOB=75
+  LIMIT_AMP=120 LIMIT_LOOPS=45 LIMIT_PY=75 LIMIT_DATA=75 LIMIT_AUTOB=75
 fi
 PY_VARIANTS=python_eager,python_graph,lightning
 if ! "$PY" -c 'import lightning' 2>/dev/null; then

@@ -86,6 +86,11 @@ struct PrefetchOptions {
   /// Target device. For a CUDA device (with POLICYTRAIN_WITH_CUDA) batches are pinned and copied on a side
   /// stream one batch ahead; otherwise batches stay on the CPU and the Trainer moves them.
   torch::Device device = torch::kCPU;
+  /// CUDA: assemble into page-locked (pinned) host memory, so that copies to the device are asynchronous.
+  bool pin_memory = true;
+  /// CUDA: copy the next batch on a side stream while the current step runs (false: copy each batch on the
+  /// training stream when it is read).
+  bool side_stream = true;
 };
 
 namespace detail {
@@ -303,7 +308,7 @@ class PrefetchLoader {
                                               po_.normalize.std));
 #ifdef POLICYTRAIN_WITH_CUDA
     cuda_ = po_.device.is_cuda();
-    ring_ = std::make_unique<detail::BufferRing>(cuda_);
+    ring_ = std::make_unique<detail::BufferRing>(cuda_ && po_.pin_memory);
 #endif
   }
   PrefetchLoader(const PrefetchLoader&) = delete;
@@ -386,9 +391,16 @@ class PrefetchLoader {
   iterator end() { return {this, size()}; }
 
  private:
-  bool pinned() const {
+  bool cuda() const {
 #ifdef POLICYTRAIN_WITH_CUDA
     return cuda_;
+#else
+    return false;
+#endif
+  }
+  bool pinned() const {
+#ifdef POLICYTRAIN_WITH_CUDA
+    return cuda_ && po_.pin_memory;
 #else
     return false;
 #endif
@@ -409,7 +421,7 @@ class PrefetchLoader {
     assemble_into(host, x_, y_, idx, po_, seed, epoch, i);
     ++assembled_;
     // On CUDA the consumer copies the batch and converts it to channels-last on the device (take_cuda).
-    if (po_.channels_last && host.x.dim() == 4 && !pinned())
+    if (po_.channels_last && host.x.dim() == 4 && !cuda())
       host.x = host.x.contiguous(at::MemoryFormat::ChannelsLast);
     s.batch = std::move(host);
     return s;
@@ -569,7 +581,7 @@ class PrefetchLoader {
     staged_.reset();
     // The next batch, copied now on the side stream if it is ready (with workers it almost always is; else it
     // is copied when read), or assembled here and copied (no workers).
-    if (i + 1 < size()) {
+    if (po_.side_stream && i + 1 < size()) {
       if (auto next = fetch(i + 1, /*wait=*/po_.workers == 0)) {
         Staged st;
         st.index = i + 1;
