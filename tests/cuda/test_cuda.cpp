@@ -23,6 +23,7 @@
 #include <policytrain/all.hpp>
 
 #include "fashion_mnist/model.hpp"
+#include "unit/helpers.hpp"
 
 namespace pt = policytrain;
 namespace fs = std::filesystem;
@@ -442,12 +443,17 @@ TEST_CASE("CUDA: the default and the AMP step synchronise nowhere (sync debug mo
   }
 }
 
-TEST_CASE("CUDA step::CudaGraph: replaying the captured whole step gives the eager step's parameters over 50 steps "
-          "(dropout on, fp16 AMP with loss scaling, a schedule moving the lr, clipping, a short last batch)") {
+TEST_CASE("CUDA step::CudaGraph: replaying the captured whole step gives the eager step's parameters and every "
+          "step's reported loss, norm, lr and stepped flag over 51 steps (dropout on, fp16 AMP with loss scaling, a "
+          "schedule moving the lr, clipping, a short last batch)") {
   if (!gpu_or_skip()) return;
   SyncDebugOff off;
   auto data = gpu_batches(50, true);
   using AC = pt::precision::Autocast;
+  struct Run {
+    torch::Tensor weights;
+    testing::StepStream stream;
+  };
   const auto run = [&](bool graph, uint64_t dropout_seed, int64_t* replays = nullptr, int64_t* fallbacks = nullptr) {
     torch::manual_seed(5);
     DropMlpTask task{DropMlp()};
@@ -457,33 +463,60 @@ TEST_CASE("CUDA step::CudaGraph: replaying the captured whole step gives the eag
     AC amp({.dtype = torch::kHalf});
     pt::schedule::Lr lr({.kind = pt::schedule::Kind::cosine, .warmup_steps = 10});
     pt::callbacks::GradClip clip({.mode = pt::callbacks::GradClip::Mode::norm, .max_norm = 1.0});
+    Run r;
+    r.stream.read_now = false;  // the losses and norms are the tensors each step handed over, read after the fit
     std::vector<torch::Tensor> out;
     if (graph) {
       // Replays synchronise nowhere either: sync debug mode "error" from step 5 (after the capture) to step 50.
-      pt::Trainer<DropMlpTask, AC, pt::schedule::Lr, pt::callbacks::GradClip, pt::step::CudaGraph, SyncDebug> t(
-          task, opt, amp, lr, clip, pt::step::CudaGraph({.warmup_steps = 3}), SyncDebug{5, 50});
+      pt::Trainer<DropMlpTask, AC, pt::schedule::Lr, pt::callbacks::GradClip, pt::step::CudaGraph,
+                  testing::StepStream, SyncDebug>
+          t(task, opt, amp, lr, clip, pt::step::CudaGraph({.warmup_steps = 3}), r.stream, SyncDebug{5, 50});
       t.fit(data, {.epochs = 1});
       *replays = t.get<pt::step::CudaGraph>().replays();
       *fallbacks = t.get<pt::step::CudaGraph>().fallbacks();
     } else {
-      pt::Trainer<DropMlpTask, AC, pt::schedule::Lr, pt::callbacks::GradClip> t(task, opt, amp, lr, clip);
+      pt::Trainer<DropMlpTask, AC, pt::schedule::Lr, pt::callbacks::GradClip, testing::StepStream> t(task, opt, amp,
+                                                                                                       lr, clip, r.stream);
       t.fit(data, {.epochs = 1});
     }
     for (auto& p : task.module().parameters()) out.push_back(p.detach().flatten().cpu());
-    return torch::cat(out);
+    r.weights = torch::cat(out);
+    return r;
   };
   int64_t replays = 0, fallbacks = 0;
-  const auto eager = run(false, 9), graph = run(true, 9, &replays, &fallbacks);
+  const Run eager = run(false, 9), graph = run(true, 9, &replays, &fallbacks);
   // The scale of a real difference: the same eager run with other dropout masks. A graph that replayed one mask,
   // or a stale lr, or a lost step, lands about that far away; kernels that round differently under capture land
   // orders of magnitude closer.
-  const auto other_masks = run(false, 10);
+  const Run other_masks = run(false, 10);
   CHECK(replays == 47);
   CHECK(fallbacks == 1);
-  const double diff = (eager - graph).abs().max().item<double>();
-  const double spread = (eager - other_masks).abs().max().item<double>();
+  const double diff = (eager.weights - graph.weights).abs().max().item<double>();
+  const double spread = (eager.weights - other_masks.weights).abs().max().item<double>();
   INFO("max |eager - graph| = " << diff << ", max |eager - eager with other masks| = " << spread);
   CHECK(spread > 1e-4);
   CHECK(diff <= 0.01 * spread);
-  CHECK(torch::isfinite(graph).all().item<bool>());
+  CHECK(torch::isfinite(graph.weights).all().item<bool>());
+  // The stream a callback saw, step by step, the same way: each step's loss and gradient norm (the tensors it was
+  // handed, read after the fit: a graph that rewrites them in place would show the last step's values), its lr and
+  // stepped flag.
+  REQUIRE(eager.stream.rows->size() == 51);  // 50 full batches and the short one
+  REQUIRE(graph.stream.rows->size() == 51);
+  for (const auto& [get, what] : {std::pair{&testing::StepStream::kept_losses, "loss"},
+                                  std::pair{&testing::StepStream::kept_norms, "gradient norm"}}) {
+    const auto e = torch::tensor((eager.stream.*get)(), torch::kDouble),
+               g = torch::tensor((graph.stream.*get)(), torch::kDouble),
+               o = torch::tensor((other_masks.stream.*get)(), torch::kDouble);
+    const double d = (e - g).abs().max().item<double>(), sp = (e - o).abs().max().item<double>();
+    INFO(what << ": max |eager - graph| over the steps = " << d << ", against other masks " << sp);
+    CHECK(sp > 1e-4);
+    CHECK(d <= 0.01 * sp);
+  }
+  for (size_t i = 0; i < eager.stream.rows->size(); ++i) {
+    const auto &e = (*eager.stream.rows)[i], &g = (*graph.stream.rows)[i];
+    INFO("step " << e.step);
+    CHECK(g.step == e.step);
+    CHECK(g.lr == e.lr);
+    CHECK(g.stepped == e.stepped);
+  }
 }

@@ -1,6 +1,9 @@
 #pragma once
 // Small models, tasks and data shared by the unit tests.
+#include <cstdint>
 #include <filesystem>
+#include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -67,6 +70,54 @@ inline double max_rel_diff(const torch::nn::Module& a, const torch::nn::Module& 
   }
   return worst;
 }
+
+/// A callback that records, after every optimizer step, what a callback can read of that step: the loss tensor it
+/// is handed (kept, and read only at the end, so that a tensor rewritten by a later step shows), the lr, the stepped
+/// flag, the skip count and, when `read_now`, the loss, the loss scale and the clipped gradient norm as read at once
+/// (off where the test forbids a host read, as under a CUDA sync debug mode). Copies share the rows.
+struct StepStream {
+  struct Row {
+    int64_t step = 0, skipped = 0;
+    bool stepped = false;
+    double lr = 0;
+    torch::Tensor loss, norm;  ///< as handed to the callback (not copied)
+    double loss_now = std::numeric_limits<double>::quiet_NaN(), scale_now = 0, norm_now = 0;
+  };
+  std::shared_ptr<std::vector<Row>> rows = std::make_shared<std::vector<Row>>();
+  bool read_now = true;
+
+  template <class C>
+  void after_step(C& c, bool stepped) {
+    Row r;
+    r.step = c.state().global_step;
+    r.skipped = c.state().skipped_steps;
+    r.stepped = stepped;
+    r.lr = c.lr();
+    r.loss = c.state().last_loss;
+    if constexpr (C::template has<policytrain::callbacks::GradClip>())
+      r.norm = c.template get<policytrain::callbacks::GradClip>().last_norm_tensor();
+    if (read_now) {
+      r.loss_now = c.state().loss_value();
+      if constexpr (requires { c.template policy<policytrain::Category::precision>().loss_scale(); })
+        r.scale_now = c.template policy<policytrain::Category::precision>().loss_scale();
+      if (r.norm.defined()) r.norm_now = r.norm.template item<double>();
+    }
+    rows->push_back(std::move(r));
+  }
+
+  /// The losses as read now, from the tensors kept (one per step).
+  std::vector<double> kept_losses() const {
+    std::vector<double> v;
+    for (const auto& r : *rows) v.push_back(r.loss.defined() ? r.loss.item<double>() : std::numeric_limits<double>::quiet_NaN());
+    return v;
+  }
+  /// The gradient norms as read now, from the tensors kept (NaN where none).
+  std::vector<double> kept_norms() const {
+    std::vector<double> v;
+    for (const auto& r : *rows) v.push_back(r.norm.defined() ? r.norm.item<double>() : std::numeric_limits<double>::quiet_NaN());
+    return v;
+  }
+};
 
 /// A fresh, empty directory under the system's temp dir.
 inline std::filesystem::path temp_dir(const std::string& name) {

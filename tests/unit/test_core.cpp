@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -391,7 +392,28 @@ struct GraphRun {
   torch::Tensor weights;
   int64_t skipped = -1, replays = -1, fallbacks = -1, captures = -1, eager = -1;
   double lr = 0;
+  testing::StepStream stream;  // what a callback read at every step
 };
+bool same_double(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+// The whole stream of reported values, step by step: the loss (read at once and from the tensor the callback kept,
+// read after the fit), the lr, the stepped flag, the skip count, the loss scale and the gradient norm.
+void check_same_stream(const testing::StepStream& eager, const testing::StepStream& graph) {
+  REQUIRE(eager.rows->size() == graph.rows->size());
+  const auto el = eager.kept_losses(), gl = graph.kept_losses(), en = eager.kept_norms(), gn = graph.kept_norms();
+  int wrong = 0;
+  for (size_t i = 0; i < el.size(); ++i) {
+    const auto &e = (*eager.rows)[i], &g = (*graph.rows)[i];
+    INFO("step " << e.step << ": loss " << e.loss_now << " (kept " << el[i] << ") against the graph's " << g.loss_now
+                 << " (kept " << gl[i] << ")");
+    const bool same = e.step == g.step && e.skipped == g.skipped && e.stepped == g.stepped && e.lr == g.lr &&
+                      same_double(e.loss_now, g.loss_now) && same_double(el[i], gl[i]) &&
+                      e.scale_now == g.scale_now && same_double(e.norm_now, g.norm_now) && same_double(en[i], gn[i]);
+    CHECK(same);
+    wrong += same ? 0 : 1;
+  }
+  INFO(wrong << " of " << el.size() << " steps reported differently");
+  CHECK(wrong == 0);
+}
 // bf16 autocast with the loss scaled (fp16's step: unscale, inf check, device skip, update), FusedAdamW, a warmup +
 // cosine schedule, clipping by norm; 42 samples in batches of 4: 10 full batches and a short one per epoch.
 template <bool Graph>
@@ -413,8 +435,8 @@ GraphRun graph_run(int nan_at) {
     r.lr = trainer.context().lr();
   };
   if constexpr (Graph) {
-    pt::Trainer<NanAtCall, AC, pt::schedule::Lr, pt::callbacks::GradClip, pt::step::GraphEmulation> trainer(
-        task, opt, amp, lr, clip, pt::step::GraphEmulation({.warmup_steps = 3}));
+    pt::Trainer<NanAtCall, AC, pt::schedule::Lr, pt::callbacks::GradClip, pt::step::GraphEmulation, testing::StepStream>
+        trainer(task, opt, amp, lr, clip, pt::step::GraphEmulation({.warmup_steps = 3}), r.stream);
     finish(trainer);
     const auto& g = trainer.get<pt::step::GraphEmulation>();
     r.replays = g.replays();
@@ -422,7 +444,8 @@ GraphRun graph_run(int nan_at) {
     r.captures = g.captures();
     r.eager = g.eager_steps();
   } else {
-    pt::Trainer<NanAtCall, AC, pt::schedule::Lr, pt::callbacks::GradClip> trainer(task, opt, amp, lr, clip);
+    pt::Trainer<NanAtCall, AC, pt::schedule::Lr, pt::callbacks::GradClip, testing::StepStream> trainer(
+        task, opt, amp, lr, clip, r.stream);
     finish(trainer);
   }
   return r;
@@ -430,10 +453,13 @@ GraphRun graph_run(int nan_at) {
 }  // namespace
 
 TEST_CASE("step::CudaGraph's step logic (emulated on the CPU): warm-up, one capture, replays and the short batch's "
-          "eager fallback give the eager Trainer's weights bit for bit, with AMP, a schedule and clipping") {
+          "eager fallback give the eager Trainer's weights and every step's reported loss, lr, scale and norm bit for "
+          "bit, with AMP, a schedule and clipping") {
   const GraphRun eager = graph_run<false>(-1), graph = graph_run<true>(-1);
   CHECK(torch::equal(eager.weights, graph.weights));
   CHECK(graph.lr == doctest::Approx(eager.lr));
+  CHECK(eager.stream.rows->size() == 22);
+  check_same_stream(eager.stream, graph.stream);
   // 2 epochs of 11 steps: 3 warm-up steps, then 7 + 10 full batches replayed (the first after its capture), and
   // each epoch's short batch of 2 run eagerly.
   CHECK(graph.captures == 1);
@@ -445,6 +471,7 @@ TEST_CASE("step::CudaGraph's step logic (emulated on the CPU): warm-up, one capt
     CHECK(e.skipped == 1);
     CHECK(g.skipped == e.skipped);
     CHECK(torch::equal(e.weights, g.weights));
+    check_same_stream(e.stream, g.stream);
   }
 }
 

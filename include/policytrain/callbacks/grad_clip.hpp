@@ -96,9 +96,17 @@ class GradClip {
     torch::NoGradGuard ng;
     if (o_.mode == Mode::norm) {
       last_norm_ = detail::clip_grad_norm_no_sync(grads, o_.max_norm, o_.p);
+      if (ctx.capturing()) graph_norm_ = last_norm_;  // a graph rewrites this tensor at every replay
     } else {
       for (auto& g : grads) g.clamp_(-o_.clip_value, o_.clip_value);
     }
+  }
+
+  /// Under step::CudaGraph, after a replay: the norm of the replayed step, copied from the tensor the graph rewrote
+  /// (asynchronously), so that a norm tensor kept from an earlier step keeps its value.
+  template <class Ctx>
+  void on_replay(Ctx&) {
+    if (graph_norm_.defined()) last_norm_ = graph_norm_.clone();
   }
 
   /// The settings.
@@ -126,6 +134,7 @@ class GradClip {
  private:
   Options o_;
   torch::Tensor last_norm_;
+  torch::Tensor graph_norm_;  // the captured step's norm (rewritten by every replay)
 };
 
 }  // namespace policytrain::callbacks

@@ -15,7 +15,10 @@
 ///   Capturing runs nothing: the captured step is then replayed for that batch.
 /// - A replay: the batch is copied into the static inputs, the step tensor (Context::step_tensor) and the fused
 ///   optimizer's lr tensors are written (asynchronous fills), the graph is launched, and every policy's
-///   on_replay(ctx) records what the graph did (the loss scaler: unscaled and stepped). The gradients stay where
+///   on_replay(ctx) records what the graph did (the loss scaler: unscaled and stepped; GradClip: the norm). What a
+///   callback reads of the step is the replayed step's own: TrainState::last_loss is a fresh copy of the loss the
+///   graph rewrote (a tensor kept from an earlier step keeps its value), lr, skip count and scale are set on the
+///   host after the replay as after an eager step. The gradients stay where
 ///   the graph writes them (keeps_grads()). The default CUDA generator is registered with every graph by
 ///   LibTorch, so dropout draws new numbers at each replay.
 /// - A batch of another shape or dtype (the last, short batch of an epoch) runs eagerly, after the gradients are
@@ -137,6 +140,10 @@ class CudaGraphBackend {
   /// Gradients are rewritten in place by each replay: nothing to do before one.
   template <class Params>
   static void before_replay(Params&) {}
+  /// The tensor the captured step left as its output (the loss): the graph's own, rewritten by every replay.
+  static torch::Tensor captured_output(const torch::Tensor& t) { return t; }
+  /// After a replay: the graph has rewritten its output in place; nothing to do.
+  static void update_output(torch::Tensor&, const torch::Tensor&) {}
 
  private:
 #ifdef POLICYTRAIN_WITH_CUDA
@@ -183,6 +190,14 @@ class EmulationBackend {
   /// A graph's backward writes fresh gradients: release them, so that the emulated backward does not accumulate.
   template <class Opt>
   static void before_replay(Opt& opt) { policytrain::detail::release_grads(opt); }
+  /// A buffer of its own for the captured step's output (capture ran nothing: `t` is still the warm-up's tensor,
+  /// which a callback may have kept).
+  static torch::Tensor captured_output(const torch::Tensor& t) { return t.defined() ? torch::empty_like(t) : t; }
+  /// After a replay: writes what the emulated step computed (`fresh`) into the output buffer, as a graph rewrites
+  /// its output in place.
+  static void update_output(torch::Tensor& out, const torch::Tensor& fresh) {
+    if (out.defined() && fresh.defined() && !fresh.is_same(out)) out.copy_(fresh);
+  }
 
  private:
   std::function<bool()> step_;
@@ -298,7 +313,12 @@ class CapturedStep {
     }
     in_graph_ = false;
     opt_->replayed();
-    if (captured_loss_.defined()) ctx.state().last_loss = captured_loss_;
+    // The replayed step's own loss: the graph rewrites its loss tensor in place at every replay, so a callback
+    // gets a copy (asynchronous, on the current stream) that a later replay leaves alone.
+    if (captured_loss_.defined()) {
+      Backend::update_output(captured_loss_, ctx.state().last_loss);
+      ctx.state().last_loss = captured_loss_.clone();
+    }
     ctx.replayed();
     ++replays_;
     return true;
@@ -351,7 +371,7 @@ class CapturedStep {
       throw std::logic_error(fmt::format("policytrain::{}: a policy decided on the host to skip the captured step; "
                                          "a captured step must skip on the device (found_inf)", name));
     captured_ = true;
-    captured_loss_ = ctx.state().last_loss;  // the graph rewrites this tensor at every replay
+    captured_loss_ = Backend::captured_output(ctx.state().last_loss);  // rewritten at every replay
     ++captures_;
   }
 
