@@ -35,6 +35,8 @@
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <stdexcept>
+#include <string_view>
 #include <system_error>
 #include <typeinfo>
 #include <tuple>
@@ -48,6 +50,7 @@
 
 #include <policytrain/checkpoint/archive.hpp>
 #include <policytrain/checkpoint/export.hpp>
+#include <policytrain/checkpoint/fingerprint.hpp>
 #include <policytrain/checkpoint/format.hpp>
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metrics.hpp>
@@ -166,28 +169,6 @@ inline nlohmann::json run_fingerprint(const torch::nn::Module& m, const torch::o
   return f;
 }
 
-/// What differs between a checkpoint's fingerprint (`saved`) and this run's (`now`), one phrase per field;
-/// empty when they agree. A field only one of them records is not compared (a file of an older version records none).
-inline std::vector<std::string> fingerprint_differences(const nlohmann::json& saved, const nlohmann::json& now) {
-  std::vector<std::string> out;
-  if (!saved.is_object() || !now.is_object()) return out;
-  auto str = [](const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
-  if (saved.contains("model") && now.contains("model") && saved["model"] != now["model"]) {
-    std::string what = "model architecture (parameter names, shapes or dtypes)";
-    if (saved.contains("model_tensors") && saved.contains("model_elements") && now.contains("model_tensors"))
-      what += fmt::format(": {} tensors of {} elements in the checkpoint, {} tensors of {} elements in this run",
-                          str(saved["model_tensors"]), str(saved["model_elements"]), str(now["model_tensors"]),
-                          str(now["model_elements"]));
-    out.push_back(what);
-  }
-  const std::pair<const char*, const char*> fields[] = {
-      {"optimizer", "optimizer"}, {"world_size", "world size"}, {"batch_size", "batch size"}, {"data_size", "data size"}};
-  for (const auto& [key, label] : fields)
-    if (saved.contains(key) && now.contains(key) && saved[key] != now[key])
-      out.push_back(fmt::format("{}: {} in the checkpoint, {} in this run", label, str(saved[key]), str(now[key])));
-  return out;
-}
-
 /// The background writer of asynchronous checkpoints: one thread, one job in flight at most, jobs in order.
 /// A job's failure is kept and rethrown by the next `submit` or `wait`. The destructor finishes the job in
 /// flight (an exception unwinding the Trainer does not abandon a write half way; a killed process leaves the
@@ -292,10 +273,15 @@ class Disk {
   };
 
   Disk() = default;
-  /// Validates `o.settings` as JSON; throws std::invalid_argument otherwise.
+  /// Validates `o.settings` as JSON nested at most kMaxMetaDepth - 1 deep; throws std::invalid_argument otherwise.
   explicit Disk(Options o) : o_(std::move(o)) {
     if (!o_.settings.empty() && !nlohmann::json::accept(o_.settings))
       throw std::invalid_argument("policytrain::checkpoint::Disk: settings is not valid JSON; pass a JSON object as text");
+    // The settings sit one level inside the metadata, whose depth a reader bounds (kMaxMetaDepth).
+    if (detail::json_too_deep(o_.settings, kMaxMetaDepth - 1) != std::string_view::npos)
+      throw std::invalid_argument(fmt::format("policytrain::checkpoint::Disk: settings nests arrays and objects more "
+                                              "than {} levels deep; a checkpoint reader refuses metadata deeper than {}",
+                                              kMaxMetaDepth - 1, kMaxMetaDepth));
   }
 
   /// The settings.
@@ -556,6 +542,7 @@ class Disk {
           "settings cannot be compared", file.string());
       return "";
     }
+    check_fingerprint(file, meta["fingerprint"]);
     const auto diff = fingerprint_differences(meta["fingerprint"], fingerprint_);
     if (diff.empty()) return "";
     return fmt::format("policytrain::checkpoint: {}: belongs to another run: {}; to start a new run from its weights, "

@@ -53,6 +53,11 @@ inline constexpr uint32_t kFormatVersion = 1;
 inline constexpr size_t kHeaderSize = 36;
 /// The first 8 bytes of every checkpoint file, "\x89PTCKPT\n".
 inline constexpr std::array<unsigned char, 8> kMagic{0x89, 'P', 'T', 'C', 'K', 'P', 'T', '\n'};
+/// Bounds on a file's metadata, checked on its raw bytes before the JSON parser (or anything recursive: a
+/// comparison, a dump) touches them: its length in bytes, and how deep its arrays and objects nest.
+inline constexpr uint32_t kMaxMetaBytes = uint32_t{16} << 20;
+/// See kMaxMetaBytes.
+inline constexpr size_t kMaxMetaDepth = 64;
 
 namespace detail {
 
@@ -126,6 +131,10 @@ inline Header parse_header(const std::filesystem::path& file, std::string_view h
     fail(file, fmt::format("incompatible version: checkpoint format {}, this build of policytrain reads format {}{}",
                            r.version, kFormatVersion,
                            r.version > kFormatVersion ? "; load it with the newer policytrain that wrote it" : ""));
+  if (r.meta_size > kMaxMetaBytes)
+    fail(file, fmt::format("the header's metadata length ({} bytes) exceeds the limit of {} bytes on metadata "
+                           "(policytrain writes a few KiB): forged or not a policytrain checkpoint",
+                           r.meta_size, kMaxMetaBytes));
   // Each length is checked against what the file really holds, without adding (a forged 64-bit length would
   // make 36 + meta + payload wrap around to the file's size).
   const uint64_t body = file_size - kHeaderSize;
@@ -163,8 +172,38 @@ inline uint64_t file_size_of(const std::filesystem::path& file) {
   if (ec) fail(file, fmt::format("cannot read: {}", ec.message()));
   return n;
 }
+/// Where JSON text `text` nests its arrays and objects deeper than `limit` (brackets outside strings; the text is
+/// not otherwise validated): the offset of the first bracket past the limit, or npos. Iterative: any depth is safe.
+inline size_t json_too_deep(std::string_view text, size_t limit) {
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;  // the escaped character, whatever it is
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+/// Checks the bounds of metadata text `meta` (kMaxMetaBytes, kMaxMetaDepth) before anything parses it.
+inline void check_meta_bounds(const std::filesystem::path& file, std::string_view meta) {
+  if (meta.size() > kMaxMetaBytes)
+    fail(file, fmt::format("the metadata is {} bytes; expected at most {}", meta.size(), kMaxMetaBytes));
+  if (const size_t at = json_too_deep(meta, kMaxMetaDepth); at != std::string_view::npos)
+    fail(file, fmt::format("the metadata is nested more than {} levels deep (at byte {} of {}); expected at most {} "
+                           "levels of arrays and objects: forged or not a policytrain checkpoint",
+                           kMaxMetaDepth, at, meta.size(), kMaxMetaDepth));
+}
 inline nlohmann::json parse_meta(const std::filesystem::path& file, std::string_view meta, uint32_t crc) {
   if (detail::crc32(meta) != crc) fail(file, "the metadata is corrupt (its checksum does not match)");
+  check_meta_bounds(file, meta);
   auto j = nlohmann::json::parse(meta, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) fail(file, "the metadata is not a JSON object");
   return j;
@@ -313,8 +352,11 @@ inline void write_atomic(const std::filesystem::path& file, std::initializer_lis
 }
 
 /// Writes a checkpoint file: header, `meta` (a JSON object) and `payload`, atomically.
+/// Throws CheckpointError, writing nothing, when the metadata exceeds what a reader accepts (kMaxMetaBytes,
+/// kMaxMetaDepth).
 inline void write_file(const std::filesystem::path& file, const nlohmann::json& meta, std::string_view payload) {
   const std::string m = meta.dump();
+  detail::check_meta_bounds(file, m);
   const std::string h = make_header(m, payload);
   write_atomic(file, {h, m, payload});
 }

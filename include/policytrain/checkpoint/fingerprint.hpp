@@ -1,0 +1,83 @@
+#pragma once
+/// \file
+/// The run fingerprint as read from a checkpoint's metadata (torch-free, so that fuzz_checkpoint_header reaches it):
+/// its shape checked before anything compares it (check_fingerprint), and what differs from this run's
+/// (fingerprint_differences). What the fingerprint records: checkpoint::run_fingerprint (checkpoint/disk.hpp).
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <policytrain/checkpoint/format.hpp>
+
+namespace policytrain::checkpoint {
+
+namespace detail {
+/// `v` as JSON text for a message, cut after `max` characters (metadata is depth-bounded when read: dump is safe).
+inline std::string json_excerpt(const nlohmann::json& v, size_t max = 80) {
+  std::string s = v.dump();
+  if (s.size() > max) s = fmt::format("{}... ({} characters)", s.substr(0, max), s.size());
+  return s;
+}
+/// "a string", "an object", ...: the JSON type of `v`, for a message.
+inline std::string json_kind(const nlohmann::json& v) {
+  if (v.is_object()) return "an object";
+  if (v.is_array()) return "an array";
+  if (v.is_string()) return "a string";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number()) return "a number";
+  return v.type_name();
+}
+/// Throws CheckpointError: the metadata field `field` of `file` is `v`, not what was `expected`.
+[[noreturn]] inline void bad_meta_field(const std::filesystem::path& file, const std::string& field,
+                                        const nlohmann::json& v, std::string_view expected) {
+  fail(file, fmt::format("the metadata field '{}' is {} ({}); expected {}", field, json_excerpt(v), json_kind(v), expected));
+}
+}  // namespace detail
+
+/// Checks the shape of a checkpoint's fingerprint (`saved`, the metadata's "fingerprint" of `file`) before it is
+/// compared: an object whose known fields have their types. Throws CheckpointError naming the file, the field, its
+/// value and what was expected.
+inline void check_fingerprint(const std::filesystem::path& file, const nlohmann::json& saved) {
+  if (!saved.is_object()) detail::bad_meta_field(file, "fingerprint", saved, "an object (the run fingerprint)");
+  const auto field = [&](const char* key, bool ok, std::string_view expected) {
+    if (saved.contains(key) && !ok) detail::bad_meta_field(file, fmt::format("fingerprint.{}", key), saved[key], expected);
+  };
+  field("model", saved.contains("model") && saved["model"].is_string(), "a string (the architecture digest)");
+  for (const char* k : {"model_tensors", "model_elements", "world_size", "batch_size", "data_size"})
+    field(k, saved.contains(k) && saved[k].is_number_integer(), "an integer");
+  field("optimizer", saved.contains("optimizer") && (saved["optimizer"].is_string() || saved["optimizer"].is_object()),
+        "an object (the optimizer's family and parameter groups) or a string (its type, in older files)");
+}
+
+/// What differs between a checkpoint's fingerprint (`saved`) and this run's (`now`), one phrase per field;
+/// empty when they agree. A field only one of them records is not compared (a file of an older version records none).
+/// `saved` must have passed check_fingerprint.
+inline std::vector<std::string> fingerprint_differences(const nlohmann::json& saved, const nlohmann::json& now) {
+  std::vector<std::string> out;
+  if (!saved.is_object() || !now.is_object())
+    throw std::invalid_argument("policytrain::checkpoint::fingerprint_differences: a fingerprint is not an object; "
+                                "check a checkpoint's with check_fingerprint first");
+  auto str = [](const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : detail::json_excerpt(v); };
+  if (saved.contains("model") && now.contains("model") && saved["model"] != now["model"]) {
+    std::string what = "model architecture (parameter names, shapes or dtypes)";
+    if (saved.contains("model_tensors") && saved.contains("model_elements") && now.contains("model_tensors"))
+      what += fmt::format(": {} tensors of {} elements in the checkpoint, {} tensors of {} elements in this run",
+                          str(saved["model_tensors"]), str(saved["model_elements"]), str(now["model_tensors"]),
+                          str(now["model_elements"]));
+    out.push_back(what);
+  }
+  const std::pair<const char*, const char*> fields[] = {
+      {"optimizer", "optimizer"}, {"world_size", "world size"}, {"batch_size", "batch size"}, {"data_size", "data size"}};
+  for (const auto& [key, label] : fields)
+    if (saved.contains(key) && now.contains(key) && saved[key] != now[key])
+      out.push_back(fmt::format("{}: {} in the checkpoint, {} in this run", label, str(saved[key]), str(now[key])));
+  return out;
+}
+
+}  // namespace policytrain::checkpoint
