@@ -23,17 +23,22 @@ std::string g_file;
 
 /// The fingerprint of "this run", which every input's is compared with.
 nlohmann::json this_run() {
+  const nlohmann::json group{{"params", 4}, {"elements", 211}, {"momentum", 0.9}, {"dampening", 0.0},
+                             {"weight_decay", 0.0}, {"nesterov", false}};
   return {{"model", std::string(64, 'a')}, {"model_tensors", 4}, {"model_elements", 211},
-          {"optimizer", "torch::optim::SGD"}, {"world_size", 1}, {"batch_size", 16}};
+          {"optimizer", {{"family", "sgd"}, {"param_groups", {group}}}}, {"world_size", 1}, {"batch_size", 16}};
 }
 
 void make_seeds(const std::string& dir) {
   nlohmann::json meta{{"library", "policytrain"}, {"format", 1}, {"epoch", 2}, {"batch_in_epoch", 0},
                       {"global_step", 12}, {"kind", "last"}, {"half_weights", false}, {"fingerprint", this_run()}};
   ck::write_file(dir + "/last.ckpt", meta, "PK\x03\x04 not really an archive");
+  meta["fingerprint"]["optimizer"]["param_groups"][0]["momentum"] = 0.0;
   meta["fingerprint"]["world_size"] = 2;
   meta["fingerprint"]["model"] = std::string(64, 'b');
   ck::write_file(dir + "/other-run.ckpt", meta, "");
+  meta["fingerprint"]["optimizer"] = "policytrain::optim::FusedSgd";  // a file of an older version: the type
+  ck::write_file(dir + "/older.ckpt", meta, "");
   ck::write_file(dir + "/empty-payload.ckpt", {{"kind", "best"}}, "");
   ck::write_file(dir + "/empty-meta.ckpt", nlohmann::json::object(), std::string(100, '\0'));
 }
