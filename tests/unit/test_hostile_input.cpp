@@ -351,7 +351,7 @@ TEST_CASE("a forged string length inside the archive's pickle is refused before 
 }
 
 TEST_CASE("a checkpoint whose fingerprint is JSON nested 1,000,000 deep (valid checksums) is skipped by auto-resume, "
-          "which resumes from the next file; malformed metadata is a CheckpointError naming the file and the value") {
+          "which resumes from the next file, and malformed metadata is a CheckpointError naming the file and the value") {
   const auto dir = testing::temp_dir("deep-meta");
   auto [x, y] = testing::toy_data(48);
   std::string good_sha;

@@ -223,7 +223,7 @@ TEST_CASE("a run resumes with its optimizer's fused twin and back (AdamW, Adam, 
 }
 
 TEST_CASE("the optimizer in the run fingerprint is its family and its groups' hyper-parameters: another family, "
-          "other hyper-parameters or other groups are another run's; the lr is not compared") {
+          "other hyper-parameters or other groups are another run's, and the lr is not compared") {
   namespace opt = torch::optim;
   const auto dir = testing::temp_dir("fp-hyper");
   (void)train_swap<opt::AdamW>(opt::AdamWOptions(0.01).weight_decay(0.05), 5, dir, false);
