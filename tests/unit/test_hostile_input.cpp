@@ -423,6 +423,14 @@ TEST_CASE("a checkpoint whose fingerprint is JSON nested 1,000,000 deep (valid c
       [&] { (void)ck::parse_header("big.ckpt", ck::make_header(big, ""), ck::kHeaderSize + big.size()); });
   CHECK_MESSAGE(big_msg.find("big.ckpt: the header's metadata length (16777217 bytes) exceeds the limit of 16777216") !=
                     std::string::npos, big_msg);
+  // Every malformed field names the file, the value and what was expected.
+  const auto step_msg = message_of<ck::CheckpointError>(
+      [&] { (void)ck::meta_int("x.ckpt", nlohmann::json{{"global_step", "12"}}, "global_step", 0); });
+  CHECK_MESSAGE(step_msg.find("x.ckpt: the metadata field 'global_step' is \"12\" (a string); expected an integer") !=
+                    std::string::npos, step_msg);
+  const std::string arr = "[1,2]";
+  const auto arr_msg = message_of<ck::CheckpointError>([&] { (void)ck::parse_file("a.ckpt", ck::make_header(arr, "") + arr); });
+  CHECK_MESSAGE(arr_msg.find("a.ckpt: the metadata is [1,2] (an array); expected a JSON object") != std::string::npos, arr_msg);
   // Nesting up to the limit still reads (a run's settings may be nested).
   nlohmann::json nested = 1;
   for (int i = 0; i < 60; ++i) nested = nlohmann::json::array({nested});

@@ -17,29 +17,6 @@
 
 namespace policytrain::checkpoint {
 
-namespace detail {
-/// `v` as JSON text for a message, cut after `max` characters (metadata is depth-bounded when read: dump is safe).
-inline std::string json_excerpt(const nlohmann::json& v, size_t max = 80) {
-  std::string s = v.dump();
-  if (s.size() > max) s = fmt::format("{}... ({} characters)", s.substr(0, max), s.size());
-  return s;
-}
-/// "a string", "an object", ...: the JSON type of `v`, for a message.
-inline std::string json_kind(const nlohmann::json& v) {
-  if (v.is_object()) return "an object";
-  if (v.is_array()) return "an array";
-  if (v.is_string()) return "a string";
-  if (v.is_boolean()) return "a boolean";
-  if (v.is_number()) return "a number";
-  return v.type_name();
-}
-/// Throws CheckpointError: the metadata field `field` of `file` is `v`, not what was `expected`.
-[[noreturn]] inline void bad_meta_field(const std::filesystem::path& file, const std::string& field,
-                                        const nlohmann::json& v, std::string_view expected) {
-  fail(file, fmt::format("the metadata field '{}' is {} ({}); expected {}", field, json_excerpt(v), json_kind(v), expected));
-}
-}  // namespace detail
-
 /// Checks the shape of a checkpoint's fingerprint (`saved`, the metadata's "fingerprint" of `file`) before it is
 /// compared: an object whose known fields have their types. Throws CheckpointError naming the file, the field, its
 /// value and what was expected.

@@ -152,6 +152,29 @@ inline Header parse_header(const std::filesystem::path& file, std::string_view h
 }
 
 namespace detail {
+/// `v` as JSON text for a message, cut after `max` characters (metadata is depth-bounded when read: dump is safe).
+inline std::string json_excerpt(const nlohmann::json& v, size_t max = 80) {
+  std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (s.size() > max) s = fmt::format("{}... ({} characters)", s.substr(0, max), s.size());
+  return s;
+}
+/// "a string", "an object", ...: the JSON type of `v`, for a message.
+inline std::string json_kind(const nlohmann::json& v) {
+  if (v.is_object()) return "an object";
+  if (v.is_array()) return "an array";
+  if (v.is_string()) return "a string";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number()) return "a number";
+  return v.type_name();
+}
+/// Throws CheckpointError: the metadata field `field` of `file` is `v`, not what was `expected`.
+[[noreturn]] inline void bad_meta_field(const std::filesystem::path& file, const std::string& field,
+                                        const nlohmann::json& v, std::string_view expected) {
+  fail(file, fmt::format("the metadata field '{}' is {} ({}); expected {}", field, json_excerpt(v), json_kind(v), expected));
+}
+}  // namespace detail
+
+namespace detail {
 /// Reads `n` bytes at `offset` of `file`, whose size is `file_size`: a range past the end is refused before
 /// anything is allocated (`what` names the field that asked for it).
 inline std::string read_bytes(const std::filesystem::path& file, uint64_t offset, uint64_t n, uint64_t file_size,
@@ -205,10 +228,13 @@ inline nlohmann::json parse_meta(const std::filesystem::path& file, std::string_
   if (detail::crc32(meta) != crc) fail(file, "the metadata is corrupt (its checksum does not match)");
   check_meta_bounds(file, meta);
   auto j = nlohmann::json::parse(meta, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) fail(file, "the metadata is not a JSON object");
+  if (j.is_discarded()) fail(file, fmt::format("the metadata ({} bytes) is not valid JSON; expected a JSON object", meta.size()));
+  if (!j.is_object())
+    fail(file, fmt::format("the metadata is {} ({}); expected a JSON object", json_excerpt(j), json_kind(j)));
   return j;
 }
 }  // namespace detail
+
 
 namespace detail {
 /// Runs `f`; any exception other than CheckpointError (std::bad_alloc, std::length_error, a JSON error) becomes a
@@ -241,15 +267,14 @@ inline nlohmann::json read_meta(const std::filesystem::path& file) {
 inline int64_t meta_int(const std::filesystem::path& file, const nlohmann::json& meta, const char* key, int64_t fallback) {
   const auto it = meta.find(key);
   if (it == meta.end() || it->is_null()) return fallback;
-  if (!it->is_number_integer())
-    detail::fail(file, fmt::format("the metadata field '{}' is {}, not an integer", key, it->type_name()));
+  if (!it->is_number_integer()) detail::bad_meta_field(file, key, *it, "an integer");
   return it->get<int64_t>();
 }
 /// The boolean metadata field `key` of `file`, or `fallback` when absent (see meta_int).
 inline bool meta_bool(const std::filesystem::path& file, const nlohmann::json& meta, const char* key, bool fallback) {
   const auto it = meta.find(key);
   if (it == meta.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) detail::fail(file, fmt::format("the metadata field '{}' is {}, not a boolean", key, it->type_name()));
+  if (!it->is_boolean()) detail::bad_meta_field(file, key, *it, "a boolean (true or false)");
   return it->get<bool>();
 }
 
