@@ -10,6 +10,7 @@
 #include <policytrain/checkpoint/archive.hpp>
 #include <policytrain/checkpoint/disk.hpp>
 #include <policytrain/checkpoint/export.hpp>
+#include <policytrain/checkpoint/fingerprint.hpp>
 #include <policytrain/checkpoint/format.hpp>
 
 #include <policytrain/callbacks/divergence_rollback.hpp>

@@ -5,7 +5,10 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <array>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -138,6 +141,71 @@ TEST_CASE("recompute: several inputs and outputs, non-tensor arguments, inputs t
     auto r = mem::recompute([](const torch::Tensor& p) { return p * 2; }, a);
     CHECK(r.grad_fn() == nullptr);
   }
+}
+
+TEST_CASE("recompute: tensors inside containers (a U-Net's skip list in a std::vector, std::array, std::tuple, "
+          "std::pair, std::optional, std::map, nested) get their gradients, bit for bit those of the plain forward") {
+  torch::manual_seed(11);
+  auto x = torch::randn({4, 6}, torch::requires_grad());
+  auto plain = torch::randn({4, 6});  // in a container too, requiring no grad
+  torch::nn::Linear enc(6, 6), dec(6, 6);
+  using Skips = std::vector<torch::Tensor>;
+  using Nested = std::vector<std::pair<int, std::optional<torch::Tensor>>>;
+  // The decoder segment: the encoder's activations (not leaves: their graph runs back to x and enc) come in
+  // containers of every standard kind, as a U-Net's skip connections do.
+  auto decoder = [&](const torch::Tensor& h, const Skips& skips, const std::array<torch::Tensor, 2>& arr,
+                     const std::tuple<torch::Tensor, int>& tup, const std::pair<torch::Tensor, double>& pr,
+                     const std::optional<torch::Tensor>& some, const std::optional<torch::Tensor>& none,
+                     const std::map<std::string, torch::Tensor>& named, const Nested& nested) {
+    auto out = dec(h);
+    for (const auto& s : skips) out = out + torch::tanh(s);
+    out = out * arr[0] + arr[1];
+    out = out + std::get<0>(tup) * std::get<1>(tup);
+    out = out * pr.first + pr.second;
+    if (some) out = out + *some;
+    if (none) out = out * 0;
+    for (const auto& [k, v] : named) out = out + v.sin();
+    for (const auto& [k, v] : nested)
+      if (v) out = out + *v * k;
+    return torch::dropout(out, 0.3, /*train=*/true);
+  };
+  auto run = [&](bool rc) {
+    for (auto* t : {&x, &enc->weight, &enc->bias, &dec->weight, &dec->bias}) t->mutable_grad() = torch::Tensor();
+    torch::manual_seed(5);
+    auto e1 = torch::relu(enc(x)), e2 = e1 * 2, e3 = e1.pow(2), e4 = torch::sigmoid(e1);
+    Skips skips{e1, e2, plain};
+    std::array<torch::Tensor, 2> arr{e3, e1 + 1};
+    std::tuple<torch::Tensor, int> tup{e4, 3};
+    std::pair<torch::Tensor, double> pr{e2 - 1, 0.5};
+    std::optional<torch::Tensor> some = e3 * e4, none;
+    std::map<std::string, torch::Tensor> named{{"a", e1 * 3}, {"b", e4}};
+    Nested nested{{2, e3}, {5, std::nullopt}, {-1, e2}};
+    auto out = rc ? mem::recompute(decoder, e2, skips, arr, tup, pr, some, none, named, nested)
+                  : decoder(e2, skips, arr, tup, pr, some, none, named, nested);
+    out.pow(2).sum().backward();
+    return std::vector<torch::Tensor>{x.grad().clone(), enc->weight.grad().clone(), enc->bias.grad().clone(),
+                                      dec->weight.grad().clone(), dec->bias.grad().clone()};
+  };
+  const auto want = run(false);
+  check_equal(run(true), want);
+  CHECK_FALSE(plain.grad().defined());
+  // What is taken and what is refused at compile time (tests/compile_fail/recompute_opaque_argument.cpp shows the
+  // message): views and pointers, and types recompute cannot see into, unless wrapped in by_value.
+  namespace d = mem::detail;
+  struct Opaque {
+    torch::Tensor t;
+  };
+  static_assert(d::ArgTraits<std::map<int, std::vector<std::optional<torch::Tensor>>>>::ok);
+  static_assert(d::ArgTraits<std::deque<std::tuple<int, torch::Tensor>>>::tensors);
+  static_assert(d::ArgTraits<std::vector<double>>::ok && !d::ArgTraits<std::vector<double>>::tensors);
+  static_assert(d::ArgTraits<torch::nn::Linear>::ok && d::ArgTraits<const char*>::ok);
+  static_assert(d::ArgTraits<at::TensorList>::view && d::ArgTraits<std::vector<torch::Tensor*>>::view);
+  static_assert(d::ArgTraits<std::string_view>::view && !d::ArgTraits<std::span<torch::Tensor>>::ok);
+  static_assert(!d::ArgTraits<Opaque>::ok && !d::ArgTraits<std::shared_ptr<torch::Tensor>>::ok);
+  static_assert(!d::ArgTraits<std::vector<Opaque>>::ok && d::ArgTraits<d::ByValue<Opaque>>::ok);
+  // by_value: the value itself reaches fn.
+  auto k = mem::recompute([](const torch::Tensor& h, const Opaque& o) { return h * o.t; }, x, mem::by_value(Opaque{torch::full({4, 6}, 2.0)}));
+  k.sum().backward();
 }
 
 TEST_CASE("recompute restores the RNG state: dropout draws the same mask, and the RNG goes on as without") {

@@ -1,5 +1,5 @@
-// The run fingerprint (issue 13): a checkpoint records the model's architecture digest, the optimizer's kind,
-// the world size, the batch size and the data size; resume refuses another run's file and says what differs,
+// The run fingerprint (issues 13, 29): a checkpoint records the model's architecture digest, the optimizer's family
+// and hyper-parameters, the world size, the batch size and the data size; resume refuses another run's file and says what differs,
 // auto-resume never picks another run's file, and weights-only resume takes the weights of any compatible model.
 #include <doctest/doctest.h>
 
@@ -45,7 +45,7 @@ TEST_CASE("every checkpoint records the run fingerprint") {
   Run r(dir, {.batch_size = 16, .data_size = 48}, 48);
   r.fit();
   const auto f = ck::read_meta(dir / "last.ckpt")["fingerprint"];
-  CHECK(f["optimizer"] == "torch::optim::SGD");
+  CHECK(f["optimizer"]["family"] == "sgd");
   CHECK(f["world_size"] == 1);  // no parallel policy
   CHECK(f["batch_size"] == 16);
   CHECK(f["data_size"] == 48);
@@ -139,5 +139,143 @@ TEST_CASE("a checkpoint without a fingerprint (an older file) still resumes, and
   const std::string text = read_all(log);
   std::fclose(log);
   CHECK_MESSAGE(text.find("records no run fingerprint") != std::string::npos, text);
+  fs::remove_all(dir);
+}
+
+// --- The fused optimizers are drop-in, checkpoints included: a run resumes with its optimizer's fused twin (or
+// back), and continues exactly; another family or other hyper-parameters is another run. ---
+namespace {
+
+/// Every parameter, then every state tensor of every parameter (moments, momentum buffers, step counts), in the
+/// optimizer's parameter order, flattened into one double tensor.
+torch::Tensor params_and_state(torch::nn::Module& m, torch::optim::Optimizer& opt) {
+  std::vector<torch::Tensor> out;
+  for (auto& p : m.parameters()) out.push_back(p.detach().flatten().to(torch::kDouble));
+  for (auto& g : opt.param_groups())
+    for (auto& p : g.params()) {
+      auto it = opt.state().find(p.unsafeGetTensorImpl());
+      REQUIRE(it != opt.state().end());
+      const auto& s = *it->second;
+      auto add = [&](const torch::Tensor& t) { out.push_back(t.defined() ? t.flatten().to(torch::kDouble) : torch::zeros({1}, torch::kDouble)); };
+      auto step = [&](int64_t n) { out.push_back(torch::full({1}, static_cast<double>(n), torch::kDouble)); };
+      if (auto* a = dynamic_cast<const torch::optim::AdamWParamState*>(&s)) {
+        add(a->exp_avg()), add(a->exp_avg_sq()), add(a->max_exp_avg_sq()), step(a->step());
+      } else if (auto* b = dynamic_cast<const torch::optim::AdamParamState*>(&s)) {
+        add(b->exp_avg()), add(b->exp_avg_sq()), add(b->max_exp_avg_sq()), step(b->step());
+      } else if (auto* c = dynamic_cast<const torch::optim::SGDParamState*>(&s)) {
+        add(c->momentum_buffer());
+      } else {
+        FAIL("an optimizer state of an unexpected type");
+      }
+    }
+  return torch::cat(out);
+}
+
+/// Trains `steps` steps of 10 batches of 8 (one epoch) with optimizer `Opt` built from `options`, from a fresh
+/// model (seed 1): from scratch, or resumed from the newest file of `dir`; checkpoint::Disk writes a file every 5
+/// steps into `dir` (when not empty). Returns the parameters and the optimizer state.
+template <class Opt, class Options>
+torch::Tensor train_swap(const Options& options, int64_t steps, const fs::path& dir, bool resume) {
+  testing::MlpTask task(1);
+  Opt opt(task.module().parameters(), options);
+  pt::Trainer<testing::MlpTask, ck::Disk> t(
+      task, opt, ck::Disk({.directory = dir, .last = false, .every_steps = 5, .resume = resume ? "auto" : "",
+                           .export_final = false, .log = nullptr}));
+  auto [x, y] = testing::toy_data(80);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 8});
+  t.fit(loader, {.epochs = 1, .max_steps = steps});
+  if (resume) CHECK(t.get<ck::Disk>().resumed_from() == dir / "step-00000005.ckpt");
+  CHECK(t.state().global_step == steps);
+  return params_and_state(task.module(), opt);
+}
+
+/// 5 steps with `A`, a checkpoint, 5 more with `B` resumed from it: the same parameters and optimizer state as 10
+/// steps with `A`, within 1e-7.
+template <class A, class B, class Options>
+void check_swap(const Options& options, const char* what) {
+  INFO(std::string(what));
+  const auto dir = testing::temp_dir("fp-swap");
+  const torch::Tensor ten = train_swap<A>(options, 10, "", false);
+  (void)train_swap<A>(options, 5, dir, false);
+  REQUIRE(fs::exists(dir / "step-00000005.ckpt"));
+  const torch::Tensor swapped = train_swap<B>(options, 10, dir, true);
+  REQUIRE(swapped.sizes() == ten.sizes());
+  const double diff = (swapped - ten).abs().max().item<double>();
+  INFO("max |10 steps - (5 + 5 swapped)| = " << diff);
+  CHECK(diff <= 1e-7);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+
+TEST_CASE("a run resumes with its optimizer's fused twin and back (AdamW, Adam, SGD with momentum): 5 + 5 steps "
+          "equal 10 steps with the first within 1e-7, parameters and optimizer state") {
+  namespace opt = torch::optim;
+  const auto adamw = opt::AdamWOptions(0.01).weight_decay(0.05);
+  const auto adam = opt::AdamOptions(0.01).weight_decay(0.01);
+  const auto sgd = opt::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(1e-3);
+  check_swap<opt::AdamW, pt::optim::FusedAdamW>(adamw, "AdamW -> FusedAdamW");
+  check_swap<pt::optim::FusedAdamW, opt::AdamW>(adamw, "FusedAdamW -> AdamW");
+  check_swap<opt::Adam, pt::optim::FusedAdam>(adam, "Adam -> FusedAdam");
+  check_swap<pt::optim::FusedAdam, opt::Adam>(adam, "FusedAdam -> Adam");
+  check_swap<opt::SGD, pt::optim::FusedSgd>(sgd, "SGD -> FusedSgd");
+  check_swap<pt::optim::FusedSgd, opt::SGD>(sgd, "FusedSgd -> SGD");
+}
+
+TEST_CASE("the optimizer in the run fingerprint is its family and its groups' hyper-parameters: another family, "
+          "other hyper-parameters or other groups are another run's, and the lr is not compared") {
+  namespace opt = torch::optim;
+  const auto dir = testing::temp_dir("fp-hyper");
+  (void)train_swap<opt::AdamW>(opt::AdamWOptions(0.01).weight_decay(0.05), 5, dir, false);
+  const auto f = ck::read_meta(dir / "step-00000005.ckpt")["fingerprint"]["optimizer"];
+  CHECK(f["family"] == "adamw");
+  REQUIRE(f["param_groups"].size() == 1);
+  CHECK(f["param_groups"][0]["params"] == 4);
+  CHECK(f["param_groups"][0]["weight_decay"] == 0.05);
+  CHECK(!f["param_groups"][0].contains("lr"));
+  const auto refused = [&](auto make_and_fit, const std::string& expected) {
+    const std::string msg = [&] {
+      try {
+        make_and_fit();
+      } catch (const ck::CheckpointError& e) {
+        return std::string(e.what());
+      }
+      return std::string("(resumed)");
+    }();
+    CHECK_MESSAGE(msg.find(expected) != std::string::npos, msg);
+    CHECK_MESSAGE(msg.find("belongs to another run") != std::string::npos, msg);
+  };
+  const auto resume_with = [&](auto* tag, const auto& options) {
+    return [&dir, options, tag] {
+      using Opt = std::remove_pointer_t<decltype(tag)>;
+      testing::MlpTask task(1);
+      Opt o(task.module().parameters(), options);
+      pt::Trainer<testing::MlpTask, ck::Disk> t(
+          task, o, ck::Disk({.directory = dir, .resume = (dir / "step-00000005.ckpt").string(), .export_final = false,
+                             .log = nullptr}));
+      auto [x, y] = testing::toy_data(80);
+      pt::data::TensorLoader loader(x, y, {.batch_size = 8});
+      t.fit(loader, {.epochs = 1, .limit_train_batches = 0});
+    };
+  };
+  refused(resume_with((pt::optim::FusedAdamW*)nullptr, opt::AdamWOptions(0.01).weight_decay(0.1)),
+          "optimizer parameter group 0 weight_decay: 0.05 in the checkpoint, 0.1 in this run");
+  refused(resume_with((opt::AdamW*)nullptr, opt::AdamWOptions(0.01).weight_decay(0.05).betas({0.8, 0.999})),
+          "optimizer parameter group 0 betas: [0.9,0.999] in the checkpoint, [0.8,0.999] in this run");
+  refused(resume_with((pt::optim::FusedAdam*)nullptr, opt::AdamOptions(0.01).weight_decay(0.05)),
+          "optimizer: adamw in the checkpoint, adam in this run");
+  // The lr is the schedule's (restored from the checkpoint with the optimizer's groups): another initial lr resumes.
+  CHECK_NOTHROW(resume_with((pt::optim::FusedAdamW*)nullptr, opt::AdamWOptions(0.02).weight_decay(0.05))());
+  // SGD with momentum vs without.
+  (void)train_swap<opt::SGD>(opt::SGDOptions(0.05).momentum(0.9), 5, dir / "sgd", false);
+  testing::MlpTask task(1);
+  pt::optim::FusedSgd plain(task.module().parameters(), opt::SGDOptions(0.05));
+  pt::Trainer<testing::MlpTask, ck::Disk> t(task, plain, ck::Disk({.directory = dir / "sgd", .resume = "auto",
+                                                                    .export_final = false, .log = nullptr}));
+  auto [x, y] = testing::toy_data(80);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 8});
+  CHECK_THROWS_WITH_AS(t.fit(loader, {.epochs = 1, .limit_train_batches = 0}),
+                       doctest::Contains("optimizer parameter group 0 momentum: 0.9 in the checkpoint, 0.0 in this run"),
+                       ck::CheckpointError);
   fs::remove_all(dir);
 }

@@ -96,7 +96,8 @@ class GradClip {
     torch::NoGradGuard ng;
     if (o_.mode == Mode::norm) {
       last_norm_ = detail::clip_grad_norm_no_sync(grads, o_.max_norm, o_.p);
-      if (ctx.capturing()) graph_norm_ = last_norm_;  // a graph rewrites this tensor at every replay
+      if constexpr (requires { ctx.capturing(); })
+        if (ctx.capturing()) graph_norm_ = last_norm_;  // a graph rewrites this tensor at every replay
     } else {
       for (auto& g : grads) g.clamp_(-o_.clip_value, o_.clip_value);
     }

@@ -35,6 +35,8 @@
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <stdexcept>
+#include <string_view>
 #include <system_error>
 #include <typeinfo>
 #include <tuple>
@@ -44,10 +46,16 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
+#include <torch/optim/adagrad.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/rmsprop.h>
+#include <torch/optim/sgd.h>
 #include <torch/types.h>
 
 #include <policytrain/checkpoint/archive.hpp>
 #include <policytrain/checkpoint/export.hpp>
+#include <policytrain/checkpoint/fingerprint.hpp>
 #include <policytrain/checkpoint/format.hpp>
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metrics.hpp>
@@ -148,10 +156,51 @@ inline std::string optimizer_kind(const torch::optim::Optimizer& opt) {
   std::free(d);
   return r;
 }
+/// The family and hyper-parameters (all but the lr) of one parameter group's options: {} when the options are of
+/// a type not known here (the family is then the optimizer's C++ type).
+inline std::pair<std::string, nlohmann::json> optimizer_options(const torch::optim::OptimizerOptions& o) {
+  namespace opt = torch::optim;
+  if (auto* a = dynamic_cast<const opt::AdamWOptions*>(&o))
+    return {"adamw", {{"betas", {std::get<0>(a->betas()), std::get<1>(a->betas())}}, {"eps", a->eps()},
+                      {"weight_decay", a->weight_decay()}, {"amsgrad", a->amsgrad()}}};
+  if (auto* a = dynamic_cast<const opt::AdamOptions*>(&o))
+    return {"adam", {{"betas", {std::get<0>(a->betas()), std::get<1>(a->betas())}}, {"eps", a->eps()},
+                     {"weight_decay", a->weight_decay()}, {"amsgrad", a->amsgrad()}}};
+  if (auto* s = dynamic_cast<const opt::SGDOptions*>(&o))
+    return {"sgd", {{"momentum", s->momentum()}, {"dampening", s->dampening()}, {"weight_decay", s->weight_decay()},
+                    {"nesterov", s->nesterov()}}};
+  if (auto* r = dynamic_cast<const opt::RMSpropOptions*>(&o))
+    return {"rmsprop", {{"alpha", r->alpha()}, {"eps", r->eps()}, {"weight_decay", r->weight_decay()},
+                        {"momentum", r->momentum()}, {"centered", r->centered()}}};
+  if (auto* g = dynamic_cast<const opt::AdagradOptions*>(&o))
+    return {"adagrad", {{"lr_decay", g->lr_decay()}, {"weight_decay", g->weight_decay()},
+                        {"initial_accumulator_value", g->initial_accumulator_value()}, {"eps", g->eps()}}};
+  return {"", nlohmann::json::object()};
+}
+/// The optimizer's part of the run fingerprint: its family, named by its options' type, which a fused optimizer
+/// shares with LibTorch's (optim::FusedAdamW and torch::optim::AdamW are "adamw"; an optimizer with options of
+/// another type: its C++ type), and each parameter group's parameter count, element count and hyper-parameters
+/// other than the lr (the schedule's, restored from the checkpoint with the groups).
+inline nlohmann::json optimizer_fingerprint(const torch::optim::Optimizer& opt) {
+  std::string family;
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& g : opt.param_groups()) {
+    auto [fam, hyper] = optimizer_options(g.options());
+    if (family.empty()) family = fam;
+    int64_t elements = 0;
+    for (const auto& p : g.params()) elements += p.numel();
+    hyper["params"] = g.params().size();
+    hyper["elements"] = elements;
+    groups.push_back(std::move(hyper));
+  }
+  if (family.empty()) family = optimizer_kind(opt);
+  return {{"family", family}, {"param_groups", std::move(groups)}};
+}
 }  // namespace detail
 
 /// The fingerprint of a run (stored as the metadata's "fingerprint"): the model's architecture digest, its tensor
-/// and element counts, the optimizer's kind, and the RunInfo fields that are set.
+/// and element counts, the optimizer's family and parameter groups (detail::optimizer_fingerprint), and the
+/// RunInfo fields that are set.
 inline nlohmann::json run_fingerprint(const torch::nn::Module& m, const torch::optim::Optimizer& opt, const RunInfo& run) {
   int64_t tensors = 0, elements = 0;
   for (const auto& p : m.named_parameters(true)) ++tensors, elements += p.value().numel();
@@ -159,33 +208,11 @@ inline nlohmann::json run_fingerprint(const torch::nn::Module& m, const torch::o
   nlohmann::json f{{"model", detail::architecture_digest(m)},
                    {"model_tensors", tensors},
                    {"model_elements", elements},
-                   {"optimizer", detail::optimizer_kind(opt)}};
+                   {"optimizer", detail::optimizer_fingerprint(opt)}};
   if (run.world_size > 0) f["world_size"] = run.world_size;
   if (run.batch_size > 0) f["batch_size"] = run.batch_size;
   if (run.data_size > 0) f["data_size"] = run.data_size;
   return f;
-}
-
-/// What differs between a checkpoint's fingerprint (`saved`) and this run's (`now`), one phrase per field;
-/// empty when they agree. A field only one of them records is not compared (a file of an older version records none).
-inline std::vector<std::string> fingerprint_differences(const nlohmann::json& saved, const nlohmann::json& now) {
-  std::vector<std::string> out;
-  if (!saved.is_object() || !now.is_object()) return out;
-  auto str = [](const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
-  if (saved.contains("model") && now.contains("model") && saved["model"] != now["model"]) {
-    std::string what = "model architecture (parameter names, shapes or dtypes)";
-    if (saved.contains("model_tensors") && saved.contains("model_elements") && now.contains("model_tensors"))
-      what += fmt::format(": {} tensors of {} elements in the checkpoint, {} tensors of {} elements in this run",
-                          str(saved["model_tensors"]), str(saved["model_elements"]), str(now["model_tensors"]),
-                          str(now["model_elements"]));
-    out.push_back(what);
-  }
-  const std::pair<const char*, const char*> fields[] = {
-      {"optimizer", "optimizer"}, {"world_size", "world size"}, {"batch_size", "batch size"}, {"data_size", "data size"}};
-  for (const auto& [key, label] : fields)
-    if (saved.contains(key) && now.contains(key) && saved[key] != now[key])
-      out.push_back(fmt::format("{}: {} in the checkpoint, {} in this run", label, str(saved[key]), str(now[key])));
-  return out;
 }
 
 /// The background writer of asynchronous checkpoints: one thread, one job in flight at most, jobs in order.
@@ -292,10 +319,15 @@ class Disk {
   };
 
   Disk() = default;
-  /// Validates `o.settings` as JSON; throws std::invalid_argument otherwise.
+  /// Validates `o.settings` as JSON nested at most kMaxMetaDepth - 1 deep; throws std::invalid_argument otherwise.
   explicit Disk(Options o) : o_(std::move(o)) {
     if (!o_.settings.empty() && !nlohmann::json::accept(o_.settings))
       throw std::invalid_argument("policytrain::checkpoint::Disk: settings is not valid JSON; pass a JSON object as text");
+    // The settings sit one level inside the metadata, whose depth a reader bounds (kMaxMetaDepth).
+    if (detail::json_too_deep(o_.settings, kMaxMetaDepth - 1) != std::string_view::npos)
+      throw std::invalid_argument(fmt::format("policytrain::checkpoint::Disk: settings nests arrays and objects more "
+                                              "than {} levels deep; a checkpoint reader refuses metadata deeper than {}",
+                                              kMaxMetaDepth - 1, kMaxMetaDepth));
   }
 
   /// The settings.
@@ -318,7 +350,7 @@ class Disk {
   }
   /// Number of checkpoint files written so far.
   int64_t files_written() const { return files_written_ + (written_ ? written_->load() : 0); }
-  /// This run's fingerprint (set at fit begin; see run_fingerprint).
+  /// This run's fingerprint (set at the first fit's begin; see run_fingerprint).
   const nlohmann::json& fingerprint() const { return fingerprint_; }
 
   /// The fingerprint of the run `ctx` trains: run_fingerprint with the world size of the Trainer's parallel
@@ -379,7 +411,9 @@ class Disk {
         if (e.path().filename().string().starts_with(".") && e.path().filename().string().find(".tmp-") != std::string::npos)
           fs::remove(e.path(), ec);
     }
-    fingerprint_ = fingerprint(ctx);
+    // Once per policy: a later fit of the same Trainer keeps the run's fingerprint (a schedule has moved the
+    // optimizer's momentum meanwhile; the run is the same).
+    if (fingerprint_.is_null()) fingerprint_ = fingerprint(ctx);
     if (!o_.resume.empty()) resume(ctx);
     last_saved_step_ = ctx.state().global_step;
   }
@@ -556,6 +590,7 @@ class Disk {
           "settings cannot be compared", file.string());
       return "";
     }
+    check_fingerprint(file, meta["fingerprint"]);
     const auto diff = fingerprint_differences(meta["fingerprint"], fingerprint_);
     if (diff.empty()) return "";
     return fmt::format("policytrain::checkpoint: {}: belongs to another run: {}; to start a new run from its weights, "

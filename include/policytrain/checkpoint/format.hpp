@@ -53,6 +53,11 @@ inline constexpr uint32_t kFormatVersion = 1;
 inline constexpr size_t kHeaderSize = 36;
 /// The first 8 bytes of every checkpoint file, "\x89PTCKPT\n".
 inline constexpr std::array<unsigned char, 8> kMagic{0x89, 'P', 'T', 'C', 'K', 'P', 'T', '\n'};
+/// Bounds on a file's metadata, checked on its raw bytes before the JSON parser (or anything recursive: a
+/// comparison, a dump) touches them: its length in bytes, and how deep its arrays and objects nest.
+inline constexpr uint32_t kMaxMetaBytes = uint32_t{16} << 20;
+/// See kMaxMetaBytes.
+inline constexpr size_t kMaxMetaDepth = 64;
 
 namespace detail {
 
@@ -126,6 +131,10 @@ inline Header parse_header(const std::filesystem::path& file, std::string_view h
     fail(file, fmt::format("incompatible version: checkpoint format {}, this build of policytrain reads format {}{}",
                            r.version, kFormatVersion,
                            r.version > kFormatVersion ? "; load it with the newer policytrain that wrote it" : ""));
+  if (r.meta_size > kMaxMetaBytes)
+    fail(file, fmt::format("the header's metadata length ({} bytes) exceeds the limit of {} bytes on metadata "
+                           "(policytrain writes a few KiB): forged or not a policytrain checkpoint",
+                           r.meta_size, kMaxMetaBytes));
   // Each length is checked against what the file really holds, without adding (a forged 64-bit length would
   // make 36 + meta + payload wrap around to the file's size).
   const uint64_t body = file_size - kHeaderSize;
@@ -141,6 +150,29 @@ inline Header parse_header(const std::filesystem::path& file, std::string_view h
                            file_size - expected, expected, file_size));
   return r;
 }
+
+namespace detail {
+/// `v` as JSON text for a message, cut after `max` characters (metadata is depth-bounded when read: dump is safe).
+inline std::string json_excerpt(const nlohmann::json& v, size_t max = 80) {
+  std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (s.size() > max) s = fmt::format("{}... ({} characters)", s.substr(0, max), s.size());
+  return s;
+}
+/// "a string", "an object", ...: the JSON type of `v`, for a message.
+inline std::string json_kind(const nlohmann::json& v) {
+  if (v.is_object()) return "an object";
+  if (v.is_array()) return "an array";
+  if (v.is_string()) return "a string";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number()) return "a number";
+  return v.type_name();
+}
+/// Throws CheckpointError: the metadata field `field` of `file` is `v`, not what was `expected`.
+[[noreturn]] inline void bad_meta_field(const std::filesystem::path& file, const std::string& field,
+                                        const nlohmann::json& v, std::string_view expected) {
+  fail(file, fmt::format("the metadata field '{}' is {} ({}); expected {}", field, json_excerpt(v), json_kind(v), expected));
+}
+}  // namespace detail
 
 namespace detail {
 /// Reads `n` bytes at `offset` of `file`, whose size is `file_size`: a range past the end is refused before
@@ -163,13 +195,46 @@ inline uint64_t file_size_of(const std::filesystem::path& file) {
   if (ec) fail(file, fmt::format("cannot read: {}", ec.message()));
   return n;
 }
+/// Where JSON text `text` nests its arrays and objects deeper than `limit` (brackets outside strings; the text is
+/// not otherwise validated): the offset of the first bracket past the limit, or npos. Iterative: any depth is safe.
+inline size_t json_too_deep(std::string_view text, size_t limit) {
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;  // the escaped character, whatever it is
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+/// Checks the bounds of metadata text `meta` (kMaxMetaBytes, kMaxMetaDepth) before anything parses it.
+inline void check_meta_bounds(const std::filesystem::path& file, std::string_view meta) {
+  if (meta.size() > kMaxMetaBytes)
+    fail(file, fmt::format("the metadata is {} bytes; expected at most {}", meta.size(), kMaxMetaBytes));
+  if (const size_t at = json_too_deep(meta, kMaxMetaDepth); at != std::string_view::npos)
+    fail(file, fmt::format("the metadata is nested more than {} levels deep (at byte {} of {}); expected at most {} "
+                           "levels of arrays and objects: forged or not a policytrain checkpoint",
+                           kMaxMetaDepth, at, meta.size(), kMaxMetaDepth));
+}
 inline nlohmann::json parse_meta(const std::filesystem::path& file, std::string_view meta, uint32_t crc) {
   if (detail::crc32(meta) != crc) fail(file, "the metadata is corrupt (its checksum does not match)");
+  check_meta_bounds(file, meta);
   auto j = nlohmann::json::parse(meta, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) fail(file, "the metadata is not a JSON object");
+  if (j.is_discarded()) fail(file, fmt::format("the metadata ({} bytes) is not valid JSON; expected a JSON object", meta.size()));
+  if (!j.is_object())
+    fail(file, fmt::format("the metadata is {} ({}); expected a JSON object", json_excerpt(j), json_kind(j)));
   return j;
 }
 }  // namespace detail
+
 
 namespace detail {
 /// Runs `f`; any exception other than CheckpointError (std::bad_alloc, std::length_error, a JSON error) becomes a
@@ -202,15 +267,14 @@ inline nlohmann::json read_meta(const std::filesystem::path& file) {
 inline int64_t meta_int(const std::filesystem::path& file, const nlohmann::json& meta, const char* key, int64_t fallback) {
   const auto it = meta.find(key);
   if (it == meta.end() || it->is_null()) return fallback;
-  if (!it->is_number_integer())
-    detail::fail(file, fmt::format("the metadata field '{}' is {}, not an integer", key, it->type_name()));
+  if (!it->is_number_integer()) detail::bad_meta_field(file, key, *it, "an integer");
   return it->get<int64_t>();
 }
 /// The boolean metadata field `key` of `file`, or `fallback` when absent (see meta_int).
 inline bool meta_bool(const std::filesystem::path& file, const nlohmann::json& meta, const char* key, bool fallback) {
   const auto it = meta.find(key);
   if (it == meta.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) detail::fail(file, fmt::format("the metadata field '{}' is {}, not a boolean", key, it->type_name()));
+  if (!it->is_boolean()) detail::bad_meta_field(file, key, *it, "a boolean (true or false)");
   return it->get<bool>();
 }
 
@@ -313,8 +377,11 @@ inline void write_atomic(const std::filesystem::path& file, std::initializer_lis
 }
 
 /// Writes a checkpoint file: header, `meta` (a JSON object) and `payload`, atomically.
+/// Throws CheckpointError, writing nothing, when the metadata exceeds what a reader accepts (kMaxMetaBytes,
+/// kMaxMetaDepth).
 inline void write_file(const std::filesystem::path& file, const nlohmann::json& meta, std::string_view payload) {
   const std::string m = meta.dump();
+  detail::check_meta_bounds(file, m);
   const std::string h = make_header(m, payload);
   write_atomic(file, {h, m, payload});
 }

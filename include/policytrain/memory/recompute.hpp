@@ -14,9 +14,16 @@
 /// - Autocast: the CPU and CUDA autocast state of the forward (enabled, dtype) is restored around the recompute,
 ///   so a segment run under precision::Autocast recomputes in the same dtypes. The autocast weight cache is off
 ///   inside the no-grad forward: a cast made there has no autograd history and must not be reused outside.
-/// - Arguments: any number of `at::Tensor` arguments (requiring grad or not), and arguments of other types,
-///   copied into the recompute closure. Results: `at::Tensor`, `std::vector<at::Tensor>` or `std::tuple` of
-///   tensors.
+/// - Arguments: tensors wherever they are: an `at::Tensor`, or tensors inside `std::vector`, `std::array`,
+///   `std::deque`, `std::list`, `std::tuple`, `std::pair`, `std::optional` and the mapped values of `std::map` /
+///   `std::unordered_map`, nested (a U-Net's skip list): each is saved and gets its gradient, requiring grad or
+///   not. Other arguments are copied into the recompute closure: arithmetic and enum values, `std::string`,
+///   `const char*`, `c10::Device`, `c10::Scalar`, `c10::TensorOptions`, module holders (their parameters get
+///   their gradients like captured ones), containers of these, and anything wrapped in `by_value(x)`. Any other
+///   type (a struct of yours, `std::variant`, a smart pointer) might hide a tensor, which would be copied as a
+///   plain value and get no gradient, and views or pointers (`at::TensorList`, `std::span`, `std::string_view`,
+///   `T*`) might dangle by backward: both are refused by a static_assert (detail::RecomputeArgument<T> names the
+///   type). Results: `at::Tensor`, `std::vector<at::Tensor>` or `std::tuple` of tensors.
 /// - When grad mode is off (validation), `fn` runs directly: nothing to save.
 /// - Parameters used inside `fn` get their gradients during the recompute's backward (accumulated into `.grad`
 ///   once each, as without checkpointing), even when no tensor argument requires grad.
@@ -25,14 +32,23 @@
 /// segment checks recomputing() to skip them the second time.
 /// See also Recomputed (module wrapper), recompute_sequential, and docs/memory.md.
 #include <algorithm>
+#include <array>
 #include <cstddef>
+#include <deque>
 #include <functional>
+#include <initializer_list>
+#include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -44,6 +60,7 @@
 #include <torch/autograd.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/pimpl.h>
 #ifdef POLICYTRAIN_WITH_CUDA
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #endif
@@ -54,9 +71,6 @@
 namespace policytrain::memory {
 
 namespace detail {
-
-template <class T>
-inline constexpr bool is_tensor_v = std::is_same_v<std::remove_cvref_t<T>, at::Tensor>;
 
 /// What backward needs besides the saved inputs: the closure, RNG and autocast state of the forward.
 struct Segment : torch::CustomClassHolder {
@@ -162,6 +176,10 @@ struct RecomputeFunction : torch::autograd::Function<RecomputeFunction> {
     torch::autograd::variable_list inputs;
     inputs.reserve(saved.size());
     for (const auto& t : saved) {
+      if (!t.defined()) {  // an empty tensor inside a container argument
+        inputs.push_back(t);
+        continue;
+      }
       auto d = t.detach();
       d.requires_grad_(t.requires_grad());
       inputs.push_back(std::move(d));
@@ -194,7 +212,7 @@ struct RecomputeFunction : torch::autograd::Function<RecomputeFunction> {
     // One gradient per input of apply: the segment (none), each tensor, and the anchor if any (none).
     torch::autograd::variable_list result(1 + seg->n_inputs + (seg->anchored ? 1 : 0));
     for (size_t i = 0; i < seg->n_inputs; ++i)
-      if (inputs[i].requires_grad()) result[1 + i] = inputs[i].grad();
+      if (inputs[i].defined() && inputs[i].requires_grad()) result[1 + i] = inputs[i].grad();
     return result;
   }
 };
@@ -235,18 +253,163 @@ struct is_tensor_tuple : std::false_type {};
 template <class... T>
 struct is_tensor_tuple<std::tuple<T...>> : std::bool_constant<(std::is_same_v<T, at::Tensor> && ...)> {};
 
-/// Position of argument I among the tensor arguments.
-template <size_t I, class... Args>
-constexpr size_t tensor_slot() {
-  constexpr bool flags[] = {is_tensor_v<Args>..., false};
-  size_t n = 0;
-  for (size_t k = 0; k < I; ++k) n += flags[k] ? 1 : 0;
-  return n;
+template <class T>
+struct always_false : std::false_type {};
+
+/// How recompute treats an argument of (decayed) type T: `ok` whether it takes it, `tensors` whether values of T
+/// may hold tensors (found and replaced by walk), `view` whether it is refused as a non-owning view or pointer.
+/// The primary template: a type recompute cannot see into, refused unless it is a plain value (below).
+template <class T, class = void>
+struct ArgTraits {
+  static constexpr bool tensors = false, view = false;
+  static constexpr bool ok = std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_same_v<T, std::string> ||
+                             std::is_same_v<T, const char*> || std::is_same_v<T, std::nullptr_t> ||
+                             std::is_same_v<T, c10::Device> || std::is_same_v<T, c10::Scalar> ||
+                             std::is_same_v<T, c10::TensorOptions>;
+  template <class F>
+  static void walk(T&, F&) {}
+};
+/// A tensor: saved for backward, and given back as the input the recompute differentiates.
+template <>
+struct ArgTraits<at::Tensor> {
+  static constexpr bool ok = true, tensors = true, view = false;
+  template <class F>
+  static void walk(at::Tensor& t, F& f) { f(t); }
+};
+/// A module handle (torch::nn::Linear, a TORCH_MODULE of yours): its parameters are leaves, and get their
+/// gradients through the recompute's backward as the parameters a closure captures do.
+template <class T>
+struct ArgTraits<T, std::enable_if_t<std::is_base_of_v<torch::nn::ModuleHolder<typename T::ContainedType>, T>>> {
+  static constexpr bool ok = true, tensors = false, view = false;
+  template <class F>
+  static void walk(T&, F&) {}
+};
+/// An argument given as `by_value(x)`: copied as a value, its tensors (if any) not seen (see by_value).
+template <class T>
+struct ByValue {
+  T value;
+};
+template <class T>
+struct is_by_value : std::false_type {};
+template <class T>
+struct is_by_value<ByValue<T>> : std::true_type {};
+template <class T>
+struct ArgTraits<ByValue<T>> {
+  static constexpr bool ok = true, tensors = false, view = false;
+  template <class F>
+  static void walk(ByValue<T>&, F&) {}
+};
+/// Views and pointers: what they refer to may be gone when backward runs; refused.
+template <class T>
+struct ViewTraits {
+  static constexpr bool ok = false, tensors = false, view = true;
+  template <class F>
+  static void walk(T&, F&) {}
+};
+template <class T>
+struct ArgTraits<c10::ArrayRef<T>> : ViewTraits<c10::ArrayRef<T>> {};
+template <class T, size_t N>
+struct ArgTraits<std::span<T, N>> : ViewTraits<std::span<T, N>> {};
+template <class T>
+struct ArgTraits<std::initializer_list<T>> : ViewTraits<std::initializer_list<T>> {};
+template <class T>
+struct ArgTraits<std::reference_wrapper<T>> : ViewTraits<std::reference_wrapper<T>> {};
+template <class C, class Tr>
+struct ArgTraits<std::basic_string_view<C, Tr>> : ViewTraits<std::basic_string_view<C, Tr>> {};
+template <class T>
+struct ArgTraits<T*, std::enable_if_t<!std::is_same_v<T*, const char*>>> : ViewTraits<T*> {};
+
+/// Containers and wrappers: taken when their elements are, walked when these may hold tensors.
+template <class T>
+struct ArgTraits<std::optional<T>> {
+  static constexpr bool ok = ArgTraits<T>::ok, tensors = ArgTraits<T>::tensors, view = ArgTraits<T>::view;
+  template <class F>
+  static void walk(std::optional<T>& o, F& f) {
+    if (o) ArgTraits<T>::walk(*o, f);
+  }
+};
+template <class... T>
+struct ArgTraits<std::tuple<T...>> {
+  static constexpr bool ok = (ArgTraits<T>::ok && ...), tensors = (ArgTraits<T>::tensors || ...),
+                        view = (ArgTraits<T>::view || ...);
+  template <class F>
+  static void walk(std::tuple<T...>& t, F& f) {
+    std::apply([&](auto&... e) { (ArgTraits<std::remove_cvref_t<decltype(e)>>::walk(e, f), ...); }, t);
+  }
+};
+template <class A, class B>
+struct ArgTraits<std::pair<A, B>> {
+  static constexpr bool ok = ArgTraits<A>::ok && ArgTraits<B>::ok, tensors = ArgTraits<A>::tensors || ArgTraits<B>::tensors,
+                        view = ArgTraits<A>::view || ArgTraits<B>::view;
+  template <class F>
+  static void walk(std::pair<A, B>& p, F& f) {
+    ArgTraits<A>::walk(p.first, f);
+    ArgTraits<B>::walk(p.second, f);
+  }
+};
+/// A sequence (std::vector, std::array, std::deque, std::list): every element, in order.
+template <class C, class E>
+struct SequenceTraits {
+  static constexpr bool ok = ArgTraits<E>::ok, tensors = ArgTraits<E>::tensors, view = ArgTraits<E>::view;
+  template <class F>
+  static void walk(C& c, F& f) {
+    if constexpr (tensors)
+      for (auto& e : c) ArgTraits<E>::walk(e, f);
+  }
+};
+template <class T, class A>
+struct ArgTraits<std::vector<T, A>> : SequenceTraits<std::vector<T, A>, T> {};
+template <class T, size_t N>
+struct ArgTraits<std::array<T, N>> : SequenceTraits<std::array<T, N>, T> {};
+template <class T, class A>
+struct ArgTraits<std::deque<T, A>> : SequenceTraits<std::deque<T, A>, T> {};
+template <class T, class A>
+struct ArgTraits<std::list<T, A>> : SequenceTraits<std::list<T, A>, T> {};
+/// A map (std::map, std::unordered_map): every mapped value, in the map's order (a key cannot hold a tensor:
+/// it is const inside the map).
+template <class M, class K, class V>
+struct MapTraits {
+  static constexpr bool ok = ArgTraits<K>::ok && !ArgTraits<K>::tensors && ArgTraits<V>::ok,
+                        tensors = ArgTraits<V>::tensors, view = ArgTraits<K>::view || ArgTraits<V>::view;
+  template <class F>
+  static void walk(M& m, F& f) {
+    if constexpr (tensors)
+      for (auto& [k, v] : m) ArgTraits<V>::walk(v, f);
+  }
+};
+template <class K, class V, class C, class A>
+struct ArgTraits<std::map<K, V, C, A>> : MapTraits<std::map<K, V, C, A>, K, V> {};
+template <class K, class V, class H, class E, class A>
+struct ArgTraits<std::unordered_map<K, V, H, E, A>> : MapTraits<std::unordered_map<K, V, H, E, A>, K, V> {};
+
+/// Instantiated once per argument type, so that the compiler's "in instantiation of RecomputeArgument<T>" line
+/// names the argument it refuses.
+template <class T>
+struct RecomputeArgument {
+  static_assert(!ArgTraits<T>::view,
+                "policytrain::memory::recompute: an argument is (or holds) a view or a pointer (c10::ArrayRef / "
+                "at::TensorList, std::span, std::string_view, std::reference_wrapper, T*): what it refers to may be "
+                "gone when backward recomputes, and tensors behind it would get no gradient; pass an owning value "
+                "(std::vector<torch::Tensor>, std::string, the tensor itself)");
+  static_assert(ArgTraits<T>::ok || ArgTraits<T>::view,
+                "policytrain::memory::recompute: an argument is of a type recompute cannot see into (a struct or "
+                "class of yours, std::variant, a smart pointer, c10::List...): a tensor inside it would be copied as a "
+                "plain value and get no gradient (or be back-propagated twice); pass its tensors as arguments or in "
+                "std::vector / std::array / std::tuple / std::pair / std::optional / std::map, or wrap it in "
+                "policytrain::memory::by_value(x) if no tensor inside needs a gradient through the segment");
+  static constexpr bool ok = true;
+};
+
+/// Calls `f(at::Tensor&)` on every tensor argument `a` holds, in a fixed order.
+template <class A, class F>
+void for_each_tensor(A& a, F&& f) {
+  ArgTraits<std::remove_cvref_t<A>>::walk(a, f);
 }
 
-/// Stored copy of an argument: non-tensors by value; tensors not at all (they come from the saved inputs).
+/// An argument's value as stored for the recompute: a copy whose tensors are empty (the saved inputs fill them
+/// for each run, in for_each_tensor's order).
 template <class A>
-using stored_t = std::conditional_t<is_tensor_v<A>, std::monostate, std::decay_t<A>>;
+using stored_t = std::decay_t<A>;
 
 }  // namespace detail
 
@@ -255,44 +418,61 @@ using stored_t = std::conditional_t<is_tensor_v<A>, std::monostate, std::decay_t
 /// without updating its running statistics again (see examples/fashion_mnist/model.hpp).
 inline bool recomputing() { return detail::recomputing_flag(); }
 
+/// Marks a recompute argument to be copied as a plain value, its inner tensors (if any) unseen: for a type of
+/// yours that recompute cannot see into and that holds no tensor needing a gradient through the segment (settings,
+/// a functor). `fn` receives the value itself.
+template <class T>
+detail::ByValue<std::decay_t<T>> by_value(T&& x) {
+  return {std::forward<T>(x)};
+}
+
 /// Runs `fn(args...)` without keeping its activations; backward recomputes them (see the file comment).
 /// Returns what `fn` returns: a tensor, a vector of tensors or a tuple of tensors.
 template <class Fn, class... Args>
 auto recompute(Fn&& fn, Args&&... args) {
-  using R = std::remove_cvref_t<std::invoke_result_t<Fn&, Args&...>>;
+  static_assert((detail::RecomputeArgument<std::decay_t<Args>>::ok && ...));
+  // What fn is called with: each argument, a by_value one unwrapped.
+  constexpr auto unwrap = []<class A>(A& a) -> decltype(auto) {
+    if constexpr (detail::is_by_value<std::remove_cv_t<A>>::value) return (a.value);
+    else return (a);
+  };
+  using R = std::remove_cvref_t<std::invoke_result_t<Fn&, decltype(unwrap(std::declval<std::decay_t<Args>&>()))...>>;
   static_assert(std::is_same_v<R, at::Tensor> || std::is_same_v<R, std::vector<at::Tensor>> ||
                     detail::is_tensor_tuple<R>::value,
                 "policytrain::memory::recompute: fn must return at::Tensor, std::vector<at::Tensor> or a std::tuple "
                 "of at::Tensor; return the tensors and compute other values outside the recomputed segment");
-  if (!at::GradMode::is_enabled()) return R(fn(args...));
+  if (!at::GradMode::is_enabled()) return R(fn(unwrap(args)...));
 
+  // The arguments are copied; their tensors, wherever they are, are taken out (the saved inputs, in
+  // for_each_tensor's order) and put back for each run of fn.
+  auto stored = std::make_shared<std::tuple<detail::stored_t<Args>...>>(std::forward<Args>(args)...);
   torch::autograd::variable_list inputs;
-  ([&] { if constexpr (detail::is_tensor_v<Args>) inputs.push_back(args); }(), ...);
+  std::apply([&](auto&... a) {
+    (detail::for_each_tensor(a, [&](at::Tensor& t) { inputs.push_back(std::exchange(t, at::Tensor())); }), ...);
+  }, *stored);
   const size_t n_inputs = inputs.size();
 
   auto seg = c10::make_intrusive<detail::Segment>();
   seg->n_inputs = n_inputs;
-  seg->run = [f = std::decay_t<Fn>(std::forward<Fn>(fn)),
-              stored = std::tuple<detail::stored_t<Args>...>(
-                  [&]() -> detail::stored_t<Args> {
-                    if constexpr (detail::is_tensor_v<Args>) return {};
-                    else return args;
-                  }()...)](const torch::autograd::variable_list& t) mutable {
-    return [&]<size_t... I>(std::index_sequence<I...>) {
-      auto pick = [&]<size_t K>(std::integral_constant<size_t, K>) -> decltype(auto) {
-        using A = std::tuple_element_t<K, std::tuple<Args...>>;
-        if constexpr (detail::is_tensor_v<A>) return static_cast<const at::Tensor&>(t[detail::tensor_slot<K, Args...>()]);
-        else return static_cast<std::tuple_element_t<K, std::tuple<detail::stored_t<Args>...>>&>(std::get<K>(stored));
-      };
-      return detail::to_list(f(pick(std::integral_constant<size_t, I>{})...));
-    }(std::index_sequence_for<Args...>{});
+  seg->run = [f = std::decay_t<Fn>(std::forward<Fn>(fn)), stored, unwrap](const torch::autograd::variable_list& t) mutable {
+    size_t next = 0;
+    auto fill = [&](at::Tensor& slot) { slot = t.at(next++); };
+    std::apply([&](auto&... a) { (detail::for_each_tensor(a, fill), ...); }, *stored);
+    // The copies hold no tensor between runs (the saved inputs are the only reference autograd checks).
+    struct Clear {
+      std::tuple<detail::stored_t<Args>...>& s;
+      ~Clear() {
+        std::apply([](auto&... a) { (detail::for_each_tensor(a, [](at::Tensor& x) { x = at::Tensor(); }), ...); }, s);
+      }
+    } clear{*stored};
+    return std::apply([&](auto&... a) { return detail::to_list(f(unwrap(a)...)); }, *stored);
   };
 
   // RNG and autocast state of the forward, for the recompute.
   seg->cpu_rng = detail::get_rng(at::detail::getDefaultCPUGenerator());
 #ifdef POLICYTRAIN_WITH_CUDA
   for (const auto& t : inputs) {
-    if (!t.is_cuda()) continue;
+    if (!t.defined() || !t.is_cuda()) continue;
     const auto index = t.get_device();
     bool seen = false;
     for (const auto& [i, s] : seg->cuda_rng) seen = seen || i == index;
@@ -305,7 +485,7 @@ auto recompute(Fn&& fn, Args&&... args) {
   seg->cuda_autocast_dtype = policytrain::detail::autocast_dtype(c10::DeviceType::CUDA);
 
   bool any_grad = false;
-  for (const auto& t : inputs) any_grad = any_grad || t.requires_grad();
+  for (const auto& t : inputs) any_grad = any_grad || (t.defined() && t.requires_grad());
   if (!any_grad) {
     inputs.push_back(detail::grad_anchor());
     seg->anchored = true;
