@@ -628,7 +628,12 @@ class DataParallel {
   template <class Ctx, class F>
   void around_backward(Ctx& ctx, F&& fn) {
     auto& s = *s_;
-    if (!active() || !s.reducer || !ctx.is_last_micro_step()) {
+    // Static graph: every micro-step of the first window is synchronised. The Reducer learns the graph from the
+    // autograd hooks of its first backward, and counts those of a no-sync backward too (it starts a backward
+    // count that only the end of a synchronised one resets), after which no bucket is ever ready and the ranks
+    // diverge (DDP stops on an internal assert there). Averaging is linear, so an extra average of the partial sum
+    // changes nothing but one all-reduce per extra micro-step, in the first window only.
+    if (!active() || !s.reducer || !(ctx.is_last_micro_step() || s.static_first_pending)) {
       s.pending_output = torch::Tensor();
       fn();
       return;
