@@ -13,6 +13,13 @@ Scenarios (--scenario):
   fp16        as plain, gradients all-reduced in fp16 (the built-in fp16_compress_hook)
   view        as accumulate, with gradient_as_bucket_view=True
   static      as plain, with static_graph=True
+  rc-*        as the scenario after "rc-" (plain, accumulate, view, static, static-unused: static_graph and
+              find_unused_parameters, the unused parameter trainable; unused), with activation checkpointing:
+              fc1+tanh and fc2 each run under torch.utils.checkpoint(use_reentrant=True) (the C++ side:
+              memory::recompute), the input requiring grad (reentrant checkpointing needs one input that does),
+              160 samples (20 optimizer steps). rc-unused is what Python DDP refuses: find_unused_parameters
+              without static_graph fails in the first backward ("Expected to mark a variable ready only once");
+              with --non-reentrant it runs with checkpoint(use_reentrant=False) instead.
 """
 import argparse, json, os, sys
 
@@ -20,6 +27,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.utils.checkpoint as cp
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
@@ -39,7 +47,12 @@ class Net(nn.Module):
     # Batch norm after the nonlinearity: right after fc1 it would cancel fc1's bias, whose gradient would then be
     # rounding noise that AdamW amplifies to lr-sized steps in either implementation.
     def forward(self, x):
-        return self.fc2(self.bn(torch.tanh(self.fc1(x))))
+        if not self.recompute:
+            return self.fc2(self.bn(torch.tanh(self.fc1(x))))
+        h = cp.checkpoint(lambda t: torch.tanh(self.fc1(t)), x, use_reentrant=self.reentrant)
+        return cp.checkpoint(self.fc2, self.bn(h), use_reentrant=self.reentrant)
+
+    recompute, reentrant = False, True
 
 
 def save_tensors(directory, tensors):
@@ -61,19 +74,27 @@ def save_tensors(directory, tensors):
     os.replace(os.path.join(directory, "manifest.json.tmp"), os.path.join(directory, "manifest.json"))
 
 
+BASE = ["plain", "accumulate", "unused", "bf16", "fp16", "view", "static"]
+SCENARIOS = BASE + ["rc-" + b for b in ("plain", "accumulate", "view", "static", "static-unused", "unused")]
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--scenario", required=True, choices=["plain", "accumulate", "unused", "bf16", "fp16", "view", "static"])
+    ap.add_argument("--scenario", required=True, choices=SCENARIOS)
+    ap.add_argument("--non-reentrant", action="store_true")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
+    recompute = a.scenario.startswith("rc-")
+    base = a.scenario[3:] if recompute else a.scenario
+    n = 160 if recompute else N
 
     # Every rank builds the same data and initial weights from fixed seeds; rank 0 saves them for the C++ side.
     g = torch.Generator().manual_seed(1)
-    x = torch.randn(N, IN, generator=g)
-    y = torch.randint(0, OUT, (N,), generator=g)
+    x = torch.randn(n, IN, generator=g)
+    y = torch.randint(0, OUT, (n,), generator=g)
     torch.manual_seed(0)
     net = Net()
     if rank != 0:  # DDP must broadcast rank 0's weights: start the others from different ones
@@ -82,17 +103,19 @@ def main():
     if rank == 0:
         save_tensors(os.path.join(a.out, "data"), {"x": x, "y": y})
         save_tensors(os.path.join(a.out, "init"), dict(net.state_dict()))
-    if a.scenario != "unused":
+    unused = base in ("unused", "static-unused")
+    if not unused:
         net.unused.requires_grad_(False)
+    net.recompute, net.reentrant = recompute, not a.non_reentrant
 
-    accumulate = 2 if a.scenario in ("accumulate", "view") else 1
-    ddp = DDP(net, find_unused_parameters=(a.scenario == "unused"), gradient_as_bucket_view=(a.scenario == "view"),
-              static_graph=(a.scenario == "static"))
-    if a.scenario in ("bf16", "fp16"):
+    accumulate = 2 if base in ("accumulate", "view") else 1
+    ddp = DDP(net, find_unused_parameters=unused, gradient_as_bucket_view=(base == "view"),
+              static_graph=base in ("static", "static-unused"))
+    if base in ("bf16", "fp16"):
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         # DDP refuses the bf16 hook by its name without CUDA/NCCL (a check, not a limit of the hook: Gloo reduces
         # bf16 on the CPU); the same function runs under another name.
-        hook = default_hooks.bf16_compress_hook if a.scenario == "bf16" else default_hooks.fp16_compress_hook
+        hook = default_hooks.bf16_compress_hook if base == "bf16" else default_hooks.fp16_compress_hook
 
         def compress_hook(state, bucket):
             return hook(state, bucket)
@@ -105,6 +128,8 @@ def main():
     for epoch in range(EPOCHS):
         sampler.set_epoch(epoch)
         for i, (xb, yb) in enumerate(loader):
+            if recompute:
+                xb.requires_grad_(True)
             last = (i + 1) % accumulate == 0
             if last:
                 loss = F.cross_entropy(ddp(xb), yb) / accumulate
@@ -129,7 +154,13 @@ def main():
                 out[f"opt.{name}.{key}"] = torch.as_tensor(st[key], dtype=torch.float32)
     save_tensors(os.path.join(a.out, "py", f"rank{rank}"), out)
     print(f"rank {rank}: {steps} steps, loss {loss.item():.6f}", file=sys.stderr)
-    dist.destroy_process_group()
+    # Every rank has written its files; leave without tearing the Gloo process group down, whose destructor
+    # sometimes aborts ("terminate called without an active exception") after a run that went well, which torchrun
+    # reports as a failure.
+    dist.barrier()
+    sys.stderr.flush()
+    sys.stdout.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

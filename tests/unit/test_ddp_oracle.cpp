@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <policytrain/memory/recompute.hpp>
 #include <policytrain/parallel.hpp>
 
 #include "unit/helpers.hpp"
@@ -37,7 +38,13 @@ struct NetImpl : torch::nn::Module {
         fc2(register_module("fc2", torch::nn::Linear(kHidden, kOut))) {
     unused = register_parameter("unused", torch::ones({4}));  // never used by forward
   }
-  torch::Tensor forward(torch::Tensor x) { return fc2(bn(torch::tanh(fc1(x)))); }
+  torch::Tensor forward(torch::Tensor x) {
+    if (!recompute) return fc2(bn(torch::tanh(fc1(x))));
+    // As ddp_oracle.py's rc-* scenarios: fc1 + tanh and fc2 each recomputed in backward.
+    auto h = pt::memory::recompute([this](const torch::Tensor& t) { return torch::tanh(fc1(t)); }, x);
+    return pt::memory::recompute([this](const torch::Tensor& t) { return fc2(t); }, bn(h));
+  }
+  bool recompute = false;
   torch::nn::Linear fc1;
   torch::nn::BatchNorm1d bn;
   torch::nn::Linear fc2;
@@ -109,16 +116,19 @@ struct CountBucketViews {
 
 /// One rank of our side: the same training as ddp_oracle.py, written to <dir>/<subdir>/rank<r>.
 int run_worker(const std::string& scenario, const fs::path& dir, const std::string& subdir) {
-  const int64_t accumulate = scenario == "accumulate" || scenario == "view" ? 2 : 1;
+  const bool recompute = scenario.starts_with("rc-");
+  const std::string base = recompute ? scenario.substr(3) : scenario;
+  const bool unused = base == "unused" || base == "static-unused";
+  const int64_t accumulate = base == "accumulate" || base == "view" ? 2 : 1;
   // POLICYTRAIN_ORACLE_NO_BUFFERS=1 turns the buffer broadcast off (the behaviour before it existed: the
   // oracle then fails on the batch-norm statistics; for checking the check by hand).
   const bool no_buffers = std::getenv("POLICYTRAIN_ORACLE_NO_BUFFERS") != nullptr;
   pt::parallel::DataParallel dp({.timeout = std::chrono::seconds(120),
                                  .broadcast_buffers = !no_buffers,
-                                 .find_unused_parameters = scenario == "unused",
-                                 .compression = scenario == "bf16" || scenario == "fp16" ? scenario : "none",
-                                 .gradient_as_bucket_view = scenario == "view",
-                                 .static_graph = scenario == "static"});
+                                 .find_unused_parameters = unused,
+                                 .compression = base == "bf16" || base == "fp16" ? base : "none",
+                                 .gradient_as_bucket_view = base == "view",
+                                 .static_graph = base == "static" || base == "static-unused"});
   const int world = dp.world_size(), rank = dp.rank();
   NetTask task;
   {
@@ -129,7 +139,8 @@ int run_worker(const std::string& scenario, const fs::path& dir, const std::stri
     for (auto& p : task.net->named_parameters()) p.value().copy_(init.at(p.key()));
     for (auto& b : task.net->named_buffers()) b.value().copy_(init.at(b.key()));
   }
-  if (scenario != "unused") task.net->unused.requires_grad_(false);
+  if (!unused) task.net->unused.requires_grad_(false);
+  task.net->recompute = recompute;
   const auto data = load_tensors(dir / "data");
   pt::data::TensorLoader loader(data.at("x"), data.at("y"),
                                 {.batch_size = kGlobalBatch / world / accumulate, .shuffle = false, .rank = rank,
@@ -275,6 +286,66 @@ TEST_CASE("DDP oracle: static_graph equals DDP's (the first step's all-reduce wa
   const auto dir = side_by_side("static");
   // Without gradient_as_bucket_view the gradients are copies, not views.
   CHECK(read_text(dir / "cpp" / "views0.txt") == "0");
+}
+
+// memory::recompute inside the model (fc1 + tanh and fc2 each recomputed), against DDP with
+// torch.utils.checkpoint(use_reentrant=True): 20 optimizer steps, every option both accept.
+TEST_CASE("DDP oracle: recompute under default options equals DDP with reentrant checkpointing within 1e-6") {
+  side_by_side("rc-plain");
+}
+
+TEST_CASE("DDP oracle: recompute with accumulation (no_sync) equals DDP with reentrant checkpointing") {
+  side_by_side("rc-accumulate");
+}
+
+TEST_CASE("DDP oracle: recompute with gradient_as_bucket_view and accumulation equals DDP's") {
+  const auto dir = side_by_side("rc-view");
+  for (int r = 0; r < 2; ++r) CHECK(read_text(dir / "cpp" / fmt::format("views{}.txt", r)) == "6");
+}
+
+// Before the delayed all-reduce was queued from the outer backward, it ran at the end of fc2's recompute (the
+// first gradient accumulated), before fc1 and the batch norm had theirs: the ranks diverged silently.
+TEST_CASE("DDP oracle: recompute with static_graph equals DDP's (the delayed all-reduce waits for the outer backward)") {
+  side_by_side("rc-static");
+}
+
+TEST_CASE("DDP oracle: recompute with static_graph and find_unused_parameters equals DDP's, the unused parameter untouched") {
+  const auto dir = side_by_side("rc-static-unused");
+  for (int r = 0; r < 2; ++r) {
+    const auto got = load_tensors(dir / "cpp" / fmt::format("rank{}", r));
+    CHECK(torch::equal(got.at("param.unused"), torch::ones({4})));
+  }
+}
+
+// find_unused_parameters without static_graph searches the graph from the outputs, which cannot see the
+// parameters a reentrant recompute uses: DDP fails in the first backward with c10d's "marked ready only once";
+// we refuse before any gradient is synchronised, naming the fix.
+TEST_CASE("DDP oracle: find_unused_parameters with recompute fails in DDP too, and is refused naming static_graph") {
+  const auto dir = testing::temp_dir("ddp-oracle-rc-unused");
+  const int port = pt::parallel::free_port();
+  const int rc = sh(fmt::format("OMP_NUM_THREADS=1 torchrun --nproc-per-node 2 --master-addr 127.0.0.1 --master-port "
+                                "{} {}/tests/integration/ddp_oracle.py --scenario rc-unused --out {}",
+                                port, POLICYTRAIN_SOURCE_DIR, dir.string()),
+                    dir / "torchrun.log");
+  const std::string py = read_text(dir / "torchrun.log");
+  INFO("torchrun: " << py);
+  CHECK(rc != 0);
+  CHECK(py.find("Expected to mark a variable ready only once") != std::string::npos);
+  const int ours = pt::parallel::launch_local({.nproc = 2,
+                                               .program = "/proc/self/exe",
+                                               .env = {{"POLICYTRAIN_ORACLE_WORKER", "rc-unused"},
+                                                       {"POLICYTRAIN_ORACLE_DIR", dir.string()},
+                                                       {"POLICYTRAIN_ORACLE_SUBDIR", "cpp"},
+                                                       {"OMP_NUM_THREADS", "1"}},
+                                               .deadline = std::chrono::seconds(120)});
+  CHECK(ours != 0);
+  for (int r = 0; r < 2; ++r) {
+    const std::string err = read_text(dir / fmt::format("cpp-stderr{}.txt", r));
+    INFO("rank " << r << ": " << err);
+    CHECK(err.find("find_unused_parameters") != std::string::npos);
+    CHECK(err.find("static_graph = true") != std::string::npos);
+    CHECK(err.find("Expected to mark a variable ready only once") == std::string::npos);  // not c10d's raw error
+  }
 }
 
 TEST_CASE("two torchrun 'nodes' on loopback (--nnodes 2 --node-rank 0/1, --no-python) equal DDP and one node of 2") {

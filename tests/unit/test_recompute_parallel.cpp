@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <policytrain/memory/recompute.hpp>
 #include <policytrain/parallel.hpp>
 
 #include "unit/deep_mlp.hpp"
@@ -24,16 +25,18 @@ namespace {
 
 constexpr int64_t kGlobalBatch = 16, kEpochs = 2, kWidth = 24, kDepth = 6;
 
-/// A deep MLP (blocks Linear -> GELU), every block recomputed when `recompute`.
+/// A deep MLP (blocks Linear -> GELU), every block recomputed when `recompute` (recompute_sequential); with
+/// `wrapped` the last layer is a memory::Recomputed module instead (recomputed by itself).
 struct DeepTask {
   torch::nn::Sequential net;
   bool recompute;
-  explicit DeepTask(bool rc, uint64_t seed = 1) : recompute(rc) {
+  explicit DeepTask(bool rc, uint64_t seed = 1, bool wrapped = false) : recompute(rc && !wrapped) {
     torch::manual_seed(seed);
     net->push_back(torch::nn::Linear(8, kWidth));
     for (int64_t i = 0; i < kDepth; ++i)
       net->push_back(testing::MlpBlock(kWidth, 0.0));
-    net->push_back(torch::nn::Linear(kWidth, 3));
+    if (wrapped) net->push_back(pt::memory::Recomputed<torch::nn::Linear>(torch::nn::Linear(kWidth, 3)));
+    else net->push_back(torch::nn::Linear(kWidth, 3));
   }
   torch::nn::Module& module() { return *net; }
   torch::Tensor training_step(const pt::Batch& b) {
@@ -52,10 +55,14 @@ std::vector<torch::Tensor> params_of(torch::nn::Module& m) {
   return v;
 }
 
+/// POLICYTRAIN_RECOMPUTE_OPTIONS: default, static (static_graph), unused (find_unused_parameters), unused-wrapped
+/// (find_unused_parameters, the model holding a Recomputed module).
 int run_worker(const fs::path& out) {
-  pt::parallel::DataParallel dp;
+  const std::string mode = std::getenv("POLICYTRAIN_RECOMPUTE_OPTIONS") ? std::getenv("POLICYTRAIN_RECOMPUTE_OPTIONS") : "default";
+  pt::parallel::DataParallel dp({.find_unused_parameters = mode.starts_with("unused"), .static_graph = mode == "static"});
   const int world = dp.world_size(), rank = dp.rank();
-  DeepTask task(/*recompute=*/true, 1 + static_cast<uint64_t>(rank));  // rank 0's weights are broadcast
+  // rank 0's weights are broadcast
+  DeepTask task(/*recompute=*/true, 1 + static_cast<uint64_t>(rank), /*wrapped=*/mode == "unused-wrapped");
   auto [x, y] = testing::toy_data(96);
   pt::data::TensorLoader loader(x, y, {.batch_size = kGlobalBatch / world, .shuffle = true, .seed = 3,
                                        .rank = rank, .world_size = world});
@@ -106,15 +113,20 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
-}  // namespace
+/// Runs 2 ranks of the worker with `mode`; returns the exit status (the ranks' stderr is in `out`). A rank that
+/// fails stops the other unless `each_to_its_end` (a refusal that every rank reaches by itself).
+int run_ranks(const fs::path& out, const std::string& mode, bool each_to_its_end = false) {
+  return pt::parallel::launch_local({.nproc = 2,
+                                     .env = {{"POLICYTRAIN_RECOMPUTE_WORKER", out.string()},
+                                             {"POLICYTRAIN_RECOMPUTE_OPTIONS", mode},
+                                             {"OMP_NUM_THREADS", "1"}},
+                                     .stop_others_on_failure = !each_to_its_end,
+                                     .deadline = std::chrono::seconds(120)});
+}
 
-TEST_CASE("2 ranks with recompute and batch B/2 each end with the parameters of 1 process with batch B") {
-  const auto out = testing::temp_dir("recompute-dp");
-  const int code = pt::parallel::launch_local({.nproc = 2,
-                                               .env = {{"POLICYTRAIN_RECOMPUTE_WORKER", out.string()},
-                                                       {"OMP_NUM_THREADS", "1"}},
-                                               .stop_others_on_failure = true,
-                                               .deadline = std::chrono::seconds(120)});
+void check_against_one_process(const std::string& mode) {
+  const auto out = testing::temp_dir("recompute-dp-" + mode);
+  const int code = run_ranks(out, mode);
   INFO("rank 0: " << read_text(out / "stderr0.txt") << "\nrank 1: " << read_text(out / "stderr1.txt"));
   REQUIRE(code == 0);
   const auto want = reference(/*recompute=*/false);
@@ -129,3 +141,38 @@ TEST_CASE("2 ranks with recompute and batch B/2 each end with the parameters of 
   }
   fs::remove_all(out);
 }
+
+}  // namespace
+
+TEST_CASE("2 ranks with recompute and batch B/2 each end with the parameters of 1 process with batch B") {
+  check_against_one_process("default");
+}
+
+// Every layer recomputed: every gradient is accumulated inside a nested (reentrant) backward. The static graph's
+// delayed all-reduce once ran at the end of the first of them and averaged the last layer only: the ranks
+// diverged silently.
+TEST_CASE("2 ranks with recompute and static_graph end with the parameters of 1 process") {
+  check_against_one_process("static");
+}
+
+// find_unused_parameters (without static_graph) cannot see the parameters of a recomputed segment: refused on
+// every rank before the first gradient is synchronised, naming the fix.
+TEST_CASE("find_unused_parameters with recompute is refused with a message naming static_graph") {
+  for (const std::string mode : {"unused", "unused-wrapped"}) {
+    CAPTURE(mode);
+    const auto out = testing::temp_dir("recompute-dp-" + mode);
+    const int code = run_ranks(out, mode, /*each_to_its_end=*/true);
+    CHECK(code != 0);
+    for (int r = 0; r < 2; ++r) {
+      const std::string err = read_text(out / fmt::format("stderr{}.txt", r));
+      INFO("rank " << r << ": " << err);
+      CHECK(err.find("find_unused_parameters = true") != std::string::npos);
+      CHECK(err.find("Set static_graph = true in DataParallelOptions") != std::string::npos);
+      // The Recomputed module is found at fit begin, a recompute() call after the first forward.
+      CHECK(err.find(mode == "unused" ? "the forward called memory::recompute" : "memory::Recomputed module '7'") !=
+            std::string::npos);
+    }
+    fs::remove_all(out);
+  }
+}
+

@@ -66,6 +66,7 @@
 #endif
 
 #include <policytrain/detail/torch_compat.hpp>
+#include <policytrain/memory/recompute_use.hpp>
 #include <policytrain/precision/autocast_guard.hpp>
 
 namespace policytrain::memory {
@@ -491,6 +492,7 @@ auto recompute(Fn&& fn, Args&&... args) {
     seg->anchored = true;
   }
   auto out = detail::RecomputeFunction::apply(seg, at::TensorList(inputs));
+  ++detail::segments_on_thread();  // recompute_segments(): seen by a policy that cannot compose with it
   return detail::from_list<R>(std::move(out));
 }
 
@@ -499,7 +501,7 @@ auto recompute(Fn&& fn, Args&&... args) {
 /// The wrapper registers the inner module's parameters, buffers and submodules under their own names, so the
 /// state dict of `Recomputed<M>` has the keys of `M`'s: weights move freely between the two.
 template <class M>
-class RecomputedImpl : public torch::nn::Module {
+class RecomputedImpl : public torch::nn::Module, public RecomputedModule {
  public:
   /// Wraps `inner` (shared, not copied).
   explicit RecomputedImpl(M inner) : inner_(std::move(inner)) {

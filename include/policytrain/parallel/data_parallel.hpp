@@ -75,6 +75,7 @@
 #include <policytrain/core/state_dict.hpp>
 #include <policytrain/detail/torch_compat.hpp>
 #include <policytrain/io/digest.hpp>
+#include <policytrain/memory/recompute_use.hpp>
 
 namespace policytrain::parallel {
 
@@ -191,7 +192,7 @@ struct DataParallelState {
   std::unique_ptr<c10d::Reducer> reducer;
   torch::Tensor pending_output;           ///< the forward's output, for find_unused_parameters' graph search
   bool synced = false;                    ///< this window's last backward ran through the Reducer
-  bool static_first_pending = false;      ///< static graph: the first synchronised backward is still to come
+  bool static_first_pending = false;      ///< static graph: the first synchronised backward's all-reduce is not queued
   bool in_backward = false;
   int64_t step = 0;
   // Counters, exposed by DataParallel.
@@ -211,7 +212,7 @@ struct DataParallelState {
   std::vector<char> ready;  ///< gradient accumulated for the parameter in this synchronised backward
   std::mutex mu;
 
-  void accumulated(size_t i, const std::weak_ptr<DataParallelState>& self) {
+  void accumulated(size_t i) {
     std::lock_guard<std::mutex> lock(mu);
     if (ready[i])
       throw std::runtime_error(fmt::format(
@@ -221,12 +222,21 @@ struct DataParallelState {
           "autograd function) or in two backward passes of one micro-step; use non-reentrant checkpointing, or a "
           "single backward per micro-step", who(), names[i], i));
     ready[i] = 1;
-    if (static_first_pending) {
-      static_first_pending = false;
-      torch::autograd::Engine::get_default_engine().queue_callback([self] {
-        if (auto s = self.lock()) s->reducer->delay_all_reduce();
-      });
-    }
+  }
+
+  /// Static graph: backward reached the forward's output (a hook on it, see DataParallel::around_forward). In
+  /// the first synchronised backward this queues the Reducer's delay_all_reduce, the all-reduce of everything
+  /// once the backward has ended, as DDP's _DDPSink does: the callback belongs to the graph task that runs now,
+  /// the backward the Trainer started, and so runs after every gradient exists. Queued from a gradient
+  /// accumulated inside a reentrant backward (memory::recompute), it would run when that nested backward ends,
+  /// before the gradients outside the segment exist, and all-reduce a part of them: the ranks would diverge.
+  void output_reached(const std::weak_ptr<DataParallelState>& self) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!in_backward || !static_first_pending) return;
+    static_first_pending = false;
+    torch::autograd::Engine::get_default_engine().queue_callback([self] {
+      if (auto s = self.lock()) s->reducer->delay_all_reduce();
+    });
   }
 
   /// After a failed collective: every surviving rank checks in on the store; those that do not within a short
@@ -350,12 +360,11 @@ inline c10::intrusive_ptr<c10::ivalue::Future> AverageHook::runHook(c10d::GradBu
 
 /// Called when autograd has accumulated a parameter's gradient, in a synchronised backward: a second call for
 /// one parameter is an error (c10d::Reducer does not notice a gradient accumulated twice when one of the two
-/// happens in a reentrant backward, and then all-reduces the first half only: measured, see test_parallel);
-/// with a static graph, the first call queues the Reducer's delay_all_reduce (DDP's _DDPSink does that).
+/// happens in a reentrant backward, and then all-reduces the first half only: measured, see test_parallel).
 struct GradAccumulated : torch::autograd::PostAccumulateGradHook {
   GradAccumulated(std::weak_ptr<DataParallelState> s, size_t i) : state(std::move(s)), index(i) {}
   void operator()(const torch::autograd::Variable&) override {
-    if (auto s = state.lock(); s && s->in_backward) s->accumulated(index, state);
+    if (auto s = state.lock(); s && s->in_backward) s->accumulated(index);
   }
   std::weak_ptr<DataParallelState> state;
   size_t index;
@@ -382,6 +391,9 @@ struct DataParallelOptions {
   bool broadcast_buffers = true;
   /// A parameter that no rank used in a step keeps an undefined gradient (the optimizer leaves it alone), as
   /// DDP's find_unused_parameters=True; false: such a parameter is an error naming it (DDP also stops).
+  /// Without static_graph the used parameters are found by a search of the graph from the forward's output,
+  /// which cannot see those a memory::recompute segment uses: that combination is refused (at fit begin for a
+  /// memory::Recomputed module, after the first forward for a recompute() call), naming static_graph as the fix.
   bool find_unused_parameters = false;
   /// Gradient compression on the wire, as DDP's built-in communication hooks: "none", "fp16"
   /// (fp16_compress_hook) or "bf16" (bf16_compress_hook).
@@ -391,7 +403,7 @@ struct DataParallelOptions {
   bool gradient_as_bucket_view = false;
   /// The set of parameters that get gradients never changes (DDP's static_graph=True): the Reducer learns it in
   /// the first step (whose all-reduce waits for the end of that backward) and then skips the graph search of
-  /// find_unused_parameters.
+  /// find_unused_parameters. Composes with memory::recompute, with find_unused_parameters or not.
   bool static_graph = false;
 };
 
@@ -544,6 +556,11 @@ class DataParallel {
   void on_fit_begin(Ctx& ctx) {
     verified_ = false;
     if (!active()) return;
+    if (searches_unused())
+      for (const auto& m : ctx.module().named_modules())
+        if (dynamic_cast<const memory::RecomputedModule*>(m.value().get()))
+          refuse_recompute(m.key().empty() ? std::string("the model is a memory::Recomputed module")
+                                           : fmt::format("the model holds a memory::Recomputed module '{}'", m.key()));
     connect(ctx.device());
     if (!s_->reducer && s_->params.empty()) collect_params(ctx.module());
     if (!s_->params.empty())
@@ -581,9 +598,18 @@ class DataParallel {
     if (s_->reducer)
       s_->guarded("rebuild of the gradient buckets (a broadcast of rank 0's bucket order)",
                   [&] { s_->reducer->rebuild_buckets(); });
+    const uint64_t segments = memory::recompute_segments();
     decltype(auto) out = fn();
-    if constexpr (std::is_convertible_v<decltype(out), torch::Tensor>)
-      if (o_.find_unused_parameters && !o_.static_graph) s_->pending_output = out;
+    if (searches_unused() && memory::recompute_segments() != segments)
+      refuse_recompute("the forward called memory::recompute");
+    if constexpr (std::is_convertible_v<decltype(out), torch::Tensor>) {
+      if (searches_unused()) s_->pending_output = out;
+      // Static graph: the first synchronised backward queues its all-reduce when it reaches the output.
+      if (s_->static_first_pending && torch::Tensor(out).requires_grad())
+        torch::Tensor(out).register_hook([self = std::weak_ptr<detail::DataParallelState>(s_)](const torch::Tensor&) {
+          if (auto s = self.lock()) s->output_reached(self);
+        });
+    }
     return out;
   }
 
@@ -602,7 +628,12 @@ class DataParallel {
   template <class Ctx, class F>
   void around_backward(Ctx& ctx, F&& fn) {
     auto& s = *s_;
-    if (!active() || !s.reducer || !ctx.is_last_micro_step()) {
+    // Static graph: every micro-step of the first window is synchronised. The Reducer learns the graph from the
+    // autograd hooks of its first backward, and counts those of a no-sync backward too (it starts a backward
+    // count that only the end of a synchronised one resets), after which no bucket is ever ready and the ranks
+    // diverge (DDP stops on an internal assert there). Averaging is linear, so an extra average of the partial sum
+    // changes nothing but one all-reduce per extra micro-step, in the first window only.
+    if (!active() || !s.reducer || !(ctx.is_last_micro_step() || s.static_first_pending)) {
       s.pending_output = torch::Tensor();
       fn();
       return;
@@ -626,6 +657,11 @@ class DataParallel {
     }
     s.in_backward = false;
     s.synced = true;
+    if (s.static_first_pending)
+      throw std::logic_error(fmt::format(
+          "policytrain::parallel::DataParallel: {}: static_graph: the first synchronised backward did not reach the "
+          "output of the forward, so the Reducer's delayed all-reduce was never queued; the loss must be computed "
+          "from the training step's forward", s.who()));
     // The wait the backward could not hide: from the last bucket's launch (its gradients were the last computed)
     // to the backward's end, after the Reducer waited for every bucket and wrote the averages back.
     const int64_t launched = s.last_launch_ns;
@@ -702,6 +738,25 @@ class DataParallel {
   }
 
  private:
+  /// find_unused_parameters' graph search from the forward's output runs each step (no static graph).
+  bool searches_unused() const { return o_.find_unused_parameters && !o_.static_graph; }
+
+  /// The graph search cannot see the parameters a recomputed segment uses (their gradients come from a nested
+  /// backward): c10d's Reducer would count them unused, then ready again ("Expected to mark a variable ready
+  /// only once"), as PyTorch's DDP does with reentrant checkpointing.
+  [[noreturn]] void refuse_recompute(const std::string& where) const {
+    throw std::invalid_argument(fmt::format(
+        "policytrain::parallel::DataParallel: {}: find_unused_parameters = true (without static_graph) cannot "
+        "compose with memory::recompute, and {}: the search for unused parameters follows the graph from the "
+        "forward's output and cannot see the parameters a recomputed segment uses (their gradients come from a "
+        "nested backward), so the Reducer would count them unused and then ready again (PyTorch's DDP fails the "
+        "same way with reentrant checkpointing; its non-reentrant checkpoint needs saved-tensor hooks that "
+        "LibTorch offers to Python only). Set static_graph = true in DataParallelOptions (the used parameters "
+        "are then learnt in the first step, without a search; the same parameters must get gradients every "
+        "step), or find_unused_parameters = false if every parameter gets a gradient every step, or do not "
+        "recompute", s_->who(), where));
+  }
+
   /// Broadcasts `tensors` from rank 0 in buckets of up to 250 MiB, as DDP's _sync_module_states and
   /// _sync_buffers (c10d::broadcast_coalesced).
   void broadcast_from_0(const std::vector<torch::Tensor>& tensors, const std::string& what) {
@@ -751,7 +806,7 @@ class DataParallel {
     s.reducer->register_comm_hook(std::make_unique<detail::AverageHook>(s_.get()));
     if (o_.static_graph) {
       s.reducer->set_static_graph();
-      s.static_first_pending = true;  // detail::GradAccumulated queues delay_all_reduce in the first backward
+      s.static_first_pending = true;  // around_forward's hook on the output queues delay_all_reduce
     }
     s.ready.assign(s.params.size(), 0);
     for (size_t i = 0; i < s.params.size(); ++i)
