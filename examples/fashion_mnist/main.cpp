@@ -234,11 +234,12 @@ int main(int argc, char** argv) {
                              .limit_val_batches = cfg.limit_val_batches};
     // Trains with `trainer`, evaluates the test set once, prints the report and writes summary.json.
     auto finish = [&]<bool Graph>(auto& trainer, std::bool_constant<Graph>) -> int {
-      nlohmann::json parallel_description{{"name", "parallel::Single"}};
-      if constexpr (!Graph) parallel_description = par.describe(trainer.template policy<pt::Category::parallel>());
       pt::FitResult result;
       if constexpr (Graph) result = trainer.fit(train_loader, val_loader, fit);
       else result = accumulation.fit(trainer, train_loader, make_train_loader, val_loader, fit);
+      // After training: the parallel policy's counters (buckets, all-reduce calls) are the run's.
+      nlohmann::json parallel_description{{"name", "parallel::Single"}};
+      if constexpr (!Graph) parallel_description = par.describe(trainer.template policy<pt::Category::parallel>());
       // The one evaluation of the test set (every rank takes part: the metrics are reduced across ranks).
       int test_evaluations = 0;
       auto evaluate_test = [&] {
