@@ -1,7 +1,12 @@
 #pragma once
 // Small models, tasks and data shared by the unit tests.
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <limits>
 #include <memory>
 #include <string>
@@ -12,6 +17,30 @@
 #include <policytrain/all.hpp>
 
 namespace testing {
+
+/// A whole file as text (empty when it cannot be read).
+inline std::string read_text(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+/// The end of a worker process of a multi-process test: runs `body` (its exit code), reports an exception on
+/// stderr as "worker error: ..." with code 3, flushes and leaves without running destructors (a process group's
+/// teardown must not outlive the test's choice of exit code).
+template <class F>
+[[noreturn]] void run_worker_and_exit(F&& body) {
+  int code = 0;
+  try {
+    code = body();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "worker error: %s\n", e.what());
+    code = 3;
+  }
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
 
 /// An MLP without batch norm or dropout, so that results depend only on the data and the arithmetic.
 struct MlpImpl : torch::nn::Module {

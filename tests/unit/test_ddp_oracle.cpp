@@ -173,23 +173,10 @@ const int kWorkerHook = [] {
   const std::string subdir = std::getenv("POLICYTRAIN_ORACLE_SUBDIR");
   const std::string rank = std::getenv("RANK") ? std::getenv("RANK") : "0";
   std::freopen((dir / (subdir + "-stderr" + rank + ".txt")).c_str(), "w", stderr);
-  int code = 0;
-  try {
-    code = run_worker(scenario, dir, subdir);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "worker error: %s\n", e.what());
-    code = 3;
-  }
-  std::fflush(nullptr);
-  std::_Exit(code);
+  testing::run_worker_and_exit([&] { return run_worker(scenario, dir, subdir); });
 }();
 
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using testing::read_text;
 
 /// Runs a shell command line with a generous limit (the machine may be loaded); returns its exit status.
 int sh(const std::string& cmd, const fs::path& log) {

@@ -116,6 +116,19 @@ std::string message_of(F f) {
 
 }  // namespace
 
+namespace {
+/// What was written to a temporary log file (std::tmpfile), which is then closed.
+std::string drain_log(std::FILE* log) {
+  std::fflush(log);
+  std::rewind(log);
+  std::string text;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, log)) text.append(buf, n);
+  std::fclose(log);
+  return text;
+}
+}  // namespace
+
 TEST_CASE("a forged header whose sizes wrap around in 64 bits is a CheckpointError naming the file and the field") {
   const auto dir = testing::temp_dir("forged-wrap");
   const auto file = dir / "forged.ckpt";
@@ -176,12 +189,7 @@ TEST_CASE("resume falls back past a forged newest checkpoint to the previous goo
   REQUIRE_NOTHROW(t.fit(loader, {.epochs = 1}));  // already at the end of epoch 1: resumes, trains nothing
   CHECK(t.get<ck::Disk>().resumed_from() == dir / "last.ckpt");
   CHECK(t.state().global_step == good_step);
-  std::fflush(log);
-  std::rewind(log);
-  std::string text;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof buf, log)) text.append(buf, n);
-  std::fclose(log);
+  const std::string text = drain_log(log);
   CHECK_MESSAGE(text.find("step-00000100.ckpt") != std::string::npos, text);
   CHECK_MESSAGE(text.find("length") != std::string::npos, text);
   fs::remove_all(dir);
@@ -299,12 +307,7 @@ TEST_CASE("auto-resume does not pick the newer file of a run with another optimi
   pt::Trainer<testing::MlpTask, ck::Disk> t(task, opt, ck::Disk({.directory = dir, .resume = "auto", .export_final = false, .log = log}));
   pt::data::TensorLoader loader(x, y, {.batch_size = 16});
   t.fit(loader, {.epochs = 1});
-  std::fflush(log);
-  std::rewind(log);
-  std::string text;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof buf, log)) text.append(buf, n);
-  std::fclose(log);
+  const std::string text = drain_log(log);
   CHECK(t.get<ck::Disk>().resumed_from() == dir / "last.ckpt");
   CHECK(t.state().global_step == 3);
   CHECK(pt::io::params_sha256(task.module()) == own_sha);
@@ -403,12 +406,7 @@ TEST_CASE("a checkpoint whose fingerprint is JSON nested 1,000,000 deep (valid c
   REQUIRE_MESSAGE(code == 4, "the child's exit code: " << code << " (4: resumed from last.ckpt; 100 + signal: killed)");
   std::FILE* log = std::tmpfile();
   REQUIRE_NOTHROW(resume(log));
-  std::fflush(log);
-  std::rewind(log);
-  std::string text;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof buf, log)) text.append(buf, n);
-  std::fclose(log);
+  const std::string text = drain_log(log);
   CHECK_MESSAGE(text.find("step-00000100.ckpt: the metadata is nested more than 64 levels deep") != std::string::npos, text);
   CHECK_MESSAGE(text.find("step-00000099.ckpt: the metadata field 'fingerprint' is 5 (a number); expected an object") !=
                     std::string::npos, text);

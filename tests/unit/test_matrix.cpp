@@ -288,24 +288,15 @@ const int kWorkerHook = [] {
   const fs::path dir = std::getenv("POLICYTRAIN_MATRIX_DIR");
   const std::string rank = std::getenv("RANK") ? std::getenv("RANK") : "0";
   std::freopen((dir / ("stderr" + rank + ".txt")).c_str(), "w", stderr);
-  int a = 0, b = 0, code = 0;
+  int a = 0, b = 0;
   std::istringstream(pair) >> a >> b;
-  try {
+  testing::run_worker_and_exit([&] {
     save_result(dir / ("rank" + rank + ".pt"), kCells[static_cast<size_t>(a * kCount + b)].run(cfg_of(a, b), dir / "ckpt"));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "worker error: %s\n", e.what());
-    code = 3;
-  }
-  std::fflush(nullptr);
-  std::_Exit(code);
+    return 0;
+  });
 }();
 
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using testing::read_text;
 
 double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();

@@ -60,12 +60,7 @@ struct FailAt {
 };
 
 void write_text(const fs::path& p, const std::string& s) { std::ofstream(p) << s; }
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using testing::read_text;
 
 std::vector<torch::Tensor> params_of(torch::nn::Module& m) {
   std::vector<torch::Tensor> v;
@@ -258,17 +253,10 @@ const int kWorkerHook = [] {
   const fs::path out = std::getenv("POLICYTRAIN_TEST_OUT");
   const std::string rank = std::getenv("RANK") ? std::getenv("RANK") : "0";
   std::freopen((out / ("stderr" + rank + ".txt")).c_str(), "w", stderr);
-  int code = 0;
-  try {
+  testing::run_worker_and_exit([&] {
     const std::string sc = scenario;
-    code = sc == "plain" || sc == "accumulate" || sc == "kill" || sc == "hang" ? run_worker(sc, out)
-                                                                                : run_worker2(sc, out);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "worker error: %s\n", e.what());
-    code = 3;
-  }
-  std::fflush(nullptr);
-  std::_Exit(code);
+    return sc == "plain" || sc == "accumulate" || sc == "kill" || sc == "hang" ? run_worker(sc, out) : run_worker2(sc, out);
+  });
 }();
 
 /// Starts `nproc` ranks of this binary in `scenario`; returns launch_local's exit code.
