@@ -210,6 +210,7 @@ int main(int argc, char** argv) {
                             cfg.block == "conv-pool-bn-relu" ? fmnist::BlockOrder::conv_pool_bn_relu
                                                              : fmnist::BlockOrder::conv_bn_relu_pool,
                             cfg.conv3);
+    task.tta_flip = fastpath.tta;
     task.module().to(device);  // before the optimizer takes the parameters; the Trainer moves batches here
     auto optimizer = make_optimizer(cfg, task.module());
     const int64_t micro_batch = accumulation.resolve(task, train.x, train.y, cfg.batch_size);
@@ -247,6 +248,13 @@ int main(int argc, char** argv) {
         return trainer.evaluate(test_loader, cfg.limit_val_batches);
       };
       const auto metrics = evaluate_test();
+      // With --tta, the same weights on the test set without it: what the test-time augmentation adds.
+      std::optional<pt::Metrics> metrics_without_tta;
+      if (task.tta_flip) {
+        task.tta_flip = false;
+        metrics_without_tta = evaluate_test();
+        task.tta_flip = true;
+      }
       // Accuracy on (a fixed part of) the training images, with the weights the test set saw: the gap to the
       // validation accuracy is the overfitting that early stopping and EMA act on.
       std::optional<pt::Metrics> train_metrics;
@@ -271,6 +279,8 @@ int main(int argc, char** argv) {
           {"test_accuracy", metrics.accuracy},
           {"test_loss", metrics.loss},
           {"test_evaluations", test_evaluations},
+          {"test_accuracy_without_tta",
+           metrics_without_tta ? nlohmann::json(metrics_without_tta->accuracy) : nlohmann::json()},
           {"val_accuracy", val_accuracy},
           {"train_accuracy", train_metrics ? nlohmann::json(train_metrics->accuracy) : nlohmann::json()},
           {"train_eval_loss", train_metrics ? nlohmann::json(train_metrics->loss) : nlohmann::json()},
