@@ -87,7 +87,11 @@ struct RunResult {
 
 std::string sha_of(const std::vector<torch::Tensor>& ts) {
   torch::nn::Module m;
-  for (size_t i = 0; i < ts.size(); ++i) m.register_buffer("t" + std::to_string(i), ts[i]);
+  for (size_t i = 0; i < ts.size(); ++i) {
+    std::string name = "t";  // not "t" + std::to_string(i): GCC 12 warns on it (-Wstringop-overflow, a false positive)
+    name += std::to_string(i);
+    m.register_buffer(name, ts[i]);
+  }
   return pt::io::params_sha256(m);
 }
 
