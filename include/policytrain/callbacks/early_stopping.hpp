@@ -80,7 +80,7 @@ class EarlyStopping {
     else if (o_.divergence_threshold && mon.worse(v, *o_.divergence_threshold))
       why = fmt::format("{} {:.6g} is beyond the divergence threshold {:.6g}", mon.metric, v, *o_.divergence_threshold);
     else if (wait_ >= o_.patience)
-      why = fmt::format("{} did not improve for {} epochs (best {:.6g} at epoch {})", mon.metric, wait_, best_, best_epoch_ + 1);
+      why = fmt::format("{} did not improve for {} epochs (best {:.6g} at epoch {})", mon.metric, wait_, best_, best_epoch_);
     ctx.state().best_metric = best_;
     ctx.state().best_epoch = best_epoch_;
     if (why.empty()) return false;
@@ -88,7 +88,7 @@ class EarlyStopping {
     reason_ = why;
     if (o_.log && ctx.is_main()) {
       std::fprintf(o_.log, "policytrain::callbacks::EarlyStopping: stopping after epoch %lld: %s\n",
-                   static_cast<long long>(epoch + 1), why.c_str());
+                   static_cast<long long>(epoch), why.c_str());
       std::fflush(o_.log);
     }
     return true;

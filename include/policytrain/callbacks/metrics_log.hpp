@@ -33,6 +33,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <policytrain/callbacks/advice.hpp>
 #include <policytrain/callbacks/grad_clip.hpp>
 #include <policytrain/callbacks/step_phases.hpp>
 #include <policytrain/core/category.hpp>
@@ -215,6 +216,7 @@ class MetricsLog {
   /// Closes the logs and prints the summary (main rank).
   template <class Ctx>
   void on_fit_end(Ctx& ctx) {
+    features_ = run_features(ctx);
     steps_csv_.close();
     steps_jsonl_.close();
     epochs_csv_.close();
@@ -255,11 +257,12 @@ class MetricsLog {
                        peak_max_.cuda ? fmt::format(", {:.0f} MiB CUDA allocated", *mb(peak_max_.cuda)) : "");
     const double w = data_wait_fraction();
     if (w > 0.2)
-      s += "The step waits for data: add loader workers (--workers) and prefetch (--prefetch), or do less per sample.";
+      s += advice::data_wait();
     else if (w > 0.05)
-      s += "Some time goes to waiting for data: more loader workers or prefetch may help a little.";
+      s += "Some time goes to waiting for data: more loader workers or batches in flight (data::PrefetchOptions::"
+           "workers, data::PrefetchOptions::prefetch) may help a little.";
     else
-      s += "The step is compute-bound: try mixed precision, channels-last or a larger batch before the loader.";
+      s += "The step is compute-bound: " + advice::compute(features_, features_.convolutions) + " before the loader.";
     return s;
   }
 
@@ -309,6 +312,7 @@ class MetricsLog {
   static nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
   Options o_;
+  RunFeatures features_{};  // what the run uses, so that the advice does not suggest it
   StepPhases phases_;
   PhaseTimes totals_, epoch_;
   int64_t steps_ = 0, samples_ = 0, epoch_samples_ = 0, epoch_loss_n_ = 0;

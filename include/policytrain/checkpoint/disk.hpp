@@ -538,7 +538,7 @@ class Disk {
     nlohmann::json hist = nlohmann::json::array();
     for (const auto& [l, a] : history_) hist.push_back({{"loss", l}, {"accuracy", a}});
     meta["history"] = hist;
-    if (o_.best) meta["best"] = {{"metric", o_.monitor.metric}, {"mode", to_string(o_.monitor.mode)},
+    if (o_.best) meta["best"] = {{"metric", o_.monitor.metric}, {"mode", to_string(o_.monitor.effective_mode())},
                                  {"value", std::isfinite(best_metric_) ? nlohmann::json(best_metric_) : nlohmann::json()},
                                  {"epoch", best_epoch_}};
     if (!o_.settings.empty()) meta["settings"] = nlohmann::json::parse(o_.settings);
@@ -594,7 +594,7 @@ class Disk {
     const auto diff = fingerprint_differences(meta["fingerprint"], fingerprint_);
     if (diff.empty()) return "";
     return fmt::format("policytrain::checkpoint: {}: belongs to another run: {}; to start a new run from its weights, "
-                       "resume with weights only (checkpoint::Disk::Options::weights_only, --resume-weights-only)",
+                       "resume with weights only (checkpoint::Disk::Options::weights_only)",
                        file.string(), fmt::join(diff, "; "));
   }
 
@@ -621,7 +621,7 @@ class Disk {
     auto resumed = [&](const fs::path& file, const nlohmann::json& meta, bool fell_back) {
       if (o_.weights_only) return;
       say("policytrain::checkpoint: resumed from {} (epoch {}, batch {}, step {}){}", file.string(),
-          meta_int(file, meta, "epoch", 0) + 1, meta_int(file, meta, "batch_in_epoch", 0),
+          meta_int(file, meta, "epoch", 0), meta_int(file, meta, "batch_in_epoch", 0),
           meta_int(file, meta, "global_step", 0), fell_back ? ", the newest usable checkpoint" : "");
     };
     if (fs::is_regular_file(target, ec)) {  // a named file: no fallback

@@ -126,7 +126,8 @@ struct Environment {
     } else if (e.world_size > 1) {
       throw std::invalid_argument(fmt::format(
           "policytrain::parallel::DataParallel: WORLD_SIZE={} but RANK is not set; set RANK to 0..{} in each "
-          "process, or launch with torchrun or `--nproc {}`", e.world_size, e.world_size - 1, e.world_size));
+          "process, or launch with torchrun or parallel::launch_local (LaunchOptions::nproc = {})", e.world_size,
+          e.world_size - 1, e.world_size));
     }
     if (e.rank >= e.world_size)
       throw std::invalid_argument(fmt::format(
