@@ -157,19 +157,29 @@ int main(int argc, char** argv) {
   CLI::App app{"Trains a CNN on Fashion-MNIST with policytrain"};
   // A later value of an option replaces an earlier one: scripts/demo passes its recipe first, a user's flags after it.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  // --help lists every option's default (the value it has before parsing) and groups the options by policy; each
+  // group takes the options added after its option_defaults()->group(...) (tests/integration/help_output.py).
+  app.option_defaults()->always_capture_default();
   Config cfg;
+  app.option_defaults()->group("Training, model and data");
   add_core_flags(app, cfg);
   fmnist::PrecisionFlags precision_flags;
+  app.option_defaults()->group("Precision (precision::Autocast)");
   precision_flags.add(app);
   fmnist::FastpathFlags fastpath;
+  app.option_defaults()->group("Loader, clipping, speed and observation");
   fastpath.add(app);
   fmnist::AccumulationFlags accumulation;
+  app.option_defaults()->group("Batch size and accumulation");
   accumulation.add(app, cfg.batch_size);
   fmnist::ScheduleFlags schedule;
+  app.option_defaults()->group("Learning-rate schedule (schedule::Lr)");
   schedule.add(app);
   fmnist::CheckpointFlags ckpt_flags;
+  app.option_defaults()->group("Checkpoints, EMA, early stopping and rollback");
   ckpt_flags.add(app);
   ParallelFlags par;
+  app.option_defaults()->group("Data parallelism");
   par.add(app);
   CLI11_PARSE(app, argc, argv);
   // [snippet:launch]
