@@ -91,6 +91,7 @@ std::pair<torch::Tensor, torch::Tensor> regression_data(int64_t n, uint64_t seed
 }
 
 /// A regression task: MSE loss, and its own metric "mae" (the batch's mean absolute error).
+// [snippet:regression-task]
 struct RegressionTask {
   torch::nn::Linear lin{torch::nn::LinearOptions(3, 1)};
   RegressionTask() { torch::manual_seed(4); lin = torch::nn::Linear(torch::nn::LinearOptions(3, 1)); }
@@ -102,8 +103,10 @@ struct RegressionTask {
   }
   std::vector<std::string> metric_names() const { return {"mae"}; }
 };
+// [/snippet:regression-task]
 
 /// A one-logit binary classifier ([batch, 1] logits, float 0/1 targets) that reports its own accuracy.
+// [snippet:binary-task]
 struct BinaryTask {
   torch::nn::Linear lin{torch::nn::LinearOptions(3, 1)};
   BinaryTask() { torch::manual_seed(5); lin = torch::nn::Linear(torch::nn::LinearOptions(3, 1)); }
@@ -118,6 +121,7 @@ struct BinaryTask {
   }
   std::vector<std::string> metric_names() const { return {"accuracy"}; }
 };
+// [/snippet:binary-task]
 
 std::pair<torch::Tensor, torch::Tensor> binary_data(int64_t n, uint64_t seed) {
   auto [x, y] = regression_data(n, seed);

@@ -11,10 +11,13 @@
 /// summary.json (`summary()`: data_wait_fraction, step_seconds by phase).
 /// A fit that continues a run (its state has steps or epochs done: resumed from a checkpoint, or a second fit)
 /// appends to the files in `dir`, keeping the rows up to its state (steps <= global_step, epochs < epoch) and
-/// dropping later ones, so a resumed run's logs have every row once; a fit from step 0 truncates them.
+/// dropping later ones, so a resumed run's logs have every row once; a fit from step 0 truncates them. Rows reach
+/// the files at every epoch end and before every checkpoint (before_checkpoint, called by the checkpoint policy), so
+/// a run killed after a checkpoint and resumed from it has them all; an epoch resumed in its middle takes the
+/// training loss of its kept rows (steps.jsonl, exact) so that its row equals an uninterrupted run's.
 /// Phase times come from StepPhases (see its header for what each phase covers).
 /// Hooks: on_fit_begin, on_epoch_begin, around_forward, around_backward, before_step, after_step,
-/// on_validation_end, on_epoch_end, on_fit_end. Cost: four clock reads per micro-step, and per logged step one read of the loss
+/// on_validation_end, before_checkpoint, on_epoch_end, on_fit_end. Cost: four clock reads per micro-step, and per logged step one read of the loss
 /// (and of the grad norm), each a device sync on CUDA; an empty `dir` writes no files but still times.
 /// Peak memory per step (memory::PeakMemory: peak RSS from VmHWM, reset at each step's first forward; with CUDA
 /// also the caching allocator's peak) goes in the step rows (peak_rss_mib, peak_cuda_mib), and its maximum over

@@ -16,6 +16,9 @@
 /// An epoch-end checkpoint resumes at the start of the next epoch; a step checkpoint resumes mid-epoch (the
 /// Trainer skips the batches already consumed). Requires nothing; with callbacks::Ema, final.pt holds the
 /// EMA weights. Cost when off (empty `directory`): a branch per hook; when on: a serialization per save.
+/// Run identity: every file carries the run's id; a fresh start into a directory holding checkpoint files moves
+/// them to `previous-<run id>/` or refuses (`existing`); auto-resume continues only the run that wrote last.
+/// Before every save it calls the Trainer's before_checkpoint hooks (callbacks::MetricsLog flushes its rows).
 #include <cxxabi.h>
 #include <openssl/evp.h>
 
