@@ -30,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 #include <cmath>
@@ -441,13 +442,14 @@ class Disk {
     if (fingerprint_.is_null()) fingerprint_ = fingerprint(ctx);
     const auto& st = ctx.state();
     const bool at_zero = st.global_step == 0 && st.epoch == 0 && st.batch_in_epoch == 0;
-    // A full resume continues the run that wrote the file (its run id, load_one); anything else that starts from
-    // step 0 is a new run, which must not share the directory with another run's files.
+    // A full resume continues the run that wrote the file (its run id, load_one); anything else is a new run. A
+    // new run from step 0 that loaded nothing must not share the directory with another run's files. (Weights
+    // only: the file named may be in the directory; it stays, and auto-resume tells the runs apart by their ids.)
     bool continued = false;
     if (!o_.resume.empty()) continued = resume(ctx);
     if (!continued && run_id_.empty()) {
       run_id_ = detail::new_run_id();
-      if (at_zero) set_aside_other_runs(ctx);
+      if (at_zero && resumed_from_.empty()) set_aside_other_runs(ctx);
     }
     last_saved_step_ = ctx.state().global_step;
   }
@@ -637,6 +639,18 @@ class Disk {
                        file.string(), fmt::join(diff, "; "));
   }
 
+  /// Whether `file`'s fingerprint matches this run's (or it records none); quiet, never throws (a malformed
+  /// fingerprint does not match; load_one reports it).
+  bool same_fingerprint(const std::filesystem::path& file, const nlohmann::json& meta) const {
+    if (!meta.contains("fingerprint")) return true;
+    try {
+      check_fingerprint(file, meta["fingerprint"]);
+      return fingerprint_differences(meta["fingerprint"], fingerprint_).empty();
+    } catch (const CheckpointError&) {
+      return false;
+    }
+  }
+
   /// Loads `file` (metadata `meta`): everything, or the weights only. Throws CheckpointError.
   template <class Ctx>
   void load_one(Ctx& ctx, const std::filesystem::path& file, const nlohmann::json& meta) {
@@ -683,23 +697,25 @@ class Disk {
     for (const auto& [file, why] : c.unreadable) say("{}; skipping it", why);
     std::vector<std::string> errors;
     for (const auto& [file, why] : c.unreadable) errors.push_back(why);
-    // Only the run that wrote last is continued: the run id of the newest file by creation time. Another run's
-    // files are never candidates, however far their steps go (a fresh run's step 63 beats an older run's 740).
-    std::string latest;
+    // Of the files this run's fingerprint matches, only those of the run that wrote last are continued: the run id
+    // of the newest such file by creation time. Another run of the same program is never a candidate, however far
+    // its steps go (a fresh run's step 63 beats an older run's 740). Files of another fingerprint go on to
+    // load_one, which reports how they differ.
+    std::optional<std::string> latest;
     int64_t newest = std::numeric_limits<int64_t>::min();
     for (const auto& [file, meta] : c.readable)
-      if (const int64_t t = meta_int(file, meta, "created_unix_ns", 0); t > newest) {
+      if (const int64_t t = meta_int(file, meta, "created_unix_ns", 0); t > newest && same_fingerprint(file, meta)) {
         newest = t;
         latest = meta_string(file, meta, "run_id", "");
       }
     for (const auto& [file, meta] : c.readable) {
       const std::string id = meta_string(file, meta, "run_id", "");
-      if (id != latest) {
+      if (latest && id != *latest && same_fingerprint(file, meta)) {
         const std::string why = fmt::format(
             "policytrain::checkpoint: {}: written by another run (run {}, step {}) than the one that wrote last "
             "(run {}); not continued (a fresh run moves such files to previous-<run id>/, "
             "checkpoint::Disk::Options::existing)", file.string(), id.empty() ? "without id" : id,
-            meta_int(file, meta, "global_step", 0), latest.empty() ? "without id" : latest);
+            meta_int(file, meta, "global_step", 0), latest->empty() ? "without id" : *latest);
         say("{}; skipping it", why);
         errors.push_back(why);
         continue;
