@@ -778,8 +778,12 @@ class Disk {
           fmt::join(names, ", ")));
     }
     if (files.empty() || !ctx.is_main()) return;
-    std::string base = "previous-" + id;
-    if (id.empty()) {  // files written before run ids were recorded: named by the time they are moved (UTC)
+    // The id names a folder: only letters, digits, '-' and '_' (a forged file's id could hold "../").
+    const bool plain = !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char ch) {
+      return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '-' || ch == '_';
+    });
+    std::string base = "previous-" + (plain ? id : std::string());
+    if (!plain) {  // files written before run ids were recorded: named by the time they are moved (UTC)
       char stamp[32] = {};
       const std::time_t now = std::time(nullptr);
       std::tm tm{};
