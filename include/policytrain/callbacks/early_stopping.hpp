@@ -47,6 +47,8 @@ class EarlyStopping {
 
   /// The settings.
   const Options& options() const { return o_; }
+  /// The metric watched (checked against the task's metrics when fit begins); empty when disabled.
+  std::string monitored_metric() const { return o_.enabled ? o_.monitor.metric : std::string(); }
   /// Best value of the metric so far (NaN before the first validation).
   double best() const { return best_; }
   /// Epoch of the best value (-1 before the first validation).

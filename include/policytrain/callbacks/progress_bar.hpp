@@ -70,7 +70,10 @@ class ProgressBar {
   }
   template <class Ctx>
   void on_validation_end(Ctx& ctx, const Metrics& m) {
-    val_ = fmt::format("  val_loss {:.4f}  val_acc {:.4f}", m.loss, m.accuracy);
+    // Only the metrics this validation has: a regression has no accuracy; a task's own metrics follow.
+    val_ = fmt::format("  val_loss {:.4f}", m.loss);
+    if (m.has_accuracy()) val_ += fmt::format("  val_acc {:.4f}", m.accuracy);
+    for (const auto& [k, v] : m.extra) val_ += fmt::format("  val_{} {:.4g}", k, v);
   }
   template <class Ctx>
   void on_epoch_end(Ctx& ctx) {

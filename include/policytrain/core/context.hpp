@@ -81,6 +81,9 @@ class Context {
   /// Reads every check a policy keeps pending on the device (flush_checks hooks: the precision policy's
   /// non-finite loss check), throwing what it finds. A policy that persists the run calls it first.
   void flush_checks() { t_->flush_checks(); }
+  /// Calls every policy's before_checkpoint(ctx, epoch_end) hook (callbacks::MetricsLog flushes its rows). A checkpoint
+  /// policy calls it before it writes a checkpoint, so that files a policy keeps beside it cover the checkpoint's step.
+  void before_checkpoint(bool epoch_end) { t_->before_checkpoint(epoch_end); }
   /// Whether the step running now is being captured into a graph by a step policy (step::CudaGraph), or replayed
   /// by its emulation: hooks inside the step take their device-only path (no host read, no per-step host state).
   bool capturing() { return t_->capturing(); }

@@ -30,6 +30,7 @@
 #include <concepts>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/types.h>
@@ -52,6 +53,13 @@ concept TrainableTask = requires(T& t, const Batch& b) {
 template <class T>
 concept EvaluableTask = requires(T& t, const Batch& b) {
   { t.validation_step(b) } -> std::convertible_to<Prediction>;
+};
+
+/// A Task that names the metrics its validation reports besides loss (those of Prediction::metrics, and
+/// "accuracy" when it has one), so that a policy's monitor is checked when fit begins.
+template <class T>
+concept DeclaresMetrics = requires(T& t) {
+  { t.metric_names() } -> std::convertible_to<std::vector<std::string>>;
 };
 
 namespace detail {
@@ -83,6 +91,10 @@ template <class P, class C> concept HasAroundEvaluate = requires(P& p, C& c, det
 /// Reads a check a policy keeps pending on the device (precision's non-finite loss check); called through
 /// Context::flush_checks by a policy about to persist the run (a checkpoint), so a deferred error surfaces first.
 template <class P, class C> concept HasFlushChecks = requires(P& p, C& c) { p.flush_checks(c); };
+/// Runs before a checkpoint policy writes a checkpoint (called through Context::before_checkpoint): a policy that
+/// writes files of its own (a log) makes them hold everything up to the checkpoint's step, so that a resume from
+/// it finds no gap. `epoch_end`: the checkpoint ends the epoch (it resumes at the next epoch's start).
+template <class P, class C> concept HasBeforeCheckpoint = requires(P& p, C& c, bool e) { p.before_checkpoint(c, e); };
 template <class P, class C> concept HasRunStep = requires(P& p, C& c, const Batch& b, bool (*f)(const Batch&)) { { p.run_step(c, b, f) } -> std::same_as<bool>; };
 template <class P, class C> concept HasPrepareCapture = requires(P& p, C& c) { p.prepare_capture(c); };
 template <class P, class C> concept HasOnReplay = requires(P& p, C& c) { p.on_replay(c); };
