@@ -426,7 +426,8 @@ class Disk {
     if (o_.every_steps > 0 && step % o_.every_steps == 0) {
       save(ctx, {{fmt::format("step-{:08d}.ckpt", step), "step"}}, false, [this] { rotate(); });
     } else if (o_.every_seconds > 0 && o_.last &&
-               std::chrono::duration<double>(Clock::now() - last_write_).count() >= o_.every_seconds) {
+               ctx.agree_any(std::chrono::duration<double>(Clock::now() - last_write_).count() >= o_.every_seconds)) {
+      // Agreed: every rank saves at the same step (a sharded optimizer's state is gathered by all of them).
       save(ctx, {{"last.ckpt", "last"}}, false);
     }
   }
@@ -487,8 +488,10 @@ class Disk {
   /// Writes a final last.ckpt if steps were taken since, and exports final.pt (EMA weights with callbacks::Ema).
   template <class Ctx>
   void on_fit_end(Ctx& ctx) {
-    if (!enabled() || !ctx.is_main()) return;
+    if (!enabled()) return;
+    // Every rank takes part in the save (it may gather a sharded optimizer's state); the main rank writes.
     if (o_.last && last_saved_step_ != ctx.state().global_step) save(ctx, {{"last.ckpt", "last"}}, false);
+    if (!ctx.is_main()) return;
     wait();  // the last asynchronous write is on disk (or its failure raised) when fit returns
     if (!o_.export_final) return;
     const auto file = o_.directory / "final.pt";
@@ -514,7 +517,19 @@ class Disk {
             std::function<void()> after = {}) {
     // A deferred check (precision's non-finite loss) surfaces before weights it would condemn are written.
     if constexpr (requires { ctx.flush_checks(); }) ctx.flush_checks();
-    if (!ctx.is_main()) return;
+    // Every rank: a sharded optimizer (parallel::ShardedDataParallel) gathers its whole state on the main rank
+    // here (a collective), and lets the other ranks' parts go again once the payload holds them.
+    struct AfterSave {
+      Ctx& c;
+      ~AfterSave() { if constexpr (requires { c.after_save(); }) c.after_save(); }
+    };
+    if constexpr (requires { ctx.before_save(); }) ctx.before_save();
+    AfterSave after_save{ctx};
+    last_saved_step_ = ctx.state().global_step;
+    if (!ctx.is_main()) {
+      last_write_ = Clock::now();
+      return;
+    }
     const auto t0 = Clock::now();
     StateDict st = ctx.state_dict();
     const auto& s = ctx.state();

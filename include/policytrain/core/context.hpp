@@ -81,6 +81,11 @@ class Context {
   /// Reads every check a policy keeps pending on the device (flush_checks hooks: the precision policy's
   /// non-finite loss check), throwing what it finds. A policy that persists the run calls it first.
   void flush_checks() { t_->flush_checks(); }
+  /// On every rank, before a checkpoint policy serialises the optimizer: the policies' before_save hooks (a sharded
+  /// optimizer gathers its whole state on the main rank; a collective, so every rank calls it at the same save).
+  void before_save() { t_->before_save(); }
+  /// On every rank, once the optimizer is serialised: the policies' after_save hooks.
+  void after_save() { t_->after_save(); }
   /// Whether the step running now is being captured into a graph by a step policy (step::CudaGraph), or replayed
   /// by its emulation: hooks inside the step take their device-only path (no host read, no per-step host state).
   bool capturing() { return t_->capturing(); }
