@@ -10,6 +10,10 @@ also writes the consolidated state (`consolidate_state_dict(to=0)`, `opt.<name>.
 Scenarios (--scenario):
   plain     AdamW (lr 0.01, weight decay 0.1)
   clip      as plain, the gradients clipped to a global norm of 0.05 (clip_grad_norm_ over the whole model) first
+  bf16      as clip, the forward under torch.autocast("cpu", bfloat16) and the loss scaled by GradScaler("cpu")
+            (growth every 3 steps); one sample of rank 1's third batch is inf, so that step's gradients are NaN on
+            rank 1 only before the all-reduce, and every rank skips it, in both epochs (writes `skipped`, the steps
+            skipped, and `scale`, the final scale)
 """
 import argparse, os, sys
 
@@ -29,7 +33,7 @@ LR, WD, MAX_NORM = 0.01, 0.1, 0.05
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--scenario", required=True, choices=["plain", "clip"])
+    ap.add_argument("--scenario", required=True, choices=["plain", "clip", "bf16"])
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -39,6 +43,8 @@ def main():
     g = torch.Generator().manual_seed(1)
     x = torch.randn(N, IN, generator=g)
     y = torch.randint(0, OUT, (N,), generator=g)
+    if a.scenario == "bf16":
+        x[1 + 2 * BATCH_PER_RANK * world] = float("inf")  # rank 1's third batch (DistributedSampler, no shuffle)
     torch.manual_seed(0)
     net = Net()
     if rank != 0:  # DDP broadcasts rank 0's weights: start the others from different ones
@@ -53,15 +59,28 @@ def main():
     opt = ZeroRedundancyOptimizer(ddp.parameters(), optimizer_class=torch.optim.AdamW, lr=LR, weight_decay=WD)
     sampler = DistributedSampler(TensorDataset(x, y), num_replicas=world, rank=rank, shuffle=False)
     loader = DataLoader(TensorDataset(x, y), batch_size=BATCH_PER_RANK, sampler=sampler)
-    steps = 0
+    bf16 = a.scenario == "bf16"
+    scaler = torch.amp.GradScaler("cpu", growth_interval=3) if bf16 else None
+    steps = skipped = 0
     for epoch in range(EPOCHS):
         sampler.set_epoch(epoch)
         for xb, yb in loader:
-            loss = F.cross_entropy(ddp(xb), yb)
-            loss.backward()
-            if a.scenario == "clip":
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss = F.cross_entropy(ddp(xb), yb)
+            if bf16:
+                scaler.scale(loss).backward()
+                scaler.unscale_(opt)
+            else:
+                loss.backward()
+            if a.scenario in ("clip", "bf16"):
                 torch.nn.utils.clip_grad_norm_(net.parameters(), MAX_NORM)
-            opt.step()
+            if bf16:
+                before = scaler.get_scale()
+                scaler.step(opt)
+                scaler.update()
+                skipped += scaler.get_scale() < before
+            else:
+                opt.step()
             opt.zero_grad(set_to_none=True)
             steps += 1
 
@@ -72,6 +91,9 @@ def main():
         out["param." + name] = p
     for name, b in net.named_buffers():
         out["buffer." + name] = b
+    if bf16:
+        out["skipped"] = torch.tensor(skipped, dtype=torch.int64)
+        out["scale"] = torch.tensor(scaler.get_scale(), dtype=torch.float32)
     for p, st in opt.optim.state.items():
         for key in ("exp_avg", "exp_avg_sq", "step"):
             if key in st:

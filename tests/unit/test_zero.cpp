@@ -100,7 +100,7 @@ void add_state(Tensors& out, const std::string& prefix, Net& net, torch::optim::
   }
 }
 
-/// One rank of our side. Scenarios: those of zero_oracle.py (plain, clip); "dp-plain": DataParallel instead (the
+/// One rank of our side. Scenarios: those of zero_oracle.py (plain, clip, bf16); "dp-plain": DataParallel instead (the
 /// unsharded reference); "ckpt-full": 2 epochs with checkpoint::Disk in <dir>/<subdir>-ckpt; "ckpt-half": 1 epoch
 /// there, then "ckpt-resume": resumes it and trains the second.
 int run_worker(const std::string& scenario, const fs::path& dir, const std::string& subdir) {
@@ -124,9 +124,14 @@ int run_worker(const std::string& scenario, const fs::path& dir, const std::stri
   pt::data::TensorLoader loader(data.at("x"), data.at("y"),
                                 {.batch_size = kBatchPerRank, .shuffle = false, .rank = rank, .world_size = world});
   torch::optim::AdamW opt(task.net->parameters(), torch::optim::AdamWOptions(kLr).weight_decay(kWd));
-  pt::callbacks::GradClip clip(base == "clip" ? pt::callbacks::GradClip::Options{.mode = pt::callbacks::GradClip::Mode::norm,
+  pt::callbacks::GradClip clip(base == "clip" || base == "bf16" ? pt::callbacks::GradClip::Options{.mode = pt::callbacks::GradClip::Mode::norm,
                                                                                   .max_norm = kMaxNorm}
                                               : pt::callbacks::GradClip::Options{});
+  const bool bf16 = base == "bf16";
+  pt::precision::Autocast precision({.dtype = bf16 ? torch::kBFloat16 : torch::kFloat,
+                                     .device = c10::DeviceType::CPU,
+                                     .loss_scaling = bf16 ? pt::precision::LossScaling::on : pt::precision::LossScaling::off,
+                                     .scaler = {.growth_interval = 3}});
   Tensors out;
   auto finish = [&](auto& trainer) {
     for (auto& p : task.net->named_parameters()) out["param." + p.key()] = p.value();
@@ -150,9 +155,13 @@ int run_worker(const std::string& scenario, const fs::path& dir, const std::stri
     trainer.fit(loader, {.epochs = scenario == "ckpt-half" ? 1 : kEpochs});
     finish(trainer);
   } else {
-    pt::Trainer trainer(task, opt, std::move(zero), std::move(clip));
+    pt::Trainer trainer(task, opt, std::move(zero), std::move(clip), std::move(precision));
     trainer.fit(loader, {.epochs = kEpochs});
     finish(trainer);
+    if (bf16) {
+      out["skipped"] = torch::tensor(trainer.state().skipped_steps, torch::kLong);
+      out["scale"] = torch::tensor(static_cast<float>(trainer.policy<pt::Category::precision>().loss_scale()));
+    }
     auto& z = trainer.policy<pt::Category::parallel>();
     std::ofstream(dir / subdir / fmt::format("bytes{}.json", rank))
         << nlohmann::json{{"rank", z.optimizer_state_bytes()},
@@ -243,13 +252,20 @@ void check_bytes(const fs::path& dir, int world) {
   CHECK(total == 2 * 4 * (kIn * kHidden + kHidden + 2 * kHidden + kHidden * kOut + kOut));
 }
 
-void side_by_side(const std::string& scenario, int world) {
+fs::path side_by_side(const std::string& scenario, int world) {
   const auto dir = testing::temp_dir(fmt::format("zero-oracle-{}-{}", scenario, world));
   run_python(scenario, world, dir);
   run_ours(scenario, world, dir, "cpp");
   for (int r = 0; r < world; ++r)
     compare(dir / "py" / fmt::format("rank{}", r), dir / "cpp" / fmt::format("rank{}", r), 1e-6);
   check_bytes(dir, world);
+  return dir;
+}
+
+/// The bf16 scenario skipped steps (the inf sample), on every rank of both sides alike (compared above).
+void check_skipped(const fs::path& dir) {
+  const auto py = load_tensors(dir / "py" / "rank0");
+  CHECK(py.at("skipped").item<int64_t>() == 2);  // rank 1's bad batch, once per epoch
 }
 
 }  // namespace
@@ -268,6 +284,14 @@ TEST_CASE("ZeRO-1 oracle: global-norm clipping on 2 ranks equals clip_grad_norm_
 
 TEST_CASE("ZeRO-1 oracle: global-norm clipping on 3 ranks equals clip_grad_norm_ + ZeroRedundancyOptimizer") {
   side_by_side("clip", 3);
+}
+
+TEST_CASE("ZeRO-1 oracle: bf16 autocast, loss scaling and clipping on 2 ranks, a NaN gradient on rank 1 skips every rank") {
+  check_skipped(side_by_side("bf16", 2));
+}
+
+TEST_CASE("ZeRO-1 oracle: bf16 autocast, loss scaling and clipping on 3 ranks equal GradScaler + ZeroRedundancyOptimizer") {
+  check_skipped(side_by_side("bf16", 3));
 }
 
 TEST_CASE("ZeRO-1 on 2 ranks ends bit-identical to DataParallel (the same update on the same averaged gradients)") {
