@@ -102,7 +102,8 @@ void add_state(Tensors& out, const std::string& prefix, Net& net, torch::optim::
 
 /// One rank of our side. Scenarios: those of zero_oracle.py (plain, clip, bf16); "dp-plain": DataParallel instead (the
 /// unsharded reference); "ckpt-full": 2 epochs with checkpoint::Disk in <dir>/<subdir>-ckpt; "ckpt-half": 1 epoch
-/// there, then "ckpt-resume": resumes it and trains the second.
+/// there, then "ckpt-resume": resumes it and trains the second; "ckpt-reshard": resumes it (on another world size)
+/// and trains no further.
 int run_worker(const std::string& scenario, const fs::path& dir, const std::string& subdir) {
   const bool dp_only = scenario.starts_with("dp-");
   const bool ckpt = scenario.starts_with("ckpt-");
@@ -136,10 +137,10 @@ int run_worker(const std::string& scenario, const fs::path& dir, const std::stri
   auto finish = [&](auto& trainer) {
     for (auto& p : task.net->named_parameters()) out["param." + p.key()] = p.value();
     for (auto& b : task.net->named_buffers()) out["buffer." + b.key()] = b.value();
-    add_state(out, "local", task.net, opt);
     trainer.context().before_save();  // rank 0 gathers the whole state, as for a checkpoint
     if (rank == 0) add_state(out, "opt", task.net, opt);
-    trainer.context().after_save();
+    trainer.context().after_save();   // every rank keeps its own partition's state only
+    add_state(out, "local", task.net, opt);
   };
   if (dp_only) {
     pt::Trainer trainer(task, opt, pt::parallel::DataParallel(dpo), std::move(clip));
@@ -148,11 +149,12 @@ int run_worker(const std::string& scenario, const fs::path& dir, const std::stri
     for (auto& b : task.net->named_buffers()) out["buffer." + b.key()] = b.value();
     if (rank == 0) add_state(out, "opt", task.net, opt);
   } else if (ckpt) {
-    pt::checkpoint::Disk disk({.directory = dir / (subdir + "-ckpt"),
-                               .resume = scenario == "ckpt-resume" ? "auto" : "",
+    pt::checkpoint::Disk disk({.directory = dir / (scenario == "ckpt-full" ? "ckpt-full" : "ckpt-part"),
+                               .resume = scenario == "ckpt-resume" || scenario == "ckpt-reshard" ? "auto" : "",
+                               .run = {.world_size = -1},  // may resume on another world size
                                .export_final = false});
     pt::Trainer trainer(task, opt, std::move(zero), std::move(clip), std::move(disk));
-    trainer.fit(loader, {.epochs = scenario == "ckpt-half" ? 1 : kEpochs});
+    trainer.fit(loader, {.epochs = scenario == "ckpt-half" || scenario == "ckpt-reshard" ? 1 : kEpochs});
     finish(trainer);
   } else {
     pt::Trainer trainer(task, opt, std::move(zero), std::move(clip), std::move(precision));
@@ -319,4 +321,38 @@ TEST_CASE("ZeRO-1 checkpoint: the whole optimizer state is saved, and a resume o
   // Were the checkpoint rank 0's part only, rank 1's parameters would resume with fresh moments and differ below.
   run_ours("ckpt-resume", 2, dir, "part");
   for (int r = 0; r < 2; ++r) compare(dir / "full" / fmt::format("rank{}", r), dir / "part" / fmt::format("rank{}", r), 0.0);
+}
+
+TEST_CASE("ZeRO-1 checkpoint of 2 ranks resumed on 3 re-partitions: consolidated state equal, each rank its new shard") {
+  const auto dir = testing::temp_dir("zero-reshard");
+  run_python("plain", 2, dir);  // the data and the initial weights
+  run_ours("ckpt-half", 2, dir, "part");     // an epoch-end checkpoint of 2 ranks
+  run_ours("ckpt-reshard", 2, dir, "two");   // read back by 2 ranks
+  run_ours("ckpt-reshard", 3, dir, "three");  // and by 3
+  const auto two = load_tensors(dir / "two" / "rank0"), three = load_tensors(dir / "three" / "rank0");
+  std::map<std::string, int> owners;
+  int64_t opt_entries = 0;
+  for (const auto& [name, t] : two)
+    if (name.starts_with("opt.")) {
+      ++opt_entries;
+      INFO(name);
+      REQUIRE(three.count(name));
+      CHECK(torch::equal(three.at(name), t));  // the consolidated state, bit for bit
+    }
+  CHECK(opt_entries == 6 * 3);  // every trainable parameter: exp_avg, exp_avg_sq, step
+  // Each of the 3 ranks keeps exactly the state of its new partition: together every entry once, equal.
+  for (int r = 0; r < 3; ++r)
+    for (const auto& [name, t] : load_tensors(dir / "three" / fmt::format("rank{}", r)))
+      if (name.starts_with("local.")) {
+        const std::string key = "opt." + name.substr(6);
+        INFO("rank " << r << ": " << name);
+        REQUIRE(two.count(key));
+        CHECK(torch::equal(two.at(key), t));
+        ++owners[key];
+      }
+  CHECK(static_cast<int64_t>(owners.size()) == opt_entries);
+  for (const auto& [key, n] : owners) CHECK(n == 1);
+  // The 3-rank partition differs from the 2-rank one (ZeroRedundancyOptimizer's rule: rank 2 owns the batch norm).
+  const auto r2 = load_tensors(dir / "three" / "rank2");
+  CHECK(r2.count("local.bn.weight.exp_avg") == 1);
 }

@@ -119,7 +119,10 @@ inline Candidates list_checkpoints(const std::filesystem::path& dir) {
 /// What a run is, beyond its policies: a checkpoint resumes only a run whose fingerprint it matches. Fields left
 /// at 0 are not recorded (and not compared).
 struct RunInfo {
-  int64_t world_size = 0;  ///< processes; 0: taken from the Trainer's parallel policy (1 without data parallelism)
+  /// Processes; 0: taken from the Trainer's parallel policy (1 without data parallelism); -1: not recorded, so that
+  /// an epoch-end checkpoint resumes on another world size (the loaders re-shard, a sharded optimizer re-partitions;
+  /// the steps per epoch, and so a step-counted schedule, change with it).
+  int64_t world_size = 0;
   int64_t batch_size = 0;  ///< the batch size the position within an epoch counts in
   int64_t data_size = 0;   ///< training samples (the epoch's length)
 };
