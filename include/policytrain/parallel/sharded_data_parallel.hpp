@@ -163,6 +163,7 @@ class ShardedDataParallel : public DataParallel {
     auto& opt = ctx.optimizer();
     drop_foreign_state(opt);
     if (rank() != 0) {
+      if (per_rank_[static_cast<size_t>(rank())].empty()) return;  // owns nothing: rank 0 expects nothing from it
       std::ostringstream out;
       {
         torch::serialize::OutputArchive a;
