@@ -343,13 +343,16 @@ int main(int argc, char** argv) {
       return finish(trainer, std::true_type{});
     }
     if (par.zero > 0) {
-      // The same composition with the optimizer state sharded across the ranks (--zero 1).
+      // [snippet:zero]
+      // The same composition with the optimizer state sharded across the ranks (--zero 1): the last policy is a
+      // parallel::ShardedDataParallel(DataParallelOptions, ShardingOptions{.stage = 1}).
       pt::Trainer trainer(task, *optimizer, precision_flags.make(ckpt_flags.rollback), accumulation.make(),
                           schedule.make(), ckpt_flags.make_checkpoint(cfg.run_dir, settings), ckpt_flags.make_rollback(),
                           ckpt_flags.make_ema(), ckpt_flags.make_early_stopping(), std::move(progress),
                           fastpath.make_knobs(cfg.seed, cfg.threads), fastpath.make_clip(), fastpath.make_log(cfg.run_dir),
                           fastpath.make_profiler(cfg.run_dir), fastpath.make_tensorboard(cfg.run_dir, settings, hparams),
                           par.make_sharded());
+      // [/snippet:zero]
       return finish(trainer, std::false_type{});
     }
     // [snippet:trainer]
