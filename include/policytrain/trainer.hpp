@@ -527,7 +527,22 @@ class Trainer {
     return step;
   }
   void before_step() { each([&](auto& p) { if constexpr (HasBeforeStep<std::remove_cvref_t<decltype(p)>, context_type>) p.before_step(ctx_); }); }
-  bool do_step() {
+  /// The optimizer step, inside every around_step hook (the parallel policy's outermost).
+  bool do_step() { return wrap_step<0>([&] { return do_step_inner(); }); }
+  template <size_t I, class F>
+  bool wrap_step(F&& f) {
+    if constexpr (I == std::tuple_size_v<policies_type>) {
+      return f();
+    } else {
+      auto& p = std::get<I>(policies_);
+      if constexpr (HasAroundStep<std::remove_cvref_t<decltype(p)>, context_type>)
+        return p.around_step(ctx_, [&]() -> bool { return wrap_step<I + 1>(f); });
+      else return wrap_step<I + 1>(f);
+    }
+  }
+  void before_save() { each([&](auto& p) { if constexpr (HasBeforeSave<std::remove_cvref_t<decltype(p)>, context_type>) p.before_save(ctx_); }); }
+  void after_save() { each([&](auto& p) { if constexpr (HasAfterSave<std::remove_cvref_t<decltype(p)>, context_type>) p.after_save(ctx_); }); }
+  bool do_step_inner() {
     if constexpr (count_hook_step() == 0) {
       optimizer_.step();
       return true;

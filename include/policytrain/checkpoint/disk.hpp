@@ -125,7 +125,10 @@ inline Candidates list_checkpoints(const std::filesystem::path& dir) {
 /// What a run is, beyond its policies: a checkpoint resumes only a run whose fingerprint it matches. Fields left
 /// at 0 are not recorded (and not compared).
 struct RunInfo {
-  int64_t world_size = 0;  ///< processes; 0: taken from the Trainer's parallel policy (1 without data parallelism)
+  /// Processes; 0: taken from the Trainer's parallel policy (1 without data parallelism); -1: not recorded, so that
+  /// an epoch-end checkpoint resumes on another world size (the loaders re-shard, a sharded optimizer re-partitions;
+  /// the steps per epoch, and so a step-counted schedule, change with it).
+  int64_t world_size = 0;
   int64_t batch_size = 0;  ///< the batch size the position within an epoch counts in
   int64_t data_size = 0;   ///< training samples (the epoch's length)
 };
@@ -462,7 +465,8 @@ class Disk {
     if (o_.every_steps > 0 && step % o_.every_steps == 0) {
       save(ctx, {{fmt::format("step-{:08d}.ckpt", step), "step"}}, false, [this] { rotate(); });
     } else if (o_.every_seconds > 0 && o_.last &&
-               std::chrono::duration<double>(Clock::now() - last_write_).count() >= o_.every_seconds) {
+               ctx.agree_any(std::chrono::duration<double>(Clock::now() - last_write_).count() >= o_.every_seconds)) {
+      // Agreed: every rank saves at the same step (a sharded optimizer's state is gathered by all of them).
       save(ctx, {{"last.ckpt", "last"}}, false);
     }
   }
@@ -523,8 +527,10 @@ class Disk {
   /// Writes a final last.ckpt if steps were taken since, and exports final.pt (EMA weights with callbacks::Ema).
   template <class Ctx>
   void on_fit_end(Ctx& ctx) {
-    if (!enabled() || !ctx.is_main()) return;
+    if (!enabled()) return;
+    // Every rank takes part in the save (it may gather a sharded optimizer's state); the main rank writes.
     if (o_.last && last_saved_step_ != ctx.state().global_step) save(ctx, {{"last.ckpt", "last"}}, false);
+    if (!ctx.is_main()) return;
     wait();  // the last asynchronous write is on disk (or its failure raised) when fit returns
     if (!o_.export_final) return;
     const auto file = o_.directory / "final.pt";
@@ -553,7 +559,19 @@ class Disk {
     // Logs kept beside the run (callbacks::MetricsLog) hold every row up to this step before the file exists, so
     // that a resume from it finds no gap in them (rows written after it are dropped when they are reopened).
     if constexpr (requires { ctx.before_checkpoint(epoch_end); }) ctx.before_checkpoint(epoch_end);
-    if (!ctx.is_main()) return;
+    // Every rank: a sharded optimizer (parallel::ShardedDataParallel) gathers its whole state on the main rank
+    // here (a collective), and lets the other ranks' parts go again once the payload holds them.
+    struct AfterSave {
+      Ctx& c;
+      ~AfterSave() { if constexpr (requires { c.after_save(); }) c.after_save(); }
+    };
+    if constexpr (requires { ctx.before_save(); }) ctx.before_save();
+    AfterSave after_save{ctx};
+    last_saved_step_ = ctx.state().global_step;
+    if (!ctx.is_main()) {
+      last_write_ = Clock::now();
+      return;
+    }
     const auto t0 = Clock::now();
     StateDict st = ctx.state_dict();
     const auto& s = ctx.state();

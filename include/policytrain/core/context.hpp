@@ -84,6 +84,11 @@ class Context {
   /// Calls every policy's before_checkpoint(ctx, epoch_end) hook (callbacks::MetricsLog flushes its rows). A checkpoint
   /// policy calls it before it writes a checkpoint, so that files a policy keeps beside it cover the checkpoint's step.
   void before_checkpoint(bool epoch_end) { t_->before_checkpoint(epoch_end); }
+  /// On every rank, before a checkpoint policy serialises the optimizer: the policies' before_save hooks (a sharded
+  /// optimizer gathers its whole state on the main rank; a collective, so every rank calls it at the same save).
+  void before_save() { t_->before_save(); }
+  /// On every rank, once the optimizer is serialised: the policies' after_save hooks.
+  void after_save() { t_->after_save(); }
   /// Whether the step running now is being captured into a graph by a step policy (step::CudaGraph), or replayed
   /// by its emulation: hooks inside the step take their device-only path (no host read, no per-step host state).
   bool capturing() { return t_->capturing(); }

@@ -13,11 +13,13 @@
 /// | `should_step(ctx)` | each micro-batch, before backward | bool (false = keep accumulating) |
 /// | `before_step(ctx)` | each optimizer step | void |
 /// | `step(ctx)` | each optimizer step (one policy at most) | bool (false = skipped) |
+/// | `around_step(ctx, fn)` | each optimizer step, around `step` (the optimizer's step) | bool (`fn()`'s, false = skipped) |
 /// | `after_step(ctx, stepped)` | each optimizer step | void |
 /// | `on_step_end(ctx)` | each optimizer step, after every after_step and zero_grad (the state is whole: checkpoints) | void |
 /// | `around_evaluate(ctx, fn)` | each evaluation | `fn()`'s result (Metrics) |
 /// | `on_validation_end(ctx, metrics)` | after each validation | void or bool (true = stop) |
 /// | `state_dict()`, `load_state_dict(d)` | checkpoint save and load | StateDict / void |
+/// | `before_save(ctx)`, `after_save(ctx)` | on every rank around a checkpoint's serialisation of the optimizer (Context::before_save) | void |
 /// | `run_step(ctx, batch, body)` | each optimizer step, a step policy (step::CudaGraph) at most | bool (`body`'s) |
 /// | `prepare_capture(ctx)` | before a step policy captures the step | void |
 /// | `on_replay(ctx)` | after a step policy replayed the captured step (its hooks' host code did not run) | void |
@@ -71,6 +73,7 @@ concept VoidOrBool = std::is_void_v<R> || std::is_same_v<std::remove_cvref_t<R>,
 struct TensorThunk { torch::Tensor operator()() const; };
 struct VoidThunk { void operator()() const; };
 struct MetricsThunk { Metrics operator()() const; };
+struct BoolThunk { bool operator()() const; };
 
 }  // namespace detail
 
@@ -85,6 +88,11 @@ template <class P, class C> concept HasAroundBackward = requires(P& p, C& c, det
 template <class P, class C> concept HasShouldStep = requires(P& p, C& c) { p.should_step(c); };
 template <class P, class C> concept HasBeforeStep = requires(P& p, C& c) { p.before_step(c); };
 template <class P, class C> concept HasStep = requires(P& p, C& c) { p.step(c); };
+template <class P, class C> concept HasAroundStep = requires(P& p, C& c, detail::BoolThunk f) { p.around_step(c, f); };
+/// Called on every rank before and after a checkpoint policy serialises the optimizer (Context::before_save /
+/// after_save): a sharded optimizer gathers its whole state on the main rank, then lets it go.
+template <class P, class C> concept HasBeforeSave = requires(P& p, C& c) { p.before_save(c); };
+template <class P, class C> concept HasAfterSave = requires(P& p, C& c) { p.after_save(c); };
 template <class P, class C> concept HasAfterStep = requires(P& p, C& c, bool s) { p.after_step(c, s); };
 template <class P, class C> concept HasOnStepEnd = requires(P& p, C& c) { p.on_step_end(c); };
 template <class P, class C> concept HasAroundEvaluate = requires(P& p, C& c, detail::MetricsThunk f) { p.around_evaluate(c, f); };
@@ -102,7 +110,7 @@ template <class P, class C> concept HasGraphRefusal = requires(P& p, C& c) { { p
 /// Whether P has a hook that runs inside the optimizer step a step policy captures.
 template <class P, class C>
 concept InCapturedStep = HasAroundForward<P, C> || HasTransformLoss<P, C> || HasAroundBackward<P, C> ||
-                         HasShouldStep<P, C> || HasBeforeStep<P, C> || HasStep<P, C>;
+                         HasShouldStep<P, C> || HasBeforeStep<P, C> || HasStep<P, C> || HasAroundStep<P, C>;
 /// Whether P may be composed with a capturing step policy: its own `graph_safe`, else true when none of its hooks
 /// runs inside the captured step (a callback of after_step, epoch or validation hooks only).
 template <class P, class C>
@@ -238,6 +246,10 @@ struct HookCheck {
   static_assert(!HasStep<P, C> || requires(P& p, C& c) { { p.step(c) } -> std::same_as<bool>; },
                 "policytrain::Trainer: a policy's step(ctx) must return bool (false = the step was skipped); "
                 "change its return type to bool");
+  static_assert(!HasAroundStep<P, C> ||
+                    requires(P& p, C& c, BoolThunk f) { { p.around_step(c, f) } -> std::same_as<bool>; },
+                "policytrain::Trainer: a policy's around_step(ctx, fn) must return whether the step was taken (fn()'s "
+                "bool); write it as `template <class C, class F> bool around_step(C& ctx, F&& fn) { ...; return fn(); }`");
   static_assert(!HasTransformLoss<P, C> ||
                     requires(P& p, C& c, torch::Tensor l) { { p.transform_loss(c, l) } -> std::same_as<torch::Tensor>; },
                 "policytrain::Trainer: a policy's transform_loss(ctx, loss) must return the new loss as torch::Tensor; "

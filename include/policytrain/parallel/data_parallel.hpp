@@ -757,7 +757,7 @@ class DataParallel {
     acc.set_sums(std::move(sums));
   }
 
- private:
+ protected:
   /// find_unused_parameters' graph search from the forward's output runs each step (no static graph).
   bool searches_unused() const { return o_.find_unused_parameters && !o_.static_graph; }
 
