@@ -20,6 +20,7 @@
 /// | `on_validation_end(ctx, metrics)` | after each validation | void or bool (true = stop) |
 /// | `state_dict()`, `load_state_dict(d)` | checkpoint save and load | StateDict / void |
 /// | `before_save(ctx)`, `after_save(ctx)` | on every rank around a checkpoint's serialisation of the optimizer (Context::before_save) | void |
+/// | `before_checkpoint(ctx, epoch_end)` | before a checkpoint policy writes a checkpoint (Context::before_checkpoint; logs flush) | void |
 /// | `run_step(ctx, batch, body)` | each optimizer step, a step policy (step::CudaGraph) at most | bool (`body`'s) |
 /// | `prepare_capture(ctx)` | before a step policy captures the step | void |
 /// | `on_replay(ctx)` | after a step policy replayed the captured step (its hooks' host code did not run) | void |
@@ -133,7 +134,7 @@ namespace detail {
   X(on_fit_begin) X(on_fit_end) X(on_epoch_begin) X(on_epoch_end) X(around_forward) X(transform_loss)              \
   X(around_backward) X(should_step) X(before_step) X(step) X(after_step) X(on_step_end) X(around_evaluate)          \
   X(on_validation_end) X(flush_checks) X(run_step) X(prepare_capture) X(on_replay) X(graph_refusal) X(state_dict)  \
-  X(load_state_dict)
+  X(load_state_dict) X(around_step) X(before_save) X(after_save) X(before_checkpoint)
 
 /// Names a policy author may write for a hook (one edit away, or another library's name for it) and the hook they
 /// mean. The list is fixed: C++ cannot enumerate a class's members, so a name not listed is not caught
@@ -195,6 +196,11 @@ namespace detail {
   "policytrain::StateDict state_dict() const` and `void load_state_dict(const policytrain::StateDict& d)"
 #define POLICYTRAIN_DETAIL_SIG_load_state_dict \
   "void load_state_dict(const policytrain::StateDict& d)` and `policytrain::StateDict state_dict() const"
+
+#define POLICYTRAIN_DETAIL_SIG_around_step "template <class Ctx, class F> bool around_step(Ctx& ctx, F&& fn)"
+#define POLICYTRAIN_DETAIL_SIG_before_save "template <class Ctx> void before_save(Ctx& ctx)"
+#define POLICYTRAIN_DETAIL_SIG_after_save "template <class Ctx> void after_save(Ctx& ctx)"
+#define POLICYTRAIN_DETAIL_SIG_before_checkpoint "template <class Ctx> void before_checkpoint(Ctx& ctx, bool epoch_end)"
 
 #define POLICYTRAIN_DETAIL_MEMBER(name) int name;
 #define POLICYTRAIN_DETAIL_NEAR_MEMBER(near, hook) int near;
@@ -288,6 +294,10 @@ struct HookCheck {
   POLICYTRAIN_DETAIL_CALLABLE_CHECK(graph_refusal, "graph_refusal(ctx) returning std::string", (HasGraphRefusal<P, C>))
   POLICYTRAIN_DETAIL_CALLABLE_CHECK(state_dict, "state_dict() const beside load_state_dict(d)", (Stateful<P>))
   POLICYTRAIN_DETAIL_CALLABLE_CHECK(load_state_dict, "load_state_dict(d) beside state_dict() const", (Stateful<P>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(around_step, "around_step(ctx, fn)", (HasAroundStep<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(before_save, "before_save(ctx)", (HasBeforeSave<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(after_save, "after_save(ctx)", (HasAfterSave<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(before_checkpoint, "before_checkpoint(ctx, epoch_end)", (HasBeforeCheckpoint<P, C>))
 #undef POLICYTRAIN_DETAIL_CALLABLE_CHECK
   // A member one edit (or one library's naming) away from a hook's name: the Trainer calls no such hook.
 #define POLICYTRAIN_DETAIL_NEAR_CHECK(near, hook)                                                                  \
