@@ -619,3 +619,24 @@ TEST_CASE("NominalBatch under data parallelism derives accumulate and the weight
         doctest::Approx(0.1 * 24 * 3 / 64.0));
   CHECK(r.global_steps == 3);  // 8 micro-batches, windows of 3
 }
+
+// Issue 30: a library message named the example's `--nproc` flag inside a user's program.
+TEST_CASE("WORLD_SIZE without RANK: the message names the library's launcher, not a command-line flag") {
+  const char* old_world = std::getenv("WORLD_SIZE");
+  const char* old_rank = std::getenv("RANK");
+  const std::string saved_world = old_world ? old_world : "", saved_rank = old_rank ? old_rank : "";
+  ::setenv("WORLD_SIZE", "3", 1);
+  ::unsetenv("RANK");
+  std::string msg;
+  try {
+    (void)pt::parallel::Environment::from_env();
+  } catch (const std::invalid_argument& e) {
+    msg = e.what();
+  }
+  if (old_world) ::setenv("WORLD_SIZE", saved_world.c_str(), 1); else ::unsetenv("WORLD_SIZE");
+  if (old_rank) ::setenv("RANK", saved_rank.c_str(), 1);
+  CAPTURE(msg);
+  CHECK(msg.find("RANK is not set") != std::string::npos);
+  CHECK(msg.find("parallel::launch_local (LaunchOptions::nproc = 3)") != std::string::npos);
+  CHECK(msg.find("--") == std::string::npos);
+}

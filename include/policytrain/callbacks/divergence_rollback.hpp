@@ -115,8 +115,8 @@ class DivergenceRollback {
     if (rollbacks_ >= o_.max_rollbacks)
       throw DivergenceError(fmt::format(
           "policytrain::callbacks::DivergenceRollback: the loss is {} at epoch {}, step {} after {} rollbacks (lr {:.3g}); "
-          "lower the learning rate, clip gradients, or allow more rollbacks", loss, s.epoch, s.global_step,
-          rollbacks_, ctx.lr()));
+          "lower the learning rate, {}or allow more rollbacks", loss, s.epoch, s.global_step,
+          rollbacks_, ctx.lr(), policytrain::detail::clip_advice(ctx)));
     ++rollbacks_;
     auto& opt = ctx.optimizer();
     std::vector<double> lrs;

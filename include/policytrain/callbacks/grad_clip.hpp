@@ -119,6 +119,8 @@ class GradClip {
   const Options& options() const { return o_; }
   /// How it clips (none for a default-constructed GradClip).
   Mode mode() const { return o_.mode.value_or(Mode::none); }
+  /// Whether it clips at all (messages that would suggest clipping ask this: detail::clip_advice, precision/fp32.hpp).
+  bool clips() const { return mode() != Mode::none; }
   /// Whether it clips by norm (so last_norm() is measured).
   bool clips_by_norm() const { return mode() == Mode::norm; }
   /// The total gradient norm measured at the last step (before clipping); undefined before the first.

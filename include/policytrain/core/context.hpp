@@ -102,6 +102,9 @@ class Context {
   void replayed() { t_->on_replay(); }
   /// Every policy's graph_refusal(ctx) that is not empty: why the policy, as configured, cannot be captured.
   std::vector<std::string> graph_refusals() { return t_->graph_refusals(); }
+  /// Calls `f(policy)` for every policy and callback of the Trainer, in hook order (Trainer::for_each_policy).
+  template <class F>
+  void for_each_policy(F&& f) { t_->for_each_policy(static_cast<F&&>(f)); }
   /// The learning rate of param group `g`.
   double lr(size_t g = 0) { return optimizer().param_groups().at(g).options().get_lr(); }
   /// The device of the module's parameters (batches are moved there).
