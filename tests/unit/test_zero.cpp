@@ -413,3 +413,10 @@ TEST_CASE("ZeRO-1 with a rank that owns no parameter (2 parameters, 3 ranks): ch
   }
   CHECK(fs::exists(dir / "zero-ckpt" / "step-00000010.ckpt"));
 }
+
+TEST_CASE("ShardedDataParallel refuses a ZeRO stage it does not implement, naming the value and the one expected") {
+  CHECK_THROWS_WITH_AS(pt::parallel::ShardedDataParallel({}, {.stage = 2}),
+                       doctest::Contains("stage 2 is not supported; expected 1"), std::invalid_argument);
+  CHECK_THROWS_AS(pt::parallel::ShardedDataParallel({}, {.stage = 0}), std::invalid_argument);
+  CHECK_NOTHROW(pt::parallel::ShardedDataParallel({}, {.stage = 1}));
+}
