@@ -1,7 +1,10 @@
 """The main job with --zero 1 (the optimizer state sharded across the ranks, parallel::ShardedDataParallel):
 
 - on 2 ranks it ends with the weights of the unsharded run on 2 ranks, bit for bit (params_sha256): the update is
-  elementwise on the same averaged gradients;
+  elementwise on the same averaged gradients; its final.pt loads with torch.load and equals the unsharded one;
+- resumed from its checkpoint (the consolidated optimizer state) for a second epoch it ends as the unsharded run
+  resumed the same way (not as an uninterrupted 2-epoch run: a checkpoint holds rank 0's random generator, which
+  every rank resumes with, so rank 1's dropout masks differ from an uninterrupted run's, sharded or not);
 - summary.json reports this rank's optimizer state bytes and their sum over the ranks; at 1, 2 and 3 ranks the
   sum is the whole state (the same at every world size) and rank 0 holds total / N within the largest state of one
   parameter (the greedy partition's bound). Unsharded, every rank holds the whole state.
@@ -44,3 +47,16 @@ for n, s in zero.items():
     print(f"--zero 1 on {n} rank(s): rank 0 keeps {mine} of {total} optimizer state bytes "
           f"({mine / total:.3f}; the largest parameter's state is {largest})")
 print(f"--nproc 2 --zero 1 ends with the weights of --nproc 2 ({dp2['params_sha256'][:16]}...)")
+
+import torch  # noqa: E402
+
+a = torch.load(os.path.join(run_dir, "zero2", "checkpoints", "final.pt"))
+b = torch.load(os.path.join(run_dir, "dp2", "checkpoints", "final.pt"))
+assert sorted(a) == sorted(b) and all(torch.equal(a[k], b[k]) for k in a), "final.pt differs from the unsharded run's"
+
+dp_resumed = run("dp2", ["--nproc", "2", "--epochs", "2", "--resume"])
+resumed = run("zero2", ["--nproc", "2", "--zero", "1", "--epochs", "2", "--resume"])
+assert resumed["resumed_from"] and dp_resumed["resumed_from"], (resumed["resumed_from"], dp_resumed["resumed_from"])
+assert resumed["params_sha256"] == dp_resumed["params_sha256"], "the resumed --zero 1 run differs from the resumed --nproc 2"
+print(f"--zero 1 resumed for a second epoch ends as --nproc 2 resumed ({resumed['params_sha256'][:16]}...); "
+      f"final.pt loads with torch.load")

@@ -104,38 +104,57 @@ void add_state(Tensors& out, const std::string& prefix, Net& net, torch::optim::
 /// unsharded reference); "ckpt-full": 2 epochs with checkpoint::Disk in <dir>/<subdir>-ckpt; "ckpt-half": 1 epoch
 /// there, then "ckpt-resume": resumes it and trains the second; "ckpt-reshard": resumes it (on another world size)
 /// and trains no further.
-/// "tiny-zero" / "tiny-dp": a single linear layer (2 parameters) on 3 ranks, so that rank 2 owns nothing; a
-/// checkpoint every step (each gathers the state). The weights are drawn from a fixed seed (rank 0's broadcast).
-int run_tiny(bool zero, const fs::path& dir, const std::string& subdir) {
+/// "tiny-<zero|dp>-<optimizer>": a single linear layer (2 parameters) on 3 ranks, so that rank 2 owns nothing;
+/// 2 micro-steps per optimizer step, a cosine schedule, Ema, and a checkpoint every step (each gathers the state).
+/// Optimizers: adamw, adam, sgd (momentum) of torch::optim, and policytrain's fused adamw and sgd. The weights are
+/// drawn from a fixed seed (rank 0's broadcast).
+int run_tiny(const std::string& scenario, const fs::path& dir, const std::string& subdir) {
   struct Tiny {
     torch::nn::Linear net{kIn, kOut};
     torch::nn::Module& module() { return *net; }
     torch::Tensor training_step(const pt::Batch& b) { return torch::nn::functional::cross_entropy(net->forward(b.x), b.y); }
   };
+  const bool zero = scenario.starts_with("tiny-zero-");
+  const std::string kind = scenario.substr(scenario.find('-', 5) + 1);
   pt::parallel::DataParallelOptions dpo{.timeout = std::chrono::seconds(120)};
   pt::parallel::DataParallel probe(dpo);
   const int world = probe.world_size(), rank = probe.rank();
   torch::manual_seed(7);
   Tiny task;
-  torch::optim::AdamW opt(task.net->parameters(), torch::optim::AdamWOptions(kLr).weight_decay(kWd));
+  const auto params = task.net->parameters();
+  std::unique_ptr<torch::optim::Optimizer> opt;
+  if (kind == "adamw") opt = std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(kLr).weight_decay(kWd));
+  else if (kind == "adam") opt = std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(kLr));
+  else if (kind == "sgd") opt = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(kLr).momentum(0.9));
+  else if (kind == "fusedadamw") opt = std::make_unique<pt::optim::FusedAdamW>(params, torch::optim::AdamWOptions(kLr).weight_decay(kWd));
+  else if (kind == "fusedsgd") opt = std::make_unique<pt::optim::FusedSgd>(params, torch::optim::SGDOptions(kLr).momentum(0.9));
+  else throw std::invalid_argument("unknown optimizer " + kind);
   const auto data = load_tensors(dir / "data");
   pt::data::TensorLoader loader(data.at("x"), data.at("y"),
-                                {.batch_size = kBatchPerRank, .shuffle = false, .rank = rank, .world_size = world});
+                                {.batch_size = kBatchPerRank / 2, .shuffle = false, .rank = rank, .world_size = world});
   pt::checkpoint::Disk disk({.directory = dir / (subdir + "-ckpt"), .every_steps = 1, .export_final = false});
   Tensors out;
   auto run = [&](auto parallel) {
-    pt::Trainer trainer(task, opt, std::move(parallel), std::move(disk));
+    pt::Trainer trainer(task, *opt, std::move(parallel), std::move(disk), pt::accumulate::Steps(2),
+                        pt::schedule::Lr({.kind = pt::schedule::Kind::cosine}), pt::callbacks::Ema({.tau = 0}));
     trainer.fit(loader, {.epochs = 1});
     trainer.context().before_save();
     if (rank == 0)
       for (auto& p : task.net->named_parameters()) {
-        auto it = opt.state().find(p.value().unsafeGetTensorImpl());
-        if (it == opt.state().end()) throw std::runtime_error("no consolidated state for " + p.key());
-        auto& st = static_cast<torch::optim::AdamWParamState&>(*it->second);
-        out["opt." + p.key() + ".exp_avg_sq"] = st.exp_avg_sq().clone();
+        auto it = opt->state().find(p.value().unsafeGetTensorImpl());
+        if (it == opt->state().end()) throw std::runtime_error("no consolidated state for " + p.key());
+        if (auto* a = dynamic_cast<torch::optim::AdamWParamState*>(it->second.get()))
+          out["opt." + p.key()] = a->exp_avg_sq().clone();
+        else if (auto* b = dynamic_cast<torch::optim::AdamParamState*>(it->second.get()))
+          out["opt." + p.key()] = b->exp_avg_sq().clone();
+        else if (auto* c = dynamic_cast<torch::optim::SGDParamState*>(it->second.get()))
+          out["opt." + p.key()] = c->momentum_buffer().clone();
+        else throw std::runtime_error("unknown state kind");
       }
     trainer.context().after_save();
-    out["local.count"] = torch::tensor(static_cast<int64_t>(opt.state().size()));
+    out["local.count"] = torch::tensor(static_cast<int64_t>(opt->state().size()));
+    const auto& ema = trainer.template get<pt::callbacks::Ema>().average();
+    for (size_t i = 0; i < ema.size(); ++i) out[fmt::format("ema.{}", i)] = ema[i];
   };
   if (zero) run(pt::parallel::ShardedDataParallel(dpo));
   else run(pt::parallel::DataParallel(dpo));
@@ -145,7 +164,7 @@ int run_tiny(bool zero, const fs::path& dir, const std::string& subdir) {
 }
 
 int run_worker(const std::string& scenario, const fs::path& dir, const std::string& subdir) {
-  if (scenario.starts_with("tiny-")) return run_tiny(scenario == "tiny-zero", dir, subdir);
+  if (scenario.starts_with("tiny-")) return run_tiny(scenario, dir, subdir);
   const bool dp_only = scenario.starts_with("dp-");
   const bool ckpt = scenario.starts_with("ckpt-");
   const std::string base = dp_only ? scenario.substr(3) : ckpt ? "plain" : scenario;
@@ -398,18 +417,30 @@ TEST_CASE("ZeRO-1 checkpoint of 2 ranks resumed on 3 re-partitions: consolidated
   CHECK(r2.count("local.bn.weight.exp_avg") == 1);
 }
 
-TEST_CASE("ZeRO-1 with a rank that owns no parameter (2 parameters, 3 ranks): checkpoints gather, weights equal DataParallel") {
+TEST_CASE("ZeRO-1 with a rank that owns no parameter, torch::optim and fused optimizers, accumulation, a schedule and Ema equals DataParallel bit for bit") {
   const auto dir = testing::temp_dir("zero-tiny");
   run_python("plain", 3, dir);  // the data
-  run_ours("tiny-zero", 3, dir, "zero");
-  run_ours("tiny-dp", 3, dir, "dp");
-  for (int r = 0; r < 3; ++r) {
-    const auto zero = load_tensors(dir / "zero" / fmt::format("rank{}", r)), dp = load_tensors(dir / "dp" / fmt::format("rank{}", r));
-    for (const auto& [name, t] : dp) {
-      INFO("rank " << r << ": " << name);
-      if (name == "local.count") CHECK(zero.at(name).item<int64_t>() == (r == 2 ? 0 : 1));  // DataParallel: 2
-      else CHECK(torch::equal(zero.at(name), t));
+  for (const std::string kind : {"adamw", "adam", "sgd", "fusedadamw", "fusedsgd"}) {
+    run_ours("tiny-zero-" + kind, 3, dir, "zero-" + kind);
+    run_ours("tiny-dp-" + kind, 3, dir, "dp-" + kind);
+    for (int r = 0; r < 3; ++r) {
+      const auto zero = load_tensors(dir / ("zero-" + kind) / fmt::format("rank{}", r));
+      const auto dp = load_tensors(dir / ("dp-" + kind) / fmt::format("rank{}", r));
+      CHECK(zero.size() == dp.size());
+      for (const auto& [name, t] : dp) {
+        INFO(kind << ", rank " << r << ": " << name);
+        REQUIRE(zero.count(name));
+        if (name == "local.count") CHECK(zero.at(name).item<int64_t>() == (r == 2 ? 0 : 1));  // DataParallel: 2
+        else CHECK(torch::equal(zero.at(name), t));
+      }
     }
+    CHECK(fs::exists(dir / ("zero-" + kind + "-ckpt") / "step-00000010.ckpt"));  // 10 steps, each saved
   }
-  CHECK(fs::exists(dir / "zero-ckpt" / "step-00000010.ckpt"));
+}
+
+TEST_CASE("ShardedDataParallel refuses a ZeRO stage it does not implement, naming the value and the one expected") {
+  CHECK_THROWS_WITH_AS(pt::parallel::ShardedDataParallel({}, {.stage = 2}),
+                       doctest::Contains("stage 2 is not supported; expected 1"), std::invalid_argument);
+  CHECK_THROWS_AS(pt::parallel::ShardedDataParallel({}, {.stage = 0}), std::invalid_argument);
+  CHECK_NOTHROW(pt::parallel::ShardedDataParallel({}, {.stage = 1}));
 }
