@@ -74,7 +74,7 @@ struct FastpathFlags {
     app.add_option("--clip-p", clip_p, "Order of the clipping norm: a number > 0, or inf");
     app.add_flag("--profile", profile, "Profile a window of steps with PyTorch's profiler (Kineto): a Chrome/Perfetto "
                  "trace and the key-averages table in RUN_DIR/profile");
-    app.add_option("--profile-dir", profile_dir, "Profiler: output directory instead of RUN_DIR/profile (implies --profile)");
+    app.add_option("--profile-dir", profile_dir, "Profiler: output directory (default: RUN_DIR/profile; implies --profile)");
     app.add_option("--profile-wait", profile_wait, "Profiler: steps skipped first")->check(CLI::NonNegativeNumber);
     app.add_option("--profile-warmup", profile_warmup, "Profiler: steps run, not recorded")->check(CLI::NonNegativeNumber);
     app.add_option("--profile-active", profile_active, "Profiler: steps recorded")->check(CLI::PositiveNumber);
@@ -83,14 +83,14 @@ struct FastpathFlags {
     app.add_flag("--profile-stack", profile_stack, "Profiler: record each operator's C++ stack (costly)");
     app.add_flag("--tensorboard", tensorboard, "Write TensorBoard event files to RUN_DIR/tensorboard "
                  "(open with: tensorboard --logdir RUN_DIR/tensorboard)");
-    app.add_option("--tensorboard-dir", tensorboard_dir, "TensorBoard: event file directory instead of RUN_DIR/tensorboard "
-                   "(implies --tensorboard)");
+    app.add_option("--tensorboard-dir", tensorboard_dir, "TensorBoard: event file directory (default: RUN_DIR/tensorboard; "
+                   "implies --tensorboard)");
     app.add_option("--tensorboard-every", tensorboard_every, "TensorBoard: scalars every N optimizer steps")
         ->check(CLI::PositiveNumber);
     app.add_option("--tensorboard-histograms", tensorboard_histograms,
                    "TensorBoard: weight and gradient histograms every N optimizer steps (0: none)")
         ->check(CLI::NonNegativeNumber);
-    app.add_option("--log-dir", log_dir, "Directory of the per-step and per-epoch metrics logs (default RUN_DIR/logs)");
+    app.add_option("--log-dir", log_dir, "Directory of the per-step and per-epoch metrics logs (default: RUN_DIR/logs)");
   }
 
   double clip_order() const {

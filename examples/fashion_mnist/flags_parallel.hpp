@@ -10,6 +10,7 @@
 
 #include <policytrain/parallel/data_parallel.hpp>
 #include <policytrain/parallel/launch.hpp>
+#include <policytrain/parallel/sharded_data_parallel.hpp>
 
 struct ParallelFlags {
   int nproc = 1;
@@ -22,6 +23,7 @@ struct ParallelFlags {
   std::string compression = "none";
   bool bucket_view = false;
   bool static_graph = false;
+  int zero = 0;
 
   void add(CLI::App& app) {
     app.add_option("--nproc", nproc,
@@ -41,6 +43,10 @@ struct ParallelFlags {
     app.add_option("--grad-as-bucket-view", bucket_view,
                    "Gradients are views into c10d::Reducer's buckets (DDP's gradient_as_bucket_view)");
     app.add_option("--static-graph", static_graph, "The set of parameters with gradients never changes (DDP's static_graph)");
+    app.add_option("--zero", zero,
+                   "Shard the optimizer state across the ranks (ZeRO stage 1: parallel::ShardedDataParallel, as "
+                   "PyTorch's ZeroRedundancyOptimizer); 0: every rank keeps all of it")
+        ->check(CLI::IsMember({0, 1}));
   }
 
   /// In the launching process (--nproc > 1, no RANK yet): runs the ranks and returns the exit code.
@@ -51,8 +57,15 @@ struct ParallelFlags {
     return policytrain::parallel::launch_local(o);
   }
 
-  policytrain::parallel::DataParallel make() const {
-    return policytrain::parallel::DataParallel({.enabled = enabled,
+  policytrain::parallel::DataParallel make() const { return policytrain::parallel::DataParallel(options()); }
+
+  /// With --zero 1: the same, with the optimizer state sharded.
+  policytrain::parallel::ShardedDataParallel make_sharded() const {
+    return policytrain::parallel::ShardedDataParallel(options(), {.stage = zero});
+  }
+
+  policytrain::parallel::DataParallelOptions options() const {
+    return policytrain::parallel::DataParallelOptions({.enabled = enabled,
                                                 .timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)),
                                                 .bucket_mb = bucket_mb,
                                                 .backend = backend,
@@ -63,9 +76,30 @@ struct ParallelFlags {
                                                 .static_graph = static_graph});
   }
 
+  /// This rank's optimizer state bytes, their sum over the ranks and the largest of one parameter, after training:
+  /// the policy's own count when sharded; unsharded, every rank keeps all of it.
+  template <class Parallel>
+  static nlohmann::json state_bytes(const Parallel& dp, const torch::optim::Optimizer& opt) {
+    if constexpr (std::is_same_v<Parallel, policytrain::parallel::ShardedDataParallel>) {
+      return {{"optimizer_state_bytes", dp.optimizer_state_bytes()},
+              {"optimizer_state_bytes_total", dp.optimizer_state_bytes_total()},
+              {"optimizer_state_bytes_largest", dp.optimizer_state_bytes_largest()}};
+    } else {
+      int64_t n = 0, largest = 0;
+      for (const auto& [key, st] : opt.state()) {
+        const int64_t b = policytrain::parallel::param_state_bytes(*st);
+        n += b;
+        largest = std::max(largest, b);
+      }
+      return {{"optimizer_state_bytes", n}, {"optimizer_state_bytes_total", n * dp.world_size()},
+              {"optimizer_state_bytes_largest", largest}};
+    }
+  }
+
   nlohmann::json describe(const policytrain::parallel::DataParallel& dp) const {
-    if (!dp.active()) return {{"name", "parallel::Single"}};
-    return {{"name", "parallel::DataParallel"}, {"world_size", dp.world_size()}, {"backend", backend},
+    if (!dp.active()) return {{"name", zero ? "parallel::ShardedDataParallel" : "parallel::Single"}, {"zero", zero}};
+    return {{"name", zero ? "parallel::ShardedDataParallel" : "parallel::DataParallel"}, {"zero", zero},
+            {"world_size", dp.world_size()}, {"backend", backend},
             {"bucket_mb", bucket_mb}, {"buckets", dp.bucket_count()}, {"allreduce_calls", dp.allreduce_calls()},
             {"comm_wait_seconds", dp.comm_wait_seconds()}, {"timeout_s", timeout_s},
             {"bucket_bytes_per_step", dp.bucket_bytes()}, {"buffer_broadcasts", dp.buffer_broadcasts()},

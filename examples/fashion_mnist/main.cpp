@@ -157,19 +157,29 @@ int main(int argc, char** argv) {
   CLI::App app{"Trains a CNN on Fashion-MNIST with policytrain"};
   // A later value of an option replaces an earlier one: scripts/demo passes its recipe first, a user's flags after it.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  // --help lists every option's default (the value it has before parsing) and groups the options by policy; each
+  // group takes the options added after its option_defaults()->group(...) (tests/integration/help_output.py).
+  app.option_defaults()->always_capture_default();
   Config cfg;
+  app.option_defaults()->group("Training, model and data");
   add_core_flags(app, cfg);
   fmnist::PrecisionFlags precision_flags;
+  app.option_defaults()->group("Precision (precision::Autocast)");
   precision_flags.add(app);
   fmnist::FastpathFlags fastpath;
+  app.option_defaults()->group("Loader, clipping, speed and observation");
   fastpath.add(app);
   fmnist::AccumulationFlags accumulation;
+  app.option_defaults()->group("Batch size and accumulation");
   accumulation.add(app, cfg.batch_size);
   fmnist::ScheduleFlags schedule;
+  app.option_defaults()->group("Learning-rate schedule (schedule::Lr)");
   schedule.add(app);
   fmnist::CheckpointFlags ckpt_flags;
+  app.option_defaults()->group("Checkpoints, EMA, early stopping and rollback");
   ckpt_flags.add(app);
   ParallelFlags par;
+  app.option_defaults()->group("Data parallelism");
   par.add(app);
   CLI11_PARSE(app, argc, argv);
   // [snippet:launch]
@@ -185,6 +195,9 @@ int main(int argc, char** argv) {
     if (cfg.cuda_graph)
       if (auto why = cuda_graph_refusal(cfg, accumulation, fastpath, dp.active()); !why.empty())
         throw std::invalid_argument("--cuda-graph: " + why);
+    if (cfg.cuda_graph && par.zero > 0)
+      throw std::invalid_argument("--cuda-graph cannot compose with --zero: the sharded step broadcasts parameters "
+                                  "from the host after the optimizer step; leave one out");
     const torch::Device device = resolve_device(cfg, dp.local_rank());
     if (dp.is_main()) fs::create_directories(cfg.run_dir);
 
@@ -240,7 +253,11 @@ int main(int argc, char** argv) {
       else result = accumulation.fit(trainer, train_loader, make_train_loader, val_loader, fit);
       // After training: the parallel policy's counters (buckets, all-reduce calls) are the run's.
       nlohmann::json parallel_description{{"name", "parallel::Single"}};
-      if constexpr (!Graph) parallel_description = par.describe(trainer.template policy<pt::Category::parallel>());
+      nlohmann::json state_bytes = ParallelFlags::state_bytes(pt::parallel::DataParallel({.enabled = false}), *optimizer);
+      if constexpr (!Graph) {
+        parallel_description = par.describe(trainer.template policy<pt::Category::parallel>());
+        state_bytes = ParallelFlags::state_bytes(trainer.template policy<pt::Category::parallel>(), *optimizer);
+      }
       // The one evaluation of the test set (every rank takes part: the metrics are reduced across ranks).
       int test_evaluations = 0;
       auto evaluate_test = [&] {
@@ -316,6 +333,7 @@ int main(int argc, char** argv) {
             {"schedule", schedule.describe()},
             {"seed", cfg.seed}}},
       };
+      summary.update(state_bytes);
       summary["policies"].update(ckpt_flags.describe());
       nlohmann::json history = nlohmann::json::array();
       for (const auto& m : result.validation) history.push_back({{"loss", m.loss}, {"accuracy", m.accuracy}});
@@ -343,6 +361,19 @@ int main(int argc, char** argv) {
                           ckpt_flags.make_ema(), ckpt_flags.make_early_stopping(), std::move(progress),
                           fastpath.make_knobs(cfg.seed, cfg.threads), fastpath.make_clip(), pt::step::CudaGraph{});
       return finish(trainer, std::true_type{});
+    }
+    if (par.zero > 0) {
+      // [snippet:zero]
+      // The same composition with the optimizer state sharded across the ranks (--zero 1): the last policy is a
+      // parallel::ShardedDataParallel(DataParallelOptions, ShardingOptions{.stage = 1}).
+      pt::Trainer trainer(task, *optimizer, precision_flags.make(ckpt_flags.rollback), accumulation.make(),
+                          schedule.make(), ckpt_flags.make_checkpoint(cfg.run_dir, settings), ckpt_flags.make_rollback(),
+                          ckpt_flags.make_ema(), ckpt_flags.make_early_stopping(), std::move(progress),
+                          fastpath.make_knobs(cfg.seed, cfg.threads), fastpath.make_clip(), fastpath.make_log(cfg.run_dir),
+                          fastpath.make_profiler(cfg.run_dir), fastpath.make_tensorboard(cfg.run_dir, settings, hparams),
+                          par.make_sharded());
+      // [/snippet:zero]
+      return finish(trainer, std::false_type{});
     }
     // [snippet:trainer]
     // One fully composed Trainer: each policy's type is fixed here, its settings (and whether it acts) come from

@@ -7,4 +7,5 @@
 /// Debian's libgloo-dev) cost about a fifth of a translation unit's compile time on top of torch/torch.h, and
 /// a program that trains on one process needs none of it. `parallel::Single`, the default, comes with the Trainer.
 #include <policytrain/parallel/data_parallel.hpp>
+#include <policytrain/parallel/sharded_data_parallel.hpp>
 #include <policytrain/parallel/launch.hpp>
