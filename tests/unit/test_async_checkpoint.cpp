@@ -142,8 +142,10 @@ TEST_CASE("a file size limit hit by a background write: a clear error at the nex
       testing::MlpTask task(1, 8, 64, 3);
       torch::optim::AdamW opt(task.module().parameters(), torch::optim::AdamWOptions(0.01));
       pt::Trainer<testing::MlpTask, ck::Disk> t(
-          task, opt, ck::Disk({.directory = dir, .async = true, .export_final = false, .log = nullptr}));
-      t.fit(loader, {.epochs = 6});  // resumes nothing (no resume), writes last.ckpt at the end of epoch 1: fails
+          task, opt, ck::Disk({.directory = dir, .resume = "auto", .async = true, .export_final = false, .log = nullptr}));
+      // Continues the run (a fresh run would first move its files to previous-<run id>/), and writes last.ckpt at
+      // the end of epoch 5: fails.
+      t.fit(loader, {.epochs = 6});
       code = 1;
     } catch (const ck::CheckpointError& e) {
       const std::string msg = e.what();

@@ -166,9 +166,11 @@ TEST_CASE("a regression task reports its own metric: evaluated against a direct 
   RegressionTask task;
   torch::optim::SGD opt(task.module().parameters(), 0.05);
   std::FILE* out = std::tmpfile();
-  pt::Trainer<RegressionTask, pt::callbacks::EarlyStopping, pt::callbacks::ProgressBar> t(
+  const auto logs = testing::temp_dir("regression-logs");
+  pt::Trainer<RegressionTask, pt::callbacks::EarlyStopping, pt::callbacks::ProgressBar, pt::callbacks::MetricsLog> t(
       task, opt, pt::callbacks::EarlyStopping({.monitor = {.metric = "mae"}, .patience = 50, .log = nullptr}),
-      pt::callbacks::ProgressBar({.force_tty = 0, .out = out}));
+      pt::callbacks::ProgressBar({.force_tty = 0, .out = out}),
+      pt::callbacks::MetricsLog({.dir = logs, .print_summary = false}));
   const auto r = t.fit(train, val, {.epochs = 3});
   REQUIRE(r.validation.size() == 3);
   const pt::Metrics m = r.validation.back();
@@ -186,6 +188,20 @@ TEST_CASE("a regression task reports its own metric: evaluated against a direct 
   std::fclose(out);
   CHECK_MESSAGE(printed.find("val_mae ") != std::string::npos, printed);
   CHECK_MESSAGE(printed.find("val_acc") == std::string::npos, printed);
+  // The metrics log: the task's metric in epochs.jsonl, no accuracy anywhere (an empty CSV column).
+  std::ifstream jl(logs / "epochs.jsonl");
+  std::string last;
+  for (std::string l; std::getline(jl, l);) last = l;
+  const auto j = nlohmann::json::parse(last);
+  CHECK(j["val_mae"].get<double>() == m.get("mae"));
+  CHECK_FALSE(j.contains("val_accuracy"));
+  std::ifstream csv(logs / "epochs.csv");
+  std::string header, row;
+  std::getline(csv, header);
+  std::getline(csv, row);
+  CHECK(header.starts_with("epoch,train_loss,val_loss,val_accuracy,"));
+  CHECK_MESSAGE(row.find(",,") != std::string::npos, row);  // val_accuracy empty
+  std::filesystem::remove_all(logs);
 }
 
 TEST_CASE("a one-logit binary classifier reports its own accuracy: equal to a direct computation, monitored as accuracy") {

@@ -757,34 +757,32 @@ class Disk {
 
   /// A fresh run (new run id, step 0): the checkpoint files (*.ckpt, final.pt) already in the directory are another
   /// run's. `existing`: rotate moves them to `previous-<run id>/` (the id of the newest readable one; a time stamp
-  /// when none records an id), refuse throws. The main rank decides and moves; every rank throws on refusal.
+  /// when none records an id), refuse throws. Only the main rank, which writes the files, looks: no collective
+  /// here, since ranks with rank-local directories may resume differently (the parallel policy's agreement on the
+  /// starting state, which comes later, reports that); a refusal on the main rank stops the others at their next
+  /// collective, as any error of the main rank's.
   template <class Ctx>
   void set_aside_other_runs(Ctx& ctx) {
     namespace fs = std::filesystem;
+    if (!ctx.is_main()) return;
     std::vector<fs::path> files;
     std::string id;
     int64_t step = 0, newest = std::numeric_limits<int64_t>::min();
-    if (ctx.is_main()) {
-      std::error_code ec;
-      for (const auto& e : fs::directory_iterator(o_.directory, ec)) {
-        const auto n = e.path().filename().string();
-        if (!e.is_regular_file() || n.front() == '.' || (e.path().extension() != ".ckpt" && n != "final.pt")) continue;
-        files.push_back(e.path());
-      }
-      std::sort(files.begin(), files.end());
-      const Candidates c = list_checkpoints(o_.directory);
-      for (const auto& [file, meta] : c.readable)
-        if (const int64_t t = meta_int(file, meta, "created_unix_ns", 0); t > newest) {
-          newest = t;
-          id = meta_string(file, meta, "run_id", "");
-          step = meta_int(file, meta, "global_step", 0);
-        }
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(o_.directory, ec)) {
+      const auto n = e.path().filename().string();
+      if (!e.is_regular_file() || n.front() == '.' || (e.path().extension() != ".ckpt" && n != "final.pt")) continue;
+      files.push_back(e.path());
     }
-    const bool refuse = !files.empty() && o_.existing == Existing::refuse;
-    if (ctx.agree_any(refuse)) {
-      if (!ctx.is_main())
-        throw CheckpointError(fmt::format("policytrain::checkpoint: {} holds another run's checkpoint files, and "
-                                          "Options::existing is refuse (the main rank names them)", o_.directory.string()));
+    std::sort(files.begin(), files.end());
+    const Candidates c = list_checkpoints(o_.directory);
+    for (const auto& [file, meta] : c.readable)
+      if (const int64_t t = meta_int(file, meta, "created_unix_ns", 0); t > newest) {
+        newest = t;
+        id = meta_string(file, meta, "run_id", "");
+        step = meta_int(file, meta, "global_step", 0);
+      }
+    if (!files.empty() && o_.existing == Existing::refuse) {
       std::vector<std::string> names;
       for (size_t i = 0; i < files.size() && i < 5; ++i) names.push_back(files[i].filename().string());
       if (files.size() > 5) names.push_back(fmt::format("and {} more", files.size() - 5));
@@ -795,7 +793,7 @@ class Disk {
           "(existing is refuse)", o_.directory.string(), files.size(), id.empty() ? "without id" : id, step,
           fmt::join(names, ", ")));
     }
-    if (files.empty() || !ctx.is_main()) return;
+    if (files.empty()) return;
     // The id names a folder: only letters, digits, '-' and '_' (a forged file's id could hold "../").
     const bool plain = !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char ch) {
       return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '-' || ch == '_';
@@ -811,7 +809,6 @@ class Disk {
     }
     fs::path dest = o_.directory / base;
     for (int i = 2; fs::exists(dest); ++i) dest = o_.directory / fmt::format("{}-{}", base, i);
-    std::error_code ec;
     fs::create_directories(dest, ec);
     if (ec) throw CheckpointError(fmt::format("policytrain::checkpoint: cannot create {} to move another run's files "
                                               "into: {}", dest.string(), ec.message()));
