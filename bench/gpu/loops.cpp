@@ -135,6 +135,9 @@ int run_data(Args& a) {
                                                  "prefetch_wN_pageable"));
   const RepPlan plan{.warmup = a.num("warmup", 1), .min_reps = a.num("reps", 3), .max_reps = a.num("max-reps", 100),
                      .min_seconds = a.real("min-seconds", 0)};
+  // --profile-dir D: after timing, each variant trains 12 more steps under callbacks::Profiler (Kineto), which
+  // records steps 6-11 into D/<variant>/trace.json: the launch gaps of the training thread, loader against loader.
+  const std::filesystem::path profile_dir = a.str("profile-dir", "");
   a.check_all_used();
 
   // Host data of Fashion-MNIST's shape and range (the data path does not depend on the pixels' values).
@@ -175,6 +178,13 @@ int run_data(Args& a) {
         sync(dev);
         r["loader_only_us_per_batch"] =
             1e6 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / std::max<int64_t>(n, 1);
+        if (!profile_dir.empty()) {
+          pt::callbacks::Profiler prof({.dir = profile_dir / v, .wait = 4, .warmup = 2, .active = 6, .out = nullptr});
+          pt::Trainer<fmnist::Classifier, pt::precision::Fp32, pt::callbacks::Profiler> profiled(
+              task, opt, pt::precision::Fp32(pt::NonFinite::ignore), std::move(prof));
+          profiled.fit(loader, {.epochs = 1, .limit_train_batches = 12});
+          r["profile"] = (profile_dir / v / "trace.json").string();
+        }
         return r;
       };
       if (v == "tensor_loader") {

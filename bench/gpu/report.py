@@ -299,6 +299,16 @@ def smoke_checks(res, nvml, status):
                                                      "augment_w0", "augment_wN", "prefetch_wN_nosidestream",
                                                      "prefetch_wN_pageable"}:
         p.append("data: a loader variant is missing")
+    # --profile-dir: each variant's Kineto trace of its profiled steps, a Chrome trace with the training's operators.
+    for r in res["data"]["rows"]:
+        trace = r.get("profile")
+        if not trace or not os.path.exists(trace):
+            p.append(f"data: {r['variant']}: no profile trace ({trace})")
+            continue
+        with open(trace) as f:
+            events = json.load(f).get("traceEvents", [])
+        if not any("convolution" in e.get("name", "") for e in events):
+            p.append(f"data: {r['variant']}: the trace {trace} holds no convolution")
     # AutoBatch on the CPU: peak = batch * bytes_per_sample, fits when <= fraction * budget; the largest such
     # batch, capped at max_batch, is floor(fraction * budget / bytes_per_sample).
     for r in res["autobatch"]["rows"]:

@@ -45,7 +45,7 @@ if ((SMOKE)); then
        --gpt-heads 4 --gpt-layers 2 --gpt-vocab 64 --steps 2 --warmup 1 --reps 2 --min-seconds 0.3)
   LOOPS=(--fmnist-batch 16 --mlp-batch 8 --mlp-in 32 --mlp-hidden 32 --fmnist-steps 3 --mlp-steps 5 --warmup 1
          --reps 2 --min-seconds 0.3)
-  DATA=(--samples 256 --batch 32 --workers 2 --warmup 1 --reps 2 --min-seconds 0.3)
+  DATA=(--samples 512 --batch 32 --workers 2 --warmup 1 --reps 2 --min-seconds 0.3)
   AUTOB=(--resnet-size 32 --resnet-width 8 --resnet-classes 10 --resnet-max-batch 64 --fmnist-max-batch 64
          --cpu-budget-mib 64 --cpu-bytes-per-sample 1048576)
   LIMIT_AMP=120 LIMIT_LOOPS=60 LIMIT_PY=120 LIMIT_DATA=60 LIMIT_AUTOB=60
@@ -104,7 +104,7 @@ step amp "$LIMIT_AMP" "$BIN" amp --device "$DEVICE" --out "$RAW/amp.json" "${AMP
 step loops "$LIMIT_LOOPS" "$BIN" loops --device "$DEVICE" --out "$RAW/loops_cpp.json" "${LOOPS[@]}"
 step loops_py "$LIMIT_PY" "$PY" "$HERE/py_loops.py" --device "$DEVICE" --out "$RAW/loops_py.json" \
   --variants "$PY_VARIANTS" "${LOOPS[@]}"
-step data "$LIMIT_DATA" "$BIN" data --device "$DEVICE" --out "$RAW/data.json" "${DATA[@]}"
+step data "$LIMIT_DATA" "$BIN" data --device "$DEVICE" --out "$RAW/data.json" --profile-dir "$RAW/profile" "${DATA[@]}"
 step autobatch "$LIMIT_AUTOB" "$BIN" autobatch --device "$DEVICE" --out "$RAW/autobatch.json" "${AUTOB[@]}"
 stop_sampler
 echo "== benchmarks took $((SECONDS - T0)) s" >&2

@@ -53,14 +53,26 @@ struct CheckpointFlags {
     app.add_option("--top-k", top_k, "With best: keep the K best checkpoints")->check(CLI::PositiveNumber);
     app.add_flag("--half-weights", half_weights, "Store weights as fp16 (half the size; resuming is then not bit-exact)");
     app.add_flag("--half-optimizer", half_optimizer, "Store the optimizer's moments as bf16 too");
-    app.add_option("--resume", resume, "Resume from PATH, or without a value from the newest good checkpoint")
-        ->expected(0, 1)->default_str("auto");
+    // Off unless given: "--resume" alone resumes from the newest good checkpoint ("auto", the value CLI11 gives an
+    // option without one), "--resume PATH" from that file. The help shows "[PATH]", not the "auto" it stands for.
+    app.add_option("--resume", resume,
+                   "Resume a run (default: off, a fresh run): without a value from the newest good checkpoint of the "
+                   "checkpoint directory, or from PATH")
+        ->expected(0, 1)->default_str("auto")->option_text("[PATH]");
     app.add_flag("--resume-weights-only", resume_weights_only,
                  "With --resume: load the model's weights only (even from another run's checkpoint) and start a new run");
     app.add_flag("--async-checkpoint", async_checkpoint, "Write checkpoints in a background thread");
     app.add_flag("--no-export", no_export, "Do not write RUN_DIR/checkpoints/final.pt (torch.load-able weights)");
     app.add_flag("--ema", ema, "Evaluate with an exponential moving average of the weights");
-    app.add_option("--ema-decay", ema_decay, "EMA decay")->check(CLI::Range(0.0, 0.999999999));
+    // [0, 1): CLI::Range(0.0, 0.999999999) refused 1 while its help read "[0 - 1]".
+    app.add_option("--ema-decay", ema_decay, "EMA decay, in [0, 1)")
+        ->check(CLI::Validator(
+            [](std::string& s) -> std::string {
+              double v = 0;
+              if (!CLI::detail::lexical_cast(s, v) || !(v >= 0 && v < 1)) return "Value " + s + " not in [0, 1)";
+              return {};
+            },
+            "in [0, 1)"));
     app.add_option("--ema-tau", ema_tau, "EMA decay ramp, in steps")->check(CLI::NonNegativeNumber);
     app.add_option("--patience", patience, "Stop after P epochs without improvement of --monitor (0: never)")->check(CLI::NonNegativeNumber);
     app.add_option("--min-delta", min_delta, "Smallest change that counts as an improvement")->check(CLI::NonNegativeNumber);

@@ -27,6 +27,7 @@ struct FastpathFlags {
   bool augment = false;
   int64_t crop_padding = 4;
   bool flip = true;
+  bool tta = false;  // test-time augmentation: evaluation averages each image's and its flip's logits
   policytrain::callbacks::PerfKnobs::Options knobs{};
   double clip_norm = 0;   // 0: off
   double clip_value = 0;  // 0: off
@@ -56,6 +57,9 @@ struct FastpathFlags {
     app.add_option("--crop-padding", crop_padding, "--augment: pad by this many pixels, then crop 28x28 at random (0: no crop)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--flip", flip, "--augment: flip left-right with probability 1/2")->default_str("1");
+    app.add_flag("--tta", tta,
+                 "Test-time augmentation: validation and test average the logits of each image and of its left-right "
+                 "flip (summary.json also has the test accuracy without it)");
     app.add_flag("--channels-last", knobs.channels_last, "Model weights and inputs in channels-last memory format");
     app.add_flag("--cudnn-benchmark", knobs.cudnn_benchmark, "Let cuDNN pick the fastest convolution algorithms");
     app.add_flag("--tf32", knobs.tf32, "Allow TF32 in matmuls and convolutions (CUDA)");
@@ -70,7 +74,7 @@ struct FastpathFlags {
     app.add_option("--clip-p", clip_p, "Order of the clipping norm: a number > 0, or inf");
     app.add_flag("--profile", profile, "Profile a window of steps with PyTorch's profiler (Kineto): a Chrome/Perfetto "
                  "trace and the key-averages table in RUN_DIR/profile");
-    app.add_option("--profile-dir", profile_dir, "Profiler: output directory instead of RUN_DIR/profile (implies --profile)");
+    app.add_option("--profile-dir", profile_dir, "Profiler: output directory (default: RUN_DIR/profile; implies --profile)");
     app.add_option("--profile-wait", profile_wait, "Profiler: steps skipped first")->check(CLI::NonNegativeNumber);
     app.add_option("--profile-warmup", profile_warmup, "Profiler: steps run, not recorded")->check(CLI::NonNegativeNumber);
     app.add_option("--profile-active", profile_active, "Profiler: steps recorded")->check(CLI::PositiveNumber);
@@ -79,14 +83,14 @@ struct FastpathFlags {
     app.add_flag("--profile-stack", profile_stack, "Profiler: record each operator's C++ stack (costly)");
     app.add_flag("--tensorboard", tensorboard, "Write TensorBoard event files to RUN_DIR/tensorboard "
                  "(open with: tensorboard --logdir RUN_DIR/tensorboard)");
-    app.add_option("--tensorboard-dir", tensorboard_dir, "TensorBoard: event file directory instead of RUN_DIR/tensorboard "
-                   "(implies --tensorboard)");
+    app.add_option("--tensorboard-dir", tensorboard_dir, "TensorBoard: event file directory (default: RUN_DIR/tensorboard; "
+                   "implies --tensorboard)");
     app.add_option("--tensorboard-every", tensorboard_every, "TensorBoard: scalars every N optimizer steps")
         ->check(CLI::PositiveNumber);
     app.add_option("--tensorboard-histograms", tensorboard_histograms,
                    "TensorBoard: weight and gradient histograms every N optimizer steps (0: none)")
         ->check(CLI::NonNegativeNumber);
-    app.add_option("--log-dir", log_dir, "Directory of the per-step and per-epoch metrics logs (default RUN_DIR/logs)");
+    app.add_option("--log-dir", log_dir, "Directory of the per-step and per-epoch metrics logs (default: RUN_DIR/logs)");
   }
 
   double clip_order() const {
@@ -149,6 +153,7 @@ struct FastpathFlags {
     auto knobs_j = policytrain::callbacks::PerfKnobs(o).describe();
     return {{"loader", {{"name", "data::PrefetchLoader"}, {"workers", workers}, {"prefetch", prefetch},
                         {"augment", augment}, {"crop_padding", crop_padding}, {"flip", flip}, {"channels_last", knobs.channels_last}}},
+            {"tta", tta ? "flip" : "none"},
             {"knobs", knobs_j},
             {"grad_clip", make_clip().describe()},
             {"profiler", policytrain::callbacks::Profiler(

@@ -34,7 +34,7 @@ struct ScheduleFlags {
         ->check(CLI::IsMember({"epoch", "step"}))->capture_default_str();
     app.add_option("--step-size", o.step_size, "step: multiply the lr by --gamma every this many units")
         ->check(CLI::PositiveNumber)->capture_default_str();
-    app.add_option("--milestones", o.milestones, "multistep: multiply the lr by --gamma at these units (ascending)")
+    app.add_option("--milestones", o.milestones, "multistep: multiply the lr by --gamma at these units (ascending; default: none)")
         ->delimiter(',');
     app.add_option("--gamma", o.gamma, "step, multistep: decay factor; exponential: factor per unit")
         ->check(CLI::PositiveNumber)->capture_default_str();

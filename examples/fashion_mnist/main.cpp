@@ -157,19 +157,29 @@ int main(int argc, char** argv) {
   CLI::App app{"Trains a CNN on Fashion-MNIST with policytrain"};
   // A later value of an option replaces an earlier one: scripts/demo passes its recipe first, a user's flags after it.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  // --help lists every option's default (the value it has before parsing) and groups the options by policy; each
+  // group takes the options added after its option_defaults()->group(...) (tests/integration/help_output.py).
+  app.option_defaults()->always_capture_default();
   Config cfg;
+  app.option_defaults()->group("Training, model and data");
   add_core_flags(app, cfg);
   fmnist::PrecisionFlags precision_flags;
+  app.option_defaults()->group("Precision (precision::Autocast)");
   precision_flags.add(app);
   fmnist::FastpathFlags fastpath;
+  app.option_defaults()->group("Loader, clipping, speed and observation");
   fastpath.add(app);
   fmnist::AccumulationFlags accumulation;
+  app.option_defaults()->group("Batch size and accumulation");
   accumulation.add(app, cfg.batch_size);
   fmnist::ScheduleFlags schedule;
+  app.option_defaults()->group("Learning-rate schedule (schedule::Lr)");
   schedule.add(app);
   fmnist::CheckpointFlags ckpt_flags;
+  app.option_defaults()->group("Checkpoints, EMA, early stopping and rollback");
   ckpt_flags.add(app);
   ParallelFlags par;
+  app.option_defaults()->group("Data parallelism");
   par.add(app);
   CLI11_PARSE(app, argc, argv);
   // [snippet:launch]
@@ -213,6 +223,7 @@ int main(int argc, char** argv) {
                             cfg.block == "conv-pool-bn-relu" ? fmnist::BlockOrder::conv_pool_bn_relu
                                                              : fmnist::BlockOrder::conv_bn_relu_pool,
                             cfg.conv3);
+    task.tta_flip = fastpath.tta;
     task.module().to(device);  // before the optimizer takes the parameters; the Trainer moves batches here
     auto optimizer = make_optimizer(cfg, task.module());
     const int64_t micro_batch = accumulation.resolve(task, train.x, train.y, cfg.batch_size);
@@ -254,6 +265,13 @@ int main(int argc, char** argv) {
         return trainer.evaluate(test_loader, cfg.limit_val_batches);
       };
       const auto metrics = evaluate_test();
+      // With --tta, the same weights on the test set without it: what the test-time augmentation adds.
+      std::optional<pt::Metrics> metrics_without_tta;
+      if (task.tta_flip) {
+        task.tta_flip = false;
+        metrics_without_tta = evaluate_test();
+        task.tta_flip = true;
+      }
       // Accuracy on (a fixed part of) the training images, with the weights the test set saw: the gap to the
       // validation accuracy is the overfitting that early stopping and EMA act on.
       std::optional<pt::Metrics> train_metrics;
@@ -278,6 +296,8 @@ int main(int argc, char** argv) {
           {"test_accuracy", metrics.accuracy},
           {"test_loss", metrics.loss},
           {"test_evaluations", test_evaluations},
+          {"test_accuracy_without_tta",
+           metrics_without_tta ? nlohmann::json(metrics_without_tta->accuracy) : nlohmann::json()},
           {"val_accuracy", val_accuracy},
           {"train_accuracy", train_metrics ? nlohmann::json(train_metrics->accuracy) : nlohmann::json()},
           {"train_eval_loss", train_metrics ? nlohmann::json(train_metrics->loss) : nlohmann::json()},

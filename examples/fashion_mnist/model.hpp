@@ -84,6 +84,8 @@ struct Classifier {
   Cnn net;
   /// Label smoothing of the training loss (0: plain cross-entropy); the validation loss is plain cross-entropy.
   double label_smoothing = 0;
+  /// Test-time augmentation: a validation step averages the logits of each image and of its left-right flip.
+  bool tta_flip = false;
   explicit Classifier(int64_t width = 32, bool recompute = false, double label_smoothing = 0,
                       BlockOrder order = BlockOrder::conv_bn_relu_pool, int64_t conv3_channels = 0)
       : net(width, recompute, order, conv3_channels), label_smoothing(label_smoothing) {}
@@ -94,6 +96,7 @@ struct Classifier {
   }
   policytrain::Prediction validation_step(const policytrain::Batch& b) {
     auto out = net->forward(b.x);
+    if (tta_flip) out = (out + net->forward(b.x.flip({-1}))) / 2;  // NCHW: the last dimension is the width
     return {torch::nn::functional::cross_entropy(out, b.y), out};
   }
 };

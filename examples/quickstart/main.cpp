@@ -6,9 +6,9 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
-#include <torch/torch.h>
 
 // [snippet:include]
+#include <torch/torch.h>                // LibTorch: the model, the loss, the optimizer
 #include <policytrain/datasets.hpp>     // Fashion-MNIST's files
 #include <policytrain/policytrain.hpp>  // the Trainer and the cheap policies and callbacks
 namespace pt = policytrain;

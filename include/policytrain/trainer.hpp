@@ -16,6 +16,7 @@
 /// A step policy (step::CudaGraph) may capture forward to step into one CUDA graph and replay it; the host part
 /// (counters, after_step, on_step_end) then runs beside the replay. Every hook inside the captured part must be
 /// graph-safe (core/hooks.hpp), checked at compile time.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <iterator>
@@ -318,7 +319,7 @@ class Trainer {
           if (b.size() == 0) continue;
         }
         Prediction p = wrap_forward<0>([&] { return task_.validation_step(b); });
-        acc.add(p.loss, p.output, b.y);
+        acc.add(p.loss, p.output, b.y, p.metrics);
       }
       if constexpr (requires(parallel_type& p, context_type& c) { p.reduce_metrics(c, acc); })
         policy<Category::parallel>().reduce_metrics(ctx_, acc);
@@ -326,7 +327,21 @@ class Trainer {
     };
     Metrics m = wrap_evaluate<0>(run);
     module().train(was_training);
+    check_reported(m);
     return m;
+  }
+
+  /// The metrics a validation of the task reports: "loss" and the task's metric_names() when it declares them,
+  /// else "loss" and "accuracy" (built in for classification outputs).
+  std::vector<std::string> metric_names() {
+    std::vector<std::string> n{"loss"};
+    if constexpr (DeclaresMetrics<Task>) {
+      for (auto& k : std::vector<std::string>(task_.metric_names()))
+        if (k != "loss") n.push_back(std::move(k));
+    } else {
+      n.push_back("accuracy");
+    }
+    return n;
   }
 
  private:
@@ -352,6 +367,61 @@ class Trainer {
       return found;
     }(std::make_index_sequence<std::tuple_size_v<policies_type>>{});
   }
+  static std::string joined(const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& k : v) s += (s.empty() ? "" : ", ") + k;
+    return s;
+  }
+  static bool contains(const std::vector<std::string>& v, const std::string& k) {
+    return std::find(v.begin(), v.end(), k) != v.end();
+  }
+
+  /// Refuses, before anything is trained, a policy whose monitor (its monitored_metric(): checkpoint::Disk's best,
+  /// EarlyStopping, schedule::Lr's plateau) names a metric the validation will not report.
+  void check_monitors() {
+    const std::vector<std::string> known = metric_names();
+    each([&](auto& p) {
+      using P = std::remove_cvref_t<decltype(p)>;
+      if constexpr (requires { { p.monitored_metric() } -> std::convertible_to<std::string>; }) {
+        const std::string metric = p.monitored_metric();
+        if (metric.empty() || contains(known, metric)) return;
+        throw std::invalid_argument(
+            "policytrain::Trainer: " + std::string(policy_name<P>()) + " monitors the metric '" + metric +
+            "', which the validation does not report; it reports: " + joined(known) +
+            (DeclaresMetrics<Task> ? " (loss and the task's metric_names())"
+                                   : " (built in; a task that reports its own metrics in Prediction::metrics lists "
+                                     "them in `std::vector<std::string> metric_names()`)") +
+            "; monitor one of these");
+      }
+    });
+  }
+
+  /// Refuses an evaluation whose metrics differ from what the task declares (a declared metric missing, or one
+  /// reported but not declared), since a monitor was checked against the declaration.
+  void check_reported(const Metrics& m) {
+    if (m.samples == 0) return;
+    if constexpr (DeclaresMetrics<Task>) {
+      for (const auto& k : metric_names())
+        if (!m.has(k))
+          throw std::runtime_error("policytrain::Trainer: the task declares the metric '" + k + "' in metric_names(), "
+                                   "but its validation reports: " + joined(m.names()) + "; report it in "
+                                   "Prediction::metrics (accuracy is built in only for [batch, classes] scores with "
+                                   "integer targets)");
+      const auto declared = metric_names();
+      for (const auto& [k, v] : m.extra)
+        if (!contains(declared, k))
+          throw std::runtime_error("policytrain::Trainer: the task's validation_step reports the metric '" + k +
+                                   "' (Prediction::metrics), which its metric_names() does not list (" +
+                                   joined(declared) + "); add it there");
+    } else {
+      if (!m.extra.empty())
+        throw std::runtime_error("policytrain::Trainer: the task's validation_step reports the metric '" +
+                                 m.extra.begin()->first + "' (Prediction::metrics) but the task declares no "
+                                 "metric_names(); add `std::vector<std::string> metric_names()` listing every metric "
+                                 "it reports, so that a monitor of one is checked when fit begins");
+    }
+  }
+
   static constexpr bool has_step_policy() { return step_policy_index() < std::tuple_size_v<policies_type>; }
   auto& step_policy() { return std::get<step_policy_index()>(policies_); }
 
@@ -486,6 +556,9 @@ class Trainer {
     each([&](auto& p) { if constexpr (HasAfterStep<std::remove_cvref_t<decltype(p)>, context_type>) p.after_step(ctx_, stepped); });
   }
   void flush_checks() { each([&](auto& p) { if constexpr (HasFlushChecks<std::remove_cvref_t<decltype(p)>, context_type>) p.flush_checks(ctx_); }); }
+  void before_checkpoint(bool epoch_end) {
+    each([&](auto& p) { if constexpr (HasBeforeCheckpoint<std::remove_cvref_t<decltype(p)>, context_type>) p.before_checkpoint(ctx_, epoch_end); });
+  }
   void on_step_end() { each([&](auto& p) { if constexpr (HasOnStepEnd<std::remove_cvref_t<decltype(p)>, context_type>) p.on_step_end(ctx_); }); }
 
   /// Nests the around_forward hooks, the first policy outermost.
@@ -598,6 +671,7 @@ class Trainer {
     FitResult result;
     state_.stop_requested = false;
     module().train();
+    if constexpr (!std::is_same_v<ValData, std::nullptr_t>) check_monitors();
     on_fit_begin();
     const int64_t start_epoch = state_.epoch;
     // A finished epoch leaves batch_in_epoch at 0: a state taken between epochs resumes at the next one's start.

@@ -1,5 +1,6 @@
 """Kills the main job with SIGKILL at random moments, resumes it with --resume each time, and checks that the
-final weights are bit-identical to an uninterrupted run's (params_sha256 in summary.json).
+final weights are bit-identical to an uninterrupted run's (params_sha256 in summary.json), and that its metrics
+logs (logs/steps.csv, logs/epochs.csv) hold every step and epoch once, with the uninterrupted run's values.
 Usage: kill_resume.py FASHION_MNIST_EXE WORK_DIR [FLAG...]   (KILL_SEED=n reproduces a run's kill times; FLAGs are
 added to every run, e.g. --async-checkpoint)"""
 import json, os, random, shutil, subprocess, sys, time
@@ -52,4 +53,19 @@ assert not [f for f in ckpts if ".tmp-" in f], ckpts
 assert s["global_steps"] == reference["global_steps"], (s["global_steps"], reference["global_steps"])
 assert s["params_sha256"] == reference["params_sha256"], "the resumed run's weights differ from the uninterrupted run's"
 assert s["test_accuracy"] == reference["test_accuracy"]
+
+def columns(run, name, cols):
+    """The rows of a CSV log (header dropped), cut to the columns that do not depend on timing."""
+    with open(os.path.join(run, "logs", name)) as f:
+        lines = f.read().splitlines()
+    return [",".join(line.split(",")[c] for c in cols) for line in lines[1:]]
+
+# steps.csv: epoch, step, batch_in_epoch, loss, lr, loss_scale, grad_norm, samples, stepped;
+# epochs.csv: epoch, train_loss, val_loss, val_accuracy.
+for name, cols in (("steps.csv", [0, 1, 2, 3, 4, 5, 6, 7, 14]), ("epochs.csv", [0, 1, 2, 3])):
+    want, got = columns(ref_dir, name, cols), columns(run_dir, name, cols)
+    first = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
+    assert got == want, (f"{name}: {len(got)} rows after kill and resume, {len(want)} uninterrupted; first "
+                         f"difference at row {first}: {got[first:first + 2]} vs {want[first:first + 2]}")
+print(f"logs: {len(columns(run_dir, 'steps.csv', [1]))} step rows, every step once, equal to the uninterrupted run's")
 print("kill -9 and resume OK:", s["params_sha256"][:16])

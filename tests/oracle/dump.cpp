@@ -284,10 +284,13 @@ json grad_clip() {
     ModuleCtx ctx{&*net};
     clip.before_step(ctx);
     for (const auto& [k, p] : pt::unique_named_parameters(*net)) after[k] = to_json(p.grad());
-    cases.push_back({{"name", c.name}, {"mode", c.o.mode == GC::Mode::norm ? "norm" : "value"},
-                     {"max_norm", c.o.max_norm}, {"p", std::isinf(c.o.p) ? json("inf") : json(c.o.p)},
-                     {"clip_value", c.o.clip_value}, {"grads_before", before}, {"grads_after", after},
-                     {"norm", c.o.mode == GC::Mode::norm ? json(clip.last_norm()) : json(nullptr)},
+    const auto& o = clip.options();  // resolved: the mode's threshold is set, the other one is not
+    cases.push_back({{"name", c.name}, {"mode", clip.clips_by_norm() ? "norm" : "value"},
+                     {"max_norm", o.max_norm ? json(*o.max_norm) : json(nullptr)},
+                     {"p", std::isinf(o.p) ? json("inf") : json(o.p)},
+                     {"clip_value", o.clip_value ? json(*o.clip_value) : json(nullptr)},
+                     {"grads_before", before}, {"grads_after", after},
+                     {"norm", clip.clips_by_norm() ? json(clip.last_norm()) : json(nullptr)},
                      {"tied", {"enc.weight", "dec.weight"}}});
   }
   return {{"cases", cases}};

@@ -3,12 +3,18 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <limits>
 #include <vector>
 
 #include <policytrain/callbacks/divergence_rollback.hpp>
 #include <policytrain/callbacks/early_stopping.hpp>
 #include <policytrain/callbacks/ema.hpp>
+#include <policytrain/callbacks/metrics_log.hpp>
+#include <policytrain/callbacks/progress_bar.hpp>
 
 #include "unit/helpers.hpp"
 
@@ -167,6 +173,13 @@ TEST_CASE("early stopping stops at the right epoch on scripted metrics") {
     CHECK(r.best_epoch == 1);
     CHECK(r.best == doctest::Approx(0.3));
   }
+  SUBCASE("accuracy, mode not given: it follows the metric (max), as mode max does") {
+    // Issue 30: Monitor{.metric = "accuracy"} kept mode min, so the worst epoch counted as the best.
+    auto r = early_stop({}, {0.1, 0.3, 0.3, 0.2, 0.9}, {.monitor = {.metric = "accuracy"}, .patience = 2});
+    CHECK(r.epochs_run == 4);
+    CHECK(r.best_epoch == 1);
+    CHECK(r.best == doctest::Approx(0.3));
+  }
   SUBCASE("a non-finite metric stops at once") {
     auto r = early_stop({1.0, 0.9, std::nan(""), 0.5}, {}, {.patience = 5});
     CHECK(r.epochs_run == 3);
@@ -211,6 +224,86 @@ struct ParamLog {
 };
 
 }  // namespace
+
+TEST_CASE("Monitor's mode follows its metric unless given") {
+  using pt::Mode;
+  for (const char* score : {"accuracy", "val_accuracy", "acc", "top1", "f1", "macro/f1", "auc", "recall", "iou"})
+    CHECK_MESSAGE(pt::Monitor{.metric = score}.effective_mode() == Mode::max, score);
+  for (const char* loss : {"loss", "val_loss", "error", "mse", "perplexity", "accuracy_drop"})
+    CHECK_MESSAGE(pt::Monitor{.metric = loss}.effective_mode() == Mode::min, loss);
+  CHECK(pt::Monitor{.metric = "accuracy", .mode = Mode::min}.effective_mode() == Mode::min);
+  CHECK(pt::Monitor{.metric = "loss", .mode = Mode::max}.effective_mode() == Mode::max);
+  // improves() uses it: a higher accuracy improves, a lower one does not.
+  CHECK(pt::Monitor{.metric = "accuracy"}.improves(0.9, 0.8));
+  CHECK_FALSE(pt::Monitor{.metric = "accuracy"}.improves(0.7, 0.8));
+}
+
+namespace {
+/// Records ctx.state().epoch at every epoch's end: the oracle the printed and logged epochs must equal.
+struct EpochRecorder {
+  std::vector<int64_t>* seen;
+  template <class Ctx>
+  void on_epoch_end(Ctx& ctx) { seen->push_back(ctx.state().epoch); }
+};
+}  // namespace
+
+// Issue 30: epochs were 1-based in the bar, the epoch line and the messages, 0-based in ctx.state().epoch and the
+// CSV logs. One convention now (docs/trainer.md, "Epochs"): the 0-based epoch index everywhere.
+TEST_CASE("every output numbers epochs as ctx.state().epoch does") {
+  const auto dir = testing::temp_dir("epoch-convention");
+  ScriptedTask task;
+  task.losses = {1.0, 0.5, 0.6, 0.7};  // best at epoch 1; patience 2 stops after epoch 3
+  torch::optim::SGD opt(task.module().parameters(), 0.05);
+  auto [x, y] = testing::toy_data(20);
+  pt::data::TensorLoader train(x, y, {.batch_size = 10});
+  pt::data::TensorLoader val(x, y, {.batch_size = 20, .shuffle = false});
+  std::FILE* bar_out = std::tmpfile();
+  std::FILE* stop_out = std::tmpfile();
+  REQUIRE((bar_out && stop_out));
+  std::vector<int64_t> seen;
+  using Bar = pt::callbacks::ProgressBar;
+  using Log = pt::callbacks::MetricsLog;
+  pt::Trainer<ScriptedTask, EarlyStopping, Bar, Log, EpochRecorder> trainer(
+      task, opt, EarlyStopping({.patience = 2, .log = stop_out}), Bar({.every = 1, .force_tty = 0, .out = bar_out}),
+      Log({.dir = dir, .print_summary = false}), EpochRecorder{&seen});
+  trainer.fit(train, val, {.epochs = 6});
+  REQUIRE(seen == std::vector<int64_t>{0, 1, 2, 3});
+  auto slurp = [](std::FILE* f) {
+    std::rewind(f);
+    std::string s;
+    for (int c; (c = std::fgetc(f)) != EOF;) s += static_cast<char>(c);
+    std::fclose(f);
+    return s;
+  };
+  const std::string bar = slurp(bar_out), stop = slurp(stop_out);
+  CAPTURE(bar);
+  CAPTURE(stop);
+  // The epoch lines (one per epoch, with the loss and validation) and the progress lines: "epoch E/L", L = epochs - 1.
+  std::vector<int64_t> epoch_lines;
+  std::set<int64_t> progress_epochs;
+  const std::regex line_re(R"(^epoch (\d+)/(\d+) +(\[|loss))");
+  std::istringstream in(bar);
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (!std::regex_search(l, m, line_re)) continue;
+    CHECK(std::stoll(m[2]) == 5);
+    if (m[3] == "loss") epoch_lines.push_back(std::stoll(m[1]));
+    else progress_epochs.insert(std::stoll(m[1]));
+  }
+  CHECK(epoch_lines == seen);
+  CHECK(progress_epochs == std::set<int64_t>(seen.begin(), seen.end()));
+  // epochs.csv's epoch column.
+  std::vector<int64_t> csv;
+  std::istringstream ein(testing::read_text(dir / "epochs.csv"));
+  std::string row;
+  std::getline(ein, row);  // header
+  while (std::getline(ein, row)) csv.push_back(std::stoll(row.substr(0, row.find(','))));
+  CHECK(csv == seen);
+  // EarlyStopping's message: the epoch it stopped after and the best epoch, as the state says.
+  CHECK(trainer.state().best_epoch == 1);
+  CHECK(stop.find("stopping after epoch 3:") != std::string::npos);
+  CHECK(stop.find("at epoch 1)") != std::string::npos);
+}
 
 TEST_CASE("divergence rollback restores the last good state, lowers the lr, and gives up after max_rollbacks") {
   auto [x, y] = testing::toy_data(96);

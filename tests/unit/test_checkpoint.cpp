@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <sys/resource.h>
@@ -13,6 +14,7 @@
 
 #include <policytrain/callbacks/early_stopping.hpp>
 #include <policytrain/callbacks/ema.hpp>
+#include <policytrain/callbacks/metrics_log.hpp>
 #include <policytrain/checkpoint/disk.hpp>
 
 #include "unit/helpers.hpp"
@@ -87,7 +89,11 @@ struct RunResult {
 
 std::string sha_of(const std::vector<torch::Tensor>& ts) {
   torch::nn::Module m;
-  for (size_t i = 0; i < ts.size(); ++i) m.register_buffer("t" + std::to_string(i), ts[i]);
+  for (size_t i = 0; i < ts.size(); ++i) {
+    std::string name = "t";  // not "t" + std::to_string(i): GCC 12 warns on it (-Wstringop-overflow, a false positive)
+    name += std::to_string(i);
+    m.register_buffer(name, ts[i]);
+  }
   return pt::io::params_sha256(m);
 }
 
@@ -536,4 +542,188 @@ print(h.hexdigest())
   std::ifstream(out) >> digest;
   CHECK(digest == pt::io::params_sha256(task.module()));
   fs::remove_all(dir);
+}
+
+// --- Run identity (issue 30, point 2) ---
+
+namespace {
+
+/// A run of `epochs` epochs (3 steps each) with a step file every 2 steps into `dir`; returns its Disk's run id and
+/// final global step.
+std::pair<std::string, int64_t> disk_run(const fs::path& dir, int64_t epochs, std::string resume = "",
+                                         ck::Disk::Existing existing = ck::Disk::Existing::rotate, std::FILE* log = nullptr) {
+  testing::MlpTask task(1);
+  torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  pt::Trainer<testing::MlpTask, ck::Disk> t(task, opt, ck::Disk({.directory = dir, .every_steps = 2,
+                                                                 .resume = std::move(resume), .existing = existing,
+                                                                 .export_final = false, .log = log}));
+  auto [x, y] = testing::toy_data(48);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 16});
+  t.fit(loader, {.epochs = epochs});
+  return {t.get<ck::Disk>().run_id(), t.state().global_step};
+}
+
+std::set<std::string> names_in(const fs::path& dir) {
+  std::set<std::string> n;
+  for (const auto& e : fs::directory_iterator(dir)) n.insert(e.path().filename().string());
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a fresh run into a directory holding another run's files sets them aside, and auto-resume continues the new run") {
+  const auto dir = testing::temp_dir("run-identity");
+  // Run A: 9 steps, step files 2, 4, 6, 8 and last.ckpt (step 9).
+  const auto [id_a, steps_a] = disk_run(dir, 3);
+  REQUIRE(steps_a == 9);
+  REQUIRE(fs::exists(dir / "step-00000008.ckpt"));
+  CHECK(ck::read_meta(dir / "step-00000008.ckpt")["run_id"] == id_a);
+
+  SUBCASE("rotate (the default): A's files move to previous-<A's id>/, resume continues B's step 3, not A's step 8") {
+    std::FILE* log = std::tmpfile();
+    const auto [id_b, steps_b] = disk_run(dir, 1, "", ck::Disk::Existing::rotate, log);  // step-2 and last (step 3)
+    CHECK(steps_b == 3);
+    CHECK(id_b != id_a);
+    const std::string msg = read_log(log);
+    std::fclose(log);
+    CHECK_MESSAGE(msg.find("moved them to " + (dir / ("previous-" + id_a)).string()) != std::string::npos, msg);
+    CHECK_MESSAGE(msg.find("existing = rotate") != std::string::npos, msg);
+    // Nothing is lost: A's five files are in the folder, B's two in the directory.
+    CHECK(names_in(dir / ("previous-" + id_a)) == std::set<std::string>{"last.ckpt", "step-00000002.ckpt", "step-00000004.ckpt",
+                                                                         "step-00000006.ckpt", "step-00000008.ckpt"});
+    CHECK(names_in(dir) == std::set<std::string>{"last.ckpt", "previous-" + id_a, "step-00000002.ckpt"});
+    CHECK(ck::read_meta(dir / "last.ckpt")["run_id"] == id_b);
+    // The resumed run continues B (step 3) and keeps B's id in the files it writes.
+    const auto [id_c, steps_c] = disk_run(dir, 2, "auto");
+    CHECK(id_c == id_b);
+    CHECK(steps_c == 6);
+    CHECK(ck::read_meta(dir / "last.ckpt")["run_id"] == id_b);
+  }
+  SUBCASE("refuse: an error naming the directory, the other run and the choices; nothing is touched") {
+    const auto before = names_in(dir);
+    const std::string want = dir.string() + " holds 5 checkpoint file(s) of another run (run " + id_a + ", newest step 9";
+    CHECK_THROWS_WITH_AS(disk_run(dir, 1, "", ck::Disk::Existing::refuse), doctest::Contains(want.c_str()),
+                         ck::CheckpointError);
+    CHECK_THROWS_WITH_AS(disk_run(dir, 1, "", ck::Disk::Existing::refuse), doctest::Contains("existing = Existing::rotate"),
+                         ck::CheckpointError);
+    CHECK(names_in(dir) == before);
+    CHECK(ck::read_meta(dir / "step-00000008.ckpt")["run_id"] == id_a);
+  }
+  SUBCASE("files of two runs side by side: auto-resume continues the run that wrote last, whatever the steps") {
+    const auto [id_b, steps_b] = disk_run(dir, 1);
+    REQUIRE(steps_b == 3);
+    // An older run's file with more steps back in the directory (copied by hand, or left by a resume from elsewhere).
+    fs::copy_file(dir / ("previous-" + id_a) / "step-00000008.ckpt", dir / "step-00000008.ckpt");
+    std::FILE* log = std::tmpfile();
+    testing::MlpTask task(1);
+    torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+    pt::Trainer<testing::MlpTask, ck::Disk> t(task, opt, ck::Disk({.directory = dir, .last = false, .resume = "auto",
+                                                                   .export_final = false, .log = log}));
+    auto [x, y] = testing::toy_data(48);
+    pt::data::TensorLoader loader(x, y, {.batch_size = 16});
+    t.fit(loader, {.epochs = 0});
+    CHECK(t.state().global_step == 3);
+    CHECK(t.get<ck::Disk>().resumed_from() == dir / "last.ckpt");
+    CHECK(t.get<ck::Disk>().run_id() == id_b);
+    const std::string msg = read_log(log);
+    std::fclose(log);
+    CHECK_MESSAGE(msg.find("step-00000008.ckpt: written by another run (run " + id_a + ", step 8)") != std::string::npos, msg);
+  }
+  fs::remove_all(dir);
+}
+
+// --- The metrics log across kill -9 and resume (issue 30, point 3) ---
+
+namespace {
+
+/// Kills its own process with SIGKILL in on_step_end of global step `step` (after the checkpoint policy's hook);
+/// with `flush_log`, the metrics log is flushed first (rows after the last checkpoint reach the file).
+struct KillAt {
+  int64_t step = -1;
+  bool flush_log = false;
+  template <class C>
+  void on_step_end(C& c) {
+    if (c.state().global_step != step) return;
+    if (flush_log) c.template get<pt::callbacks::MetricsLog>().flush();
+    ::raise(SIGKILL);
+  }
+};
+
+/// 3 epochs of 6 steps (shuffled, dropout), a step file every 4 steps, the metrics log in `run/logs`.
+void logged_run(const fs::path& run, std::string resume, KillAt kill) {
+  auto [x, y] = testing::toy_data(96);
+  auto [vx, vy] = testing::toy_data(32, 8, 3, 11);
+  pt::data::TensorLoader train(x, y, {.batch_size = 16, .shuffle = true, .seed = 5});
+  pt::data::TensorLoader val(vx, vy, {.batch_size = 16, .shuffle = false});
+  DropTask task(1);
+  torch::manual_seed(123);
+  torch::optim::AdamW opt(task.module().parameters(), torch::optim::AdamWOptions(0.01));
+  pt::Trainer<DropTask, ck::Disk, pt::callbacks::MetricsLog, KillAt> t(
+      task, opt,
+      ck::Disk({.directory = run / "ckpt", .every_steps = 4, .resume = std::move(resume), .export_final = false, .log = nullptr}),
+      pt::callbacks::MetricsLog({.dir = run / "logs", .print_summary = false}), kill);
+  t.fit(train, val, {.epochs = 3});
+}
+
+/// The rows of a CSV log without its header, each cut to the given columns (the timing columns differ run to run).
+std::vector<std::string> csv_columns(const fs::path& file, const std::vector<size_t>& cols) {
+  std::ifstream in(file);
+  std::vector<std::string> rows;
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string c; std::getline(ss, c, ',');) f.push_back(c);
+    std::string r;
+    for (size_t c : cols) r += (c < f.size() ? f[c] : "<missing>") + ",";
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("killed with SIGKILL after a mid-epoch checkpoint and resumed: every step logged once, as an uninterrupted run logs it") {
+  const auto ref = testing::temp_dir("log-kill-ref"), run = testing::temp_dir("log-kill");
+  logged_run(ref, "", {});
+  KillAt kill{.step = 10};  // the last checkpoint is step 8: epoch 2, batch 2
+  SUBCASE("rows after the checkpoint still buffered when killed") {}
+  SUBCASE("rows after the checkpoint written to the file when killed: dropped on resume, not duplicated") { kill.flush_log = true; }
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // A forked child has none of the parent's worker threads: LibTorch's intra-op pool would wait for them.
+    torch::set_num_threads(1);
+    try {
+      logged_run(run, "", kill);
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFSIGNALED(status));
+  REQUIRE(WTERMSIG(status) == SIGKILL);
+  REQUIRE(fs::exists(run / "ckpt" / "step-00000008.ckpt"));
+  logged_run(run, "auto", {});
+  // steps.csv: epoch, step, batch_in_epoch, loss, lr, samples, stepped; epochs.csv: epoch, train loss, val loss, accuracy.
+  const std::vector<size_t> step_cols{0, 1, 2, 3, 4, 7, 14}, epoch_cols{0, 1, 2, 3};
+  const auto want_steps = csv_columns(ref / "logs" / "steps.csv", step_cols);
+  REQUIRE(want_steps.size() == 18);
+  CHECK(csv_columns(run / "logs" / "steps.csv", step_cols) == want_steps);
+  const auto want_epochs = csv_columns(ref / "logs" / "epochs.csv", epoch_cols);
+  REQUIRE(want_epochs.size() == 3);
+  CHECK(csv_columns(run / "logs" / "epochs.csv", epoch_cols) == want_epochs);
+  // steps.jsonl: every step once, in order.
+  std::ifstream jl(run / "logs" / "steps.jsonl");
+  std::vector<int64_t> steps;
+  for (std::string l; std::getline(jl, l);) steps.push_back(nlohmann::json::parse(l)["step"].get<int64_t>());
+  std::vector<int64_t> all(18);
+  std::iota(all.begin(), all.end(), 1);
+  CHECK(steps == all);
+  fs::remove_all(ref);
+  fs::remove_all(run);
 }

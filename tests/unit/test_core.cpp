@@ -528,8 +528,28 @@ TEST_CASE("the deferred non-finite check: the error names the bad step, comes at
       const std::string msg = e.what();
       CHECK_MESSAGE(msg.find("the loss is nan at epoch 0, step 2 (micro-batch 3 of the epoch; detected at step 3") !=
                         std::string::npos, msg);
+      // The remedies name library options; clipping is suggested since nothing clips (the next subcase clips).
+      CHECK_MESSAGE(msg.find("clip gradients (callbacks::GradClip)") != std::string::npos, msg);
+      CHECK_MESSAGE(msg.find("--") == std::string::npos, msg);
     }
     CHECK(task.calls == 4);  // the read came with the 4th micro-batch, not later
+  }
+  SUBCASE("with clipping on, the message does not suggest clipping") {
+    NanAtCall task;
+    task.nan_at = 2;
+    torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1));
+    pt::precision::Fp32 fp32;
+    fp32.check_every = 4;
+    using GC = pt::callbacks::GradClip;
+    pt::Trainer<NanAtCall, pt::precision::Fp32, GC> trainer(task, opt, fp32, GC({.max_norm = 1.0}));
+    try {
+      trainer.fit(loader, {.epochs = 1});
+      FAIL("no exception");
+    } catch (const pt::NonFiniteLoss& e) {
+      const std::string msg = e.what();
+      CHECK_MESSAGE(msg.find("lower the learning rate, or choose NonFinite::skip") != std::string::npos, msg);
+      CHECK_MESSAGE(msg.find("clip") == std::string::npos, msg);
+    }
   }
   SUBCASE("at the epoch end when the buffer is not full") {
     NanAtCall task;

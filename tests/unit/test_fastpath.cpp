@@ -2,12 +2,14 @@
 // LibTorch's clip_grad_norm_, after unscaling), metrics logs, performance knobs.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -260,6 +262,69 @@ TEST_CASE("PrefetchLoader assembles into a ring of buffers reused across epochs,
     }
     CHECK(l.buffers_allocated() >= static_cast<int64_t>(kept.size()));
   }
+}
+
+TEST_CASE("BufferRing: a buffer whose copy is pending is not handed out again, and only poll() asks the copy") {
+  // On CUDA the pending copy is the host-to-device copy (its event); acquire() runs on the workers and must make
+  // no CUDA call, so it never asks: poll(), on the training thread, does.
+  auto x = torch::rand({4, 1, 2, 2}), y = torch::zeros({4}, torch::kLong);
+  pd::detail::BufferRing ring;
+  std::atomic<bool> finished{false};
+  std::atomic<int> asked{0};
+  std::thread::id asked_on;
+  const void* first = nullptr;
+  {
+    auto b = ring.acquire(x, y, 4);
+    first = b.x.data_ptr();
+    ring.pending(b, [&] {
+      ++asked;
+      asked_on = std::this_thread::get_id();
+      return finished.load();
+    });
+  }  // the consumer drops the batch: no tensor aliases the buffers, but the copy is still pending
+  std::thread worker([&] {
+    auto b = ring.acquire(x, y, 4);
+    CHECK(b.x.data_ptr() != first);  // a new pair, not the one being copied
+  });
+  worker.join();
+  CHECK(asked == 0);
+  CHECK(ring.allocated() == 2);
+  CHECK(ring.poll() == 1);  // still pending
+  CHECK(asked == 1);
+  CHECK(asked_on == std::this_thread::get_id());
+  finished = true;
+  CHECK(ring.poll() == 0);
+  int64_t reused = ring.reused();
+  std::thread worker2([&] {
+    auto b = ring.acquire(x, y, 4);
+    CHECK(b.x.data_ptr() == first);
+  });
+  worker2.join();
+  CHECK(ring.reused() == reused + 1);  // taken again once the copy finished
+  CHECK(ring.allocated() == 2);
+  CHECK(asked == 2);
+}
+
+TEST_CASE("The main job's test-time augmentation (--tta) averages the logits of each image and of its mirror image") {
+  torch::manual_seed(3);
+  fmnist::Classifier task(8);
+  task.module().eval();
+  torch::NoGradGuard ng;
+  auto x = torch::randn({6, 1, 28, 28});
+  auto y = torch::randint(10, {6}, torch::kLong);
+  const auto plain = task.validation_step(pt::Batch{x, y});
+  task.tta_flip = true;
+  const auto tta = task.validation_step(pt::Batch{x, y});
+  // By hand: the image mirrored left-right (its columns gathered in reverse order), the logits averaged, the loss
+  // the cross-entropy of the average.
+  auto mirrored = x.index_select(3, torch::arange(27, -1, -1, torch::kLong));
+  auto expect = (task.net->forward(x) + task.net->forward(mirrored)) / 2;
+  CHECK(torch::allclose(tta.output, expect, 1e-6, 1e-6));
+  CHECK(tta.loss.item<double>() == doctest::Approx(torch::nn::functional::cross_entropy(expect, y).item<double>()));
+  CHECK(!torch::allclose(tta.output, plain.output, 1e-3, 1e-3));
+  // An image equal to its mirror image gets its plain logits.
+  auto symmetric = (x + mirrored) / 2;
+  CHECK(torch::allclose(task.validation_step(pt::Batch{symmetric, y}).output, task.net->forward(symmetric), 1e-5, 1e-6));
 }
 
 TEST_CASE("A Trainer fed by PrefetchLoader (2 workers) trains exactly as one fed by TensorLoader") {

@@ -574,7 +574,7 @@ TEST_CASE("resuming with another world size stops with an error naming both size
     const std::string err = read_text(out / fmt::format("stderr{}.txt", r));
     INFO("rank " << r << ": " << err);
     CHECK(err.find("world size: 2 in the checkpoint, 3 in this run") != std::string::npos);
-    CHECK(err.find("--resume-weights-only") != std::string::npos);
+    CHECK(err.find("checkpoint::Disk::Options::weights_only") != std::string::npos);  // the library option, not a flag
   }
 }
 
@@ -618,4 +618,25 @@ TEST_CASE("NominalBatch under data parallelism derives accumulate and the weight
   CHECK(static_cast<torch::optim::AdamWOptions&>(opt.param_groups()[0].options()).weight_decay() ==
         doctest::Approx(0.1 * 24 * 3 / 64.0));
   CHECK(r.global_steps == 3);  // 8 micro-batches, windows of 3
+}
+
+// Issue 30: a library message named the example's `--nproc` flag inside a user's program.
+TEST_CASE("WORLD_SIZE without RANK: the message names the library's launcher, not a command-line flag") {
+  const char* old_world = std::getenv("WORLD_SIZE");
+  const char* old_rank = std::getenv("RANK");
+  const std::string saved_world = old_world ? old_world : "", saved_rank = old_rank ? old_rank : "";
+  ::setenv("WORLD_SIZE", "3", 1);
+  ::unsetenv("RANK");
+  std::string msg;
+  try {
+    (void)pt::parallel::Environment::from_env();
+  } catch (const std::invalid_argument& e) {
+    msg = e.what();
+  }
+  if (old_world) ::setenv("WORLD_SIZE", saved_world.c_str(), 1); else ::unsetenv("WORLD_SIZE");
+  if (old_rank) ::setenv("RANK", saved_rank.c_str(), 1);
+  CAPTURE(msg);
+  CHECK(msg.find("RANK is not set") != std::string::npos);
+  CHECK(msg.find("parallel::launch_local (LaunchOptions::nproc = 3)") != std::string::npos);
+  CHECK(msg.find("--") == std::string::npos);
 }

@@ -11,10 +11,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <policytrain/callbacks/advice.hpp>
 #include <policytrain/callbacks/ema.hpp>
 #include <policytrain/callbacks/grad_clip.hpp>
 #include <policytrain/callbacks/metrics_log.hpp>
 #include <policytrain/core/parameters.hpp>
+#include <policytrain/optim/fused_adamw.hpp>
+#include <policytrain/precision/autocast.hpp>
 
 #include "unit/fixtures.hpp"
 #include "unit/helpers.hpp"
@@ -99,6 +102,48 @@ TEST_CASE("GradClip with tied weights: the norm counts the shared gradient once,
     const double after = std::isinf(p) ? all.abs().max().item<double>() : all.norm(p).item<double>();
     CHECK(after == doctest::Approx(max_norm).epsilon(1e-4));
   }
+}
+
+TEST_CASE("GradClip: a threshold turns clipping on, and a threshold the mode would ignore is refused") {
+  using GC = pt::callbacks::GradClip;
+  // Issue 30: GradClip({.max_norm = 0.01}) let a gradient of norm 1.9 through (its mode defaulted to none).
+  TiedNet net, ref;
+  testing::copy_weights(*ref, *net);
+  auto x = torch::randn({16, 4});
+  torch::mse_loss(net->forward(x), x * 3).backward();
+  torch::mse_loss(ref->forward(x), x * 3).backward();
+  const double max_norm = 0.01;
+  const double before = torch::nn::utils::clip_grad_norm_(pt::unique_parameters(*ref), max_norm);
+  REQUIRE(before > 10 * max_norm);  // the gradient is large enough for clipping to act
+  GC clip({.max_norm = max_norm});
+  CHECK(clip.mode() == GC::Mode::norm);
+  FakeCtx ctx{&*net};
+  clip.before_step(ctx);
+  CHECK(clip.last_norm() == doctest::Approx(before).epsilon(1e-6));
+  CHECK(torch::allclose(net->enc->weight.grad(), ref->enc->weight.grad(), 1e-6, 1e-9));
+  CHECK(torch::allclose(net->bias.grad(), ref->bias.grad(), 1e-6, 1e-9));
+
+  // By value, from clip_value alone: every element within [-v, v], as clip_grad_value_.
+  TiedNet vnet, vref;
+  testing::copy_weights(*vref, *vnet);
+  torch::mse_loss(vnet->forward(x), x * 3).backward();
+  torch::mse_loss(vref->forward(x), x * 3).backward();
+  torch::nn::utils::clip_grad_value_(pt::unique_parameters(*vref), 0.001);
+  GC by_value({.clip_value = 0.001});
+  CHECK(by_value.mode() == GC::Mode::value);
+  FakeCtx vctx{&*vnet};
+  by_value.before_step(vctx);
+  CHECK(torch::equal(vnet->enc->weight.grad(), vref->enc->weight.grad()));
+
+  CHECK(GC().mode() == GC::Mode::none);
+  CHECK(GC({.mode = GC::Mode::norm}).options().max_norm == 1.0);
+  CHECK_THROWS_WITH_AS(GC({.mode = GC::Mode::none, .max_norm = 1.0}), doctest::Contains("max_norm 1 given with mode none"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(GC({.max_norm = 1.0, .clip_value = 0.5}), doctest::Contains("both max_norm 1 and clip_value 0.5"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(GC({.mode = GC::Mode::norm, .clip_value = 0.5}),
+                       doctest::Contains("clip_value 0.5 given with mode norm"), std::invalid_argument);
+  CHECK_THROWS_AS(GC({.max_norm = 0.0}), std::invalid_argument);
 }
 
 TEST_CASE("an optimizer holding a tied parameter twice is refused with the fix") {
@@ -331,4 +376,57 @@ TEST_CASE("LossScaler unscales a parameter listed twice once") {
   scaler.unscale(opt);
   // Oracle: the scaled gradient divided by the scale once (a power of two: exact).
   CHECK(torch::equal(net->enc->weight.grad(), scaled / 1024.0));
+}
+
+// Issue 30: the library's advice named the example's flags (--workers, --precision bf16) inside a user's program, and
+// suggested mixed precision while bf16 was on.
+TEST_CASE("advice names library options, never command-line flags, and never suggests what is on") {
+  namespace adv = pt::callbacks::advice;
+  using pt::callbacks::RunFeatures;
+  const std::vector<std::string> all = {
+      adv::data_wait(), adv::compute({}, true), adv::compute({}, false), adv::optimizer({}),
+      adv::compute({.mixed_precision = true, .channels_last = true}, true), adv::optimizer({.fused_optimizer = true})};
+  for (const auto& a : all) {
+    CAPTURE(a);
+    CHECK(a.find("--") == std::string::npos);
+  }
+  CHECK(adv::data_wait().find("data::PrefetchOptions::workers") != std::string::npos);
+  CHECK(adv::compute({}, true).find("precision::Autocast") != std::string::npos);
+  CHECK(adv::compute({}, true).find("callbacks::PerfKnobs::Options::channels_last") != std::string::npos);
+  CHECK(adv::compute({}, false).find("channels") == std::string::npos);  // no convolutions: not applicable
+  CHECK(adv::compute({.mixed_precision = true}, true).find("precision") == std::string::npos);
+  CHECK(adv::compute({.channels_last = true}, true).find("channels") == std::string::npos);
+  CHECK(adv::compute({.mixed_precision = true, .channels_last = true}, true) == "try a larger batch");
+  CHECK(adv::optimizer({}).find("optim::FusedAdamW") != std::string::npos);
+  CHECK(adv::optimizer({.fused_optimizer = true}).find("use a fused optimizer") == std::string::npos);
+
+  // What a run uses is read from the Trainer: bf16 autocast and a fused optimizer, then neither.
+  auto [x, y] = testing::toy_data(16);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 8});
+  using Log = pt::callbacks::MetricsLog;
+  {
+    MlpTask task;
+    pt::optim::FusedAdamW opt(task.module().parameters(), torch::optim::AdamWOptions(1e-3));
+    using AC = pt::precision::Autocast;
+    pt::Trainer<MlpTask, AC, Log> trainer(task, opt, AC({.dtype = torch::kBFloat16}), Log({.print_summary = false}));
+    trainer.fit(loader, {.epochs = 1});
+    const RunFeatures f = pt::callbacks::run_features(trainer.context());
+    CHECK(f.mixed_precision);
+    CHECK(f.fused_optimizer);
+    CHECK_FALSE(f.convolutions);
+    const std::string summary = trainer.get<Log>().summary_text();
+    CAPTURE(summary);
+    CHECK(summary.find("mixed precision") == std::string::npos);
+    CHECK(summary.find("--") == std::string::npos);
+  }
+  {
+    MlpTask task;
+    torch::optim::SGD opt(task.module().parameters(), 0.1);
+    pt::Trainer<MlpTask, Log> trainer(task, opt, Log({.print_summary = false}));
+    trainer.fit(loader, {.epochs = 1});
+    const RunFeatures f = pt::callbacks::run_features(trainer.context());
+    CHECK_FALSE(f.mixed_precision);
+    CHECK_FALSE(f.fused_optimizer);
+    CHECK(trainer.get<Log>().summary_text().find("--") == std::string::npos);
+  }
 }

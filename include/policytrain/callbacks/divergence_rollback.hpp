@@ -115,8 +115,8 @@ class DivergenceRollback {
     if (rollbacks_ >= o_.max_rollbacks)
       throw DivergenceError(fmt::format(
           "policytrain::callbacks::DivergenceRollback: the loss is {} at epoch {}, step {} after {} rollbacks (lr {:.3g}); "
-          "lower the learning rate, clip gradients, or allow more rollbacks", loss, s.epoch + 1, s.global_step,
-          rollbacks_, ctx.lr()));
+          "lower the learning rate, {}or allow more rollbacks", loss, s.epoch, s.global_step,
+          rollbacks_, ctx.lr(), policytrain::detail::clip_advice(ctx)));
     ++rollbacks_;
     auto& opt = ctx.optimizer();
     std::vector<double> lrs;
@@ -130,7 +130,7 @@ class DivergenceRollback {
                    "policytrain::callbacks::DivergenceRollback: loss %g%s at epoch %lld, step %lld; rolled back to "
                    "step %lld, lr %.3g -> %.3g (rollback %lld of %lld)\n",
                    loss, spike ? fmt::format(" (a spike above {:.3g}x its mean {:.4g})", o_.spike_factor, mean_).c_str() : "",
-                   static_cast<long long>(s.epoch + 1), static_cast<long long>(s.global_step),
+                   static_cast<long long>(s.epoch), static_cast<long long>(s.global_step),
                    static_cast<long long>(snapshot_step_), lrs.empty() ? 0.0 : lrs[0],
                    lrs.empty() ? 0.0 : lrs[0] * o_.lr_factor, static_cast<long long>(rollbacks_),
                    static_cast<long long>(o_.max_rollbacks));

@@ -47,6 +47,8 @@ class EarlyStopping {
 
   /// The settings.
   const Options& options() const { return o_; }
+  /// The metric watched (checked against the task's metrics when fit begins); empty when disabled.
+  std::string monitored_metric() const { return o_.enabled ? o_.monitor.metric : std::string(); }
   /// Best value of the metric so far (NaN before the first validation).
   double best() const { return best_; }
   /// Epoch of the best value (-1 before the first validation).
@@ -80,7 +82,7 @@ class EarlyStopping {
     else if (o_.divergence_threshold && mon.worse(v, *o_.divergence_threshold))
       why = fmt::format("{} {:.6g} is beyond the divergence threshold {:.6g}", mon.metric, v, *o_.divergence_threshold);
     else if (wait_ >= o_.patience)
-      why = fmt::format("{} did not improve for {} epochs (best {:.6g} at epoch {})", mon.metric, wait_, best_, best_epoch_ + 1);
+      why = fmt::format("{} did not improve for {} epochs (best {:.6g} at epoch {})", mon.metric, wait_, best_, best_epoch_);
     ctx.state().best_metric = best_;
     ctx.state().best_epoch = best_epoch_;
     if (why.empty()) return false;
@@ -88,7 +90,7 @@ class EarlyStopping {
     reason_ = why;
     if (o_.log && ctx.is_main()) {
       std::fprintf(o_.log, "policytrain::callbacks::EarlyStopping: stopping after epoch %lld: %s\n",
-                   static_cast<long long>(epoch + 1), why.c_str());
+                   static_cast<long long>(epoch), why.c_str());
       std::fflush(o_.log);
     }
     return true;

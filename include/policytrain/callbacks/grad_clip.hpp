@@ -11,9 +11,11 @@
 /// By value: every gradient element clamped to [-clip_value, clip_value].
 /// Tied (shared) parameters are counted once (policytrain::unique_parameters), as clip_grad_norm_ over
 /// Python's deduplicated `parameters()`.
-/// Cost when off (mode none): one branch per optimizer step.
+/// Turned on by its threshold: `GradClip({.max_norm = 1})` clips by norm, `GradClip({.clip_value = 0.5})` by value; a
+/// threshold its mode would ignore is refused at construction. Cost when off (no threshold): one branch per step.
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -66,40 +68,43 @@ class GradClip {
   static constexpr bool graph_safe = true;
   /// How gradients are clipped: not at all, by total norm, or by value.
   enum class Mode { none, norm, value };
-  /// Settings of GradClip: the mode and its limit.
+  /// Settings of GradClip: the mode and its limit. A threshold given turns clipping on: `{.max_norm = 0.5}` clips by
+  /// norm and `{.clip_value = 0.1}` by value, with no `mode` needed; a mode given with no threshold uses 1.0.
   struct Options {
-    /// none: the callback does nothing.
-    Mode mode = Mode::none;
-    double max_norm = 1.0;    ///< by norm: the largest total norm
-    double p = 2.0;           ///< by norm: the norm's order (> 0, or infinity)
-    double clip_value = 1.0;  ///< by value: elements clamped to [-clip_value, clip_value]
+    /// Unset: norm when max_norm is given, value when clip_value is given, none (no clipping) when neither is.
+    std::optional<Mode> mode{};
+    std::optional<double> max_norm{};    ///< by norm: the largest total norm (1.0 when mode is norm and it is unset)
+    double p = 2.0;                      ///< by norm: the norm's order (> 0, or infinity)
+    std::optional<double> clip_value{};  ///< by value: elements clamped to [-clip_value, clip_value] (1.0 when unset)
   };
   GradClip() = default;
-  /// Throws std::invalid_argument for a non-positive max_norm or p (mode norm) or clip_value (mode value).
-  explicit GradClip(Options o) : o_(o) {
-    if (o_.mode == Mode::norm && !(o_.max_norm > 0 && o_.p > 0))
+  /// Throws std::invalid_argument for a non-positive max_norm or p (mode norm) or clip_value (mode value), and for a
+  /// threshold the mode would ignore (both thresholds, max_norm with mode value or none, clip_value with mode norm or
+  /// none): no setting is silently dropped. options() afterwards holds the resolved mode and its threshold.
+  explicit GradClip(Options o) : o_(resolve(o)) {
+    if (o_.mode == Mode::norm && !(*o_.max_norm > 0 && o_.p > 0))
       throw std::invalid_argument(fmt::format(
-          "policytrain::callbacks::GradClip: max_norm {} and p {}; expected both > 0 (p may be inf)", o_.max_norm, o_.p));
-    if (o_.mode == Mode::value && !(o_.clip_value > 0))
-      throw std::invalid_argument(fmt::format("policytrain::callbacks::GradClip: clip_value {}, expected > 0", o_.clip_value));
+          "policytrain::callbacks::GradClip: max_norm {} and p {}; expected both > 0 (p may be inf)", *o_.max_norm, o_.p));
+    if (o_.mode == Mode::value && !(*o_.clip_value > 0))
+      throw std::invalid_argument(fmt::format("policytrain::callbacks::GradClip: clip_value {}, expected > 0", *o_.clip_value));
   }
 
   /// Clips the reduced, unscaled gradients of the module's parameters.
   template <class Ctx>
   void before_step(Ctx& ctx) {
-    if (o_.mode == Mode::none) return;
+    if (mode() == Mode::none) return;
     // Each tensor once: a tied weight's gradient counts once in the norm and is scaled once.
     std::vector<torch::Tensor> grads;
     for (auto& p : unique_parameters(ctx.module()))
       if (p.grad().defined()) grads.push_back(p.grad());
     if (grads.empty()) return;
     torch::NoGradGuard ng;
-    if (o_.mode == Mode::norm) {
-      last_norm_ = detail::clip_grad_norm_no_sync(grads, o_.max_norm, o_.p);
+    if (mode() == Mode::norm) {
+      last_norm_ = detail::clip_grad_norm_no_sync(grads, *o_.max_norm, o_.p);
       if constexpr (requires { ctx.capturing(); })
         if (ctx.capturing()) graph_norm_ = last_norm_;  // a graph rewrites this tensor at every replay
     } else {
-      for (auto& g : grads) g.clamp_(-o_.clip_value, o_.clip_value);
+      for (auto& g : grads) g.clamp_(-*o_.clip_value, *o_.clip_value);
     }
   }
 
@@ -110,10 +115,14 @@ class GradClip {
     if (graph_norm_.defined()) last_norm_ = graph_norm_.clone();
   }
 
-  /// The settings.
+  /// The settings, resolved: the mode is set, and so is the threshold of the mode (the other one is unset).
   const Options& options() const { return o_; }
+  /// How it clips (none for a default-constructed GradClip).
+  Mode mode() const { return o_.mode.value_or(Mode::none); }
+  /// Whether it clips at all (messages that would suggest clipping ask this: detail::clip_advice, precision/fp32.hpp).
+  bool clips() const { return mode() != Mode::none; }
   /// Whether it clips by norm (so last_norm() is measured).
-  bool clips_by_norm() const { return o_.mode == Mode::norm; }
+  bool clips_by_norm() const { return mode() == Mode::norm; }
   /// The total gradient norm measured at the last step (before clipping); undefined before the first.
   const torch::Tensor& last_norm_tensor() const { return last_norm_; }
   /// The same as a double (synchronises with the device); NaN when not clipping by norm.
@@ -124,15 +133,36 @@ class GradClip {
   /// A template so that this header needs only <nlohmann/json_fwd.hpp>: include <nlohmann/json.hpp> to call it.
   template <class Json = nlohmann::json>
   Json describe() const {
-    switch (o_.mode) {
-      case Mode::norm: return Json{{"name", name}, {"mode", "norm"}, {"max_norm", o_.max_norm},
+    switch (mode()) {
+      case Mode::norm: return Json{{"name", name}, {"mode", "norm"}, {"max_norm", *o_.max_norm},
                                    {"p", std::isinf(o_.p) ? Json("inf") : Json(o_.p)}};
-      case Mode::value: return Json{{"name", name}, {"mode", "value"}, {"clip_value", o_.clip_value}};
+      case Mode::value: return Json{{"name", name}, {"mode", "value"}, {"clip_value", *o_.clip_value}};
       default: return Json{{"name", name}, {"mode", "none"}};
     }
   }
 
  private:
+  static Options resolve(Options o) {
+    const char* const who = "policytrain::callbacks::GradClip: ";
+    if (!o.mode) {
+      if (o.max_norm && o.clip_value)
+        throw std::invalid_argument(fmt::format("{}both max_norm {} and clip_value {} given; give one (clip by norm "
+                                                "or by value)", who, *o.max_norm, *o.clip_value));
+      o.mode = o.max_norm ? Mode::norm : o.clip_value ? Mode::value : Mode::none;
+    }
+    if (*o.mode != Mode::norm && o.max_norm)
+      throw std::invalid_argument(fmt::format("{}max_norm {} given with mode {}, which ignores it; drop the mode (a "
+                                              "max_norm alone clips by norm) or the max_norm", who, *o.max_norm,
+                                              *o.mode == Mode::none ? "none" : "value"));
+    if (*o.mode != Mode::value && o.clip_value)
+      throw std::invalid_argument(fmt::format("{}clip_value {} given with mode {}, which ignores it; drop the mode (a "
+                                              "clip_value alone clips by value) or the clip_value", who, *o.clip_value,
+                                              *o.mode == Mode::none ? "none" : "norm"));
+    if (*o.mode == Mode::norm && !o.max_norm) o.max_norm = 1.0;
+    if (*o.mode == Mode::value && !o.clip_value) o.clip_value = 1.0;
+    return o;
+  }
+
   Options o_;
   torch::Tensor last_norm_;
   torch::Tensor graph_norm_;  // the captured step's norm (rewritten by every replay)

@@ -11,10 +11,13 @@
 /// summary.json (`summary()`: data_wait_fraction, step_seconds by phase).
 /// A fit that continues a run (its state has steps or epochs done: resumed from a checkpoint, or a second fit)
 /// appends to the files in `dir`, keeping the rows up to its state (steps <= global_step, epochs < epoch) and
-/// dropping later ones, so a resumed run's logs have every row once; a fit from step 0 truncates them.
+/// dropping later ones, so a resumed run's logs have every row once; a fit from step 0 truncates them. Rows reach
+/// the files at every epoch end and before every checkpoint (before_checkpoint, called by the checkpoint policy), so
+/// a run killed after a checkpoint and resumed from it has them all; an epoch resumed in its middle takes the
+/// training loss of its kept rows (steps.jsonl, exact) so that its row equals an uninterrupted run's.
 /// Phase times come from StepPhases (see its header for what each phase covers).
 /// Hooks: on_fit_begin, on_epoch_begin, around_forward, around_backward, before_step, after_step,
-/// on_validation_end, on_epoch_end, on_fit_end. Cost: four clock reads per micro-step, and per logged step one read of the loss
+/// on_validation_end, before_checkpoint, on_epoch_end, on_fit_end. Cost: four clock reads per micro-step, and per logged step one read of the loss
 /// (and of the grad norm), each a device sync on CUDA; an empty `dir` writes no files but still times.
 /// Peak memory per step (memory::PeakMemory: peak RSS from VmHWM, reset at each step's first forward; with CUDA
 /// also the caching allocator's peak) goes in the step rows (peak_rss_mib, peak_cuda_mib), and its maximum over
@@ -29,10 +32,12 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <policytrain/callbacks/advice.hpp>
 #include <policytrain/callbacks/grad_clip.hpp>
 #include <policytrain/callbacks/step_phases.hpp>
 #include <policytrain/core/category.hpp>
@@ -98,8 +103,21 @@ class MetricsLog {
     const std::string epochs_header = "epoch,train_loss,val_loss,val_accuracy,seconds,samples_per_s,data_wait_fraction";
     open_log(steps_csv_, o_.dir / "steps.csv", steps_header, fresh,
              [&](const std::string& l) { auto v = field(l, 1); return v && *v <= step0; });
-    open_log(steps_jsonl_, o_.dir / "steps.jsonl", "", fresh,
-             [&](const std::string& l) { auto v = key(l, "step"); return v && *v <= step0; });
+    // The rows kept of an epoch resumed in its middle carry its training loss so far, read back exactly (JSON
+    // holds every digit), so that its epoch row equals an uninterrupted run's.
+    carry_loss_sum_ = 0;
+    carry_loss_n_ = 0;
+    open_log(steps_jsonl_, o_.dir / "steps.jsonl", "", fresh, [&](const std::string& l) {
+      auto j = nlohmann::json::parse(l, nullptr, /*allow_exceptions=*/false);
+      if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() || j["step"].get<int64_t>() > step0)
+        return false;
+      if (ctx.state().batch_in_epoch > 0 && j.contains("epoch") && j["epoch"] == epoch0 && j.contains("loss") &&
+          j["loss"].is_number()) {
+        carry_loss_sum_ += j["loss"].get<double>();
+        ++carry_loss_n_;
+      }
+      return true;
+    });
     open_log(epochs_csv_, o_.dir / "epochs.csv", epochs_header, fresh,
              [&](const std::string& l) { auto v = field(l, 0); return v && *v < epoch0; });
     open_log(epochs_jsonl_, o_.dir / "epochs.jsonl", "", fresh,
@@ -110,9 +128,10 @@ class MetricsLog {
   void on_epoch_begin(Ctx&) {
     phases_.epoch_begin();
     epoch_ = {};
-    epoch_loss_sum_ = 0;
-    epoch_loss_n_ = 0;
+    epoch_loss_sum_ = std::exchange(carry_loss_sum_, 0.0);
+    epoch_loss_n_ = std::exchange(carry_loss_n_, 0);
     epoch_samples_ = 0;
+    epoch_row_written_ = false;
     val_.reset();
   }
   /// Runs `fn` (the forward), timed.
@@ -186,35 +205,59 @@ class MetricsLog {
   template <class Ctx>
   void on_validation_end(Ctx&, const Metrics& m) { val_ = m; }
 
-  /// Writes the epoch's row and flushes the logs.
+  /// Before a checkpoint is written: flushes every row so far, after writing the epoch's row when the checkpoint
+  /// ends the epoch, so that a run killed after the checkpoint and resumed from it finds every row up to its step
+  /// (a kill -9 loses what a process buffers, not what it has handed to the system).
+  template <class Ctx>
+  void before_checkpoint(Ctx& ctx, bool epoch_end) {
+    if (epoch_end && !epoch_row_written_) write_epoch_row(ctx);
+    flush();
+  }
+
+  /// Writes the epoch's row (unless a checkpoint ending the epoch had it written) and flushes the logs.
   template <class Ctx>
   void on_epoch_end(Ctx& ctx) {
+    if (!epoch_row_written_) write_epoch_row(ctx);
+    flush();
+  }
+
+  /// Hands every row written so far to the system.
+  void flush() {
+    for (auto* f : {&steps_csv_, &steps_jsonl_, &epochs_csv_, &epochs_jsonl_})
+      if (f->is_open()) f->flush();
+  }
+
+ private:
+  template <class Ctx>
+  void write_epoch_row(Ctx& ctx) {
+    epoch_row_written_ = true;
     if (!epochs_csv_.is_open()) return;
     const double train_loss = epoch_loss_n_ ? epoch_loss_sum_ / epoch_loss_n_ : std::numeric_limits<double>::quiet_NaN();
     const double secs = epoch_.total();
     const double wait = secs > 0 ? epoch_.data / secs : 0.0;
     const double rate = secs > 0 ? epoch_samples_ / secs : 0.0;
     const double vl = val_ ? val_->loss : std::numeric_limits<double>::quiet_NaN();
-    const double va = val_ ? val_->accuracy : std::numeric_limits<double>::quiet_NaN();
+    const bool has_acc = val_ && val_->has_accuracy();
+    const double va = has_acc ? val_->accuracy : std::numeric_limits<double>::quiet_NaN();
     epochs_csv_ << fmt::format("{},{:.6g},{},{},{:.6g},{:.6g},{:.6g}\n", ctx.state().epoch, train_loss,
-                               val_ ? fmt::format("{:.6g}", vl) : "", val_ ? fmt::format("{:.6g}", va) : "", secs,
+                               val_ ? fmt::format("{:.6g}", vl) : "", has_acc ? fmt::format("{:.6g}", va) : "", secs,
                                rate, wait);
     nlohmann::json j{{"epoch", ctx.state().epoch}, {"train_loss", finite_or_null(train_loss)}, {"seconds", secs},
                      {"samples_per_s", rate}, {"data_wait_fraction", wait}};
     if (val_) {
       j["val_loss"] = finite_or_null(vl);
-      j["val_accuracy"] = va;
+      if (has_acc) j["val_accuracy"] = va;
+      for (const auto& [k, v] : val_->extra) j["val_" + k] = finite_or_null(v);  // the task's own metrics
     }
     epochs_jsonl_ << j.dump() << "\n";
-    steps_csv_.flush();
-    steps_jsonl_.flush();
-    epochs_csv_.flush();
-    epochs_jsonl_.flush();
   }
+
+ public:
 
   /// Closes the logs and prints the summary (main rank).
   template <class Ctx>
   void on_fit_end(Ctx& ctx) {
+    features_ = run_features(ctx);
     steps_csv_.close();
     steps_jsonl_.close();
     epochs_csv_.close();
@@ -255,11 +298,12 @@ class MetricsLog {
                        peak_max_.cuda ? fmt::format(", {:.0f} MiB CUDA allocated", *mb(peak_max_.cuda)) : "");
     const double w = data_wait_fraction();
     if (w > 0.2)
-      s += "The step waits for data: add loader workers (--workers) and prefetch (--prefetch), or do less per sample.";
+      s += advice::data_wait();
     else if (w > 0.05)
-      s += "Some time goes to waiting for data: more loader workers or prefetch may help a little.";
+      s += "Some time goes to waiting for data: more loader workers or batches in flight (data::PrefetchOptions::"
+           "workers, data::PrefetchOptions::prefetch) may help a little.";
     else
-      s += "The step is compute-bound: try mixed precision, channels-last or a larger batch before the loader.";
+      s += "The step is compute-bound: " + advice::compute(features_, features_.convolutions) + " before the loader.";
     return s;
   }
 
@@ -309,10 +353,14 @@ class MetricsLog {
   static nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
   Options o_;
+  RunFeatures features_{};  // what the run uses, so that the advice does not suggest it
   StepPhases phases_;
   PhaseTimes totals_, epoch_;
   int64_t steps_ = 0, samples_ = 0, epoch_samples_ = 0, epoch_loss_n_ = 0;
   double epoch_loss_sum_ = 0;
+  double carry_loss_sum_ = 0;  // the training loss of the kept rows of an epoch resumed in its middle
+  int64_t carry_loss_n_ = 0;
+  bool epoch_row_written_ = false;
   double step_lr_ = 0;
   std::optional<Metrics> val_;
   memory::PeakMemory peak_;

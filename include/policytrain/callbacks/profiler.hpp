@@ -39,6 +39,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/csrc/autograd/profiler_kineto.h>
 
+#include <policytrain/callbacks/advice.hpp>
 #include <policytrain/callbacks/step_phases.hpp>
 
 namespace policytrain::callbacks {
@@ -146,6 +147,7 @@ class Profiler {
     cycle_ = 0;
     stats_.clear();
     main_ = ctx.is_main();
+    features_ = run_features(ctx);
     current_ = action(0);
     transit(Action::none, current_, ctx);
   }
@@ -197,6 +199,7 @@ class Profiler {
       state_ = State::off;
     }
     current_ = Action::none;
+    features_ = run_features(ctx);  // what the run used (a callback converting the model runs after fit begin)
     if (!main_ || stats_.empty()) return;
     std::filesystem::create_directories(o_.dir);
     std::ofstream(o_.dir / "key_averages.txt") << key_averages_table() << "\n" << advice() << "\n";
@@ -255,15 +258,13 @@ class Profiler {
                                 "top operator by self CPU time: {}.\n",
                                 100 * d / all, 100 * f / all, 100 * b / all, 100 * st / all, top);
     if (d / all > 0.2)
-      s += "The step waits for data: add loader workers (--workers) and prefetch (--prefetch), or do less per sample.";
+      s += advice::data_wait();
     else if (st / all > 0.3)
-      s += "The optimizer step is a large share: use the fused optimizer (--optimizer adamw) or fewer parameter "
-           "tensors.";
+      s += advice::optimizer(features_);
     else if (top.find("conv") != std::string::npos)
-      s += "Convolutions dominate: try channels-last (--channels-last), mixed precision (--precision bf16) or a "
-           "larger batch.";
+      s += "Convolutions dominate: " + advice::compute(features_, /*convolutions=*/true) + ".";
     else if (top.find("mm") != std::string::npos || top.find("linear") != std::string::npos)
-      s += "Matrix multiplies dominate: try mixed precision (--precision bf16) or a larger batch.";
+      s += "Matrix multiplies dominate: " + advice::compute(features_, /*convolutions=*/false) + ".";
     else if (top.find("copy") != std::string::npos || top.find("contiguous") != std::string::npos ||
              top == "aten::to")
       s += "Copies dominate: look for layout or dtype conversions in the model (Input Dims in the trace show where).";
@@ -416,6 +417,7 @@ class Profiler {
   }
 
   Options o_;
+  RunFeatures features_{};  // what the run uses, so that the advice does not suggest it
   State state_ = State::off;
   Action current_ = Action::none;
   int64_t step_ = 0, cycle_ = 0, recorded_steps_ = 0;

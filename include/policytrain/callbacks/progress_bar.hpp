@@ -70,7 +70,10 @@ class ProgressBar {
   }
   template <class Ctx>
   void on_validation_end(Ctx& ctx, const Metrics& m) {
-    val_ = fmt::format("  val_loss {:.4f}  val_acc {:.4f}", m.loss, m.accuracy);
+    // Only the metrics this validation has: a regression has no accuracy; a task's own metrics follow.
+    val_ = fmt::format("  val_loss {:.4f}", m.loss);
+    if (m.has_accuracy()) val_ += fmt::format("  val_acc {:.4f}", m.accuracy);
+    for (const auto& [k, v] : m.extra) val_ += fmt::format("  val_{} {:.4g}", k, v);
   }
   template <class Ctx>
   void on_epoch_end(Ctx& ctx) {
@@ -78,7 +81,7 @@ class ProgressBar {
     if (tty_) std::fprintf(o_.out, "\n");
     const double secs = std::chrono::duration<double>(Clock::now() - t0_).count();
     std::fprintf(o_.out, "epoch %lld/%lld  loss %.4f%s  lr %.3g  %.1fs\n",
-                 static_cast<long long>(ctx.state().epoch + 1), static_cast<long long>(ctx.options().epochs),
+                 static_cast<long long>(ctx.state().epoch), static_cast<long long>(ctx.options().epochs - 1),
                  ctx.state().loss_value(), val_.c_str(), ctx.lr(), secs);
     std::fflush(o_.out);
     val_.clear();
@@ -93,7 +96,7 @@ class ProgressBar {
     const int64_t done = ctx.state().batch_in_epoch;
     const double secs = std::chrono::duration<double>(now - t0_).count();
     const double rate = secs > 0 ? done / secs : 0.0;
-    std::string s = fmt::format("epoch {}/{} ", ctx.state().epoch + 1, ctx.options().epochs);
+    std::string s = fmt::format("epoch {}/{} ", ctx.state().epoch, ctx.options().epochs - 1);
     if (batches_ > 0) {
       constexpr int width = 24;
       const int filled = static_cast<int>(width * done / batches_);

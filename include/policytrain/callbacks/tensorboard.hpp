@@ -156,12 +156,15 @@ class TensorBoard {
     if (wrote) f_.flush();
   }
 
-  /// Writes val/loss and val/accuracy at the current step.
+  /// Writes val/loss, val/accuracy (when the validation has one) and the task's own metrics (val/<name>) at the
+  /// current step.
   template <class Ctx>
   void on_validation_end(Ctx& ctx, const Metrics& m) {
     if (!f_.is_open()) return;
     tb_events::Message summary;
-    summary.msg(1, scalar("val/loss", m.loss)).msg(1, scalar("val/accuracy", m.accuracy));
+    summary.msg(1, scalar("val/loss", m.loss));
+    if (m.has_accuracy()) summary.msg(1, scalar("val/accuracy", m.accuracy));
+    for (const auto& [k, v] : m.extra) summary.msg(1, scalar("val/" + k, v));  // the task's own metrics
     write(tb_events::event(now(), ctx.state().global_step).msg(5, summary));
     f_.flush();
   }

@@ -16,6 +16,9 @@
 /// An epoch-end checkpoint resumes at the start of the next epoch; a step checkpoint resumes mid-epoch (the
 /// Trainer skips the batches already consumed). Requires nothing; with callbacks::Ema, final.pt holds the
 /// EMA weights. Cost when off (empty `directory`): a branch per hook; when on: a serialization per save.
+/// Run identity: every file carries the run's id; a fresh start into a directory holding checkpoint files moves
+/// them to `previous-<run id>/` or refuses (`existing`); auto-resume continues only the run that wrote last.
+/// Before every save it calls the Trainer's before_checkpoint hooks (callbacks::MetricsLog flushes its rows).
 #include <cxxabi.h>
 #include <openssl/evp.h>
 
@@ -27,6 +30,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <random>
 #include <thread>
 #include <cmath>
 #include <cstdio>
@@ -102,6 +107,7 @@ inline Candidates list_checkpoints(const std::filesystem::path& dir) {
     try {
       auto meta = read_meta(e.path());
       for (const char* k : {"global_step", "epoch", "batch_in_epoch", "created_unix_ns"}) (void)meta_int(e.path(), meta, k, 0);
+      (void)meta_string(e.path(), meta, "run_id", "");
       c.readable.emplace_back(e.path(), std::move(meta));
     } catch (const CheckpointError& err) {
       c.unreadable.emplace_back(e.path(), err.what());
@@ -149,6 +155,13 @@ inline std::string architecture_digest(const torch::nn::Module& m) {
   std::string hex;
   for (unsigned i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
   return hex;
+}
+/// A new run id: 16 hex digits from std::random_device mixed with the clock (unique per fresh start, not secret).
+inline std::string new_run_id() {
+  std::random_device rd;
+  uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  v ^= static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull;
+  return fmt::format("{:016x}", v);
 }
 /// The dynamic type of `opt`, demangled ("torch::optim::AdamW").
 inline std::string optimizer_kind(const torch::optim::Optimizer& opt) {
@@ -299,6 +312,13 @@ class Disk {
   /// Name in logs and summaries.
   static constexpr std::string_view name = "checkpoint::Disk";
 
+  /// What a fresh start does when `directory` already holds checkpoint files (of another run, necessarily: a
+  /// fresh start has written none yet).
+  enum class Existing {
+    rotate,  ///< move them (and final.pt) into `directory/previous-<their run id>/`, say so, and start
+    refuse,  ///< throw CheckpointError naming the files and the choices; touch nothing
+  };
+
   /// Settings of Disk.
   struct Options {
     std::filesystem::path directory{};  ///< where checkpoints go; empty: the policy is off
@@ -315,6 +335,7 @@ class Disk {
     std::string settings{};           ///< the run's settings as JSON text, kept in every checkpoint's metadata
     RunInfo run{};                    ///< world size, batch size, data size: part of the run fingerprint
     bool async = false;               ///< write in a background thread (the step pays only the serialization)
+    Existing existing = Existing::rotate;  ///< a fresh start into a directory holding another run's files
     bool weights_only = false;        ///< resume: load the model's weights only (any run's file), start a new run
     bool export_final = true;         ///< write final.pt (torch.load-able weights) at fit end
     bool verbose = false;             ///< a line per file written
@@ -341,6 +362,8 @@ class Disk {
   const std::filesystem::path& resumed_from() const { return resumed_from_; }
   /// Validation metrics of every epoch so far (resumed runs included): (loss, accuracy).
   const std::vector<std::pair<double, double>>& history() const { return history_; }
+  /// The metric `best` watches (checked against the task's metrics when fit begins); empty when nothing is watched.
+  std::string monitored_metric() const { return enabled() && o_.best ? o_.monitor.metric : std::string(); }
   /// Best value of the monitored metric so far (NaN before the first validation).
   double best_metric() const { return best_metric_; }
   /// Epoch of the best metric (-1 before the first validation).
@@ -353,6 +376,9 @@ class Disk {
   }
   /// Number of checkpoint files written so far.
   int64_t files_written() const { return files_written_ + (written_ ? written_->load() : 0); }
+  /// This run's id (every checkpoint's metadata "run_id"): made at a fresh start, taken from the file a resume
+  /// continues; empty before the first fit.
+  const std::string& run_id() const { return run_id_; }
   /// This run's fingerprint (set at the first fit's begin; see run_fingerprint).
   const nlohmann::json& fingerprint() const { return fingerprint_; }
 
@@ -417,7 +443,17 @@ class Disk {
     // Once per policy: a later fit of the same Trainer keeps the run's fingerprint (a schedule has moved the
     // optimizer's momentum meanwhile; the run is the same).
     if (fingerprint_.is_null()) fingerprint_ = fingerprint(ctx);
-    if (!o_.resume.empty()) resume(ctx);
+    const auto& st = ctx.state();
+    const bool at_zero = st.global_step == 0 && st.epoch == 0 && st.batch_in_epoch == 0;
+    // A full resume continues the run that wrote the file (its run id, load_one); anything else is a new run. A
+    // new run from step 0 that loaded nothing must not share the directory with another run's files. (Weights
+    // only: the file named may be in the directory; it stays, and auto-resume tells the runs apart by their ids.)
+    bool continued = false;
+    if (!o_.resume.empty()) continued = resume(ctx);
+    if (!continued && run_id_.empty()) {
+      run_id_ = detail::new_run_id();
+      if (at_zero && resumed_from_.empty()) set_aside_other_runs(ctx);
+    }
     last_saved_step_ = ctx.state().global_step;
   }
 
@@ -520,6 +556,9 @@ class Disk {
             std::function<void()> after = {}) {
     // A deferred check (precision's non-finite loss) surfaces before weights it would condemn are written.
     if constexpr (requires { ctx.flush_checks(); }) ctx.flush_checks();
+    // Logs kept beside the run (callbacks::MetricsLog) hold every row up to this step before the file exists, so
+    // that a resume from it finds no gap in them (rows written after it are dropped when they are reopened).
+    if constexpr (requires { ctx.before_checkpoint(epoch_end); }) ctx.before_checkpoint(epoch_end);
     // Every rank: a sharded optimizer (parallel::ShardedDataParallel) gathers its whole state on the main rank
     // here (a collective), and lets the other ranks' parts go again once the payload holds them.
     struct AfterSave {
@@ -556,10 +595,12 @@ class Disk {
     nlohmann::json hist = nlohmann::json::array();
     for (const auto& [l, a] : history_) hist.push_back({{"loss", l}, {"accuracy", a}});
     meta["history"] = hist;
-    if (o_.best) meta["best"] = {{"metric", o_.monitor.metric}, {"mode", to_string(o_.monitor.mode)},
+    if (o_.best) meta["best"] = {{"metric", o_.monitor.metric}, {"mode", to_string(o_.monitor.effective_mode())},
                                  {"value", std::isfinite(best_metric_) ? nlohmann::json(best_metric_) : nlohmann::json()},
                                  {"epoch", best_epoch_}};
     if (!o_.settings.empty()) meta["settings"] = nlohmann::json::parse(o_.settings);
+    if (run_id_.empty()) run_id_ = detail::new_run_id();  // a save outside fit
+    meta["run_id"] = run_id_;
     meta["fingerprint"] = fingerprint_.is_null() ? fingerprint(ctx) : fingerprint_;
     if (!o_.async) {
       write_files(files, meta, payload, epoch, s.global_step, nullptr);
@@ -612,8 +653,20 @@ class Disk {
     const auto diff = fingerprint_differences(meta["fingerprint"], fingerprint_);
     if (diff.empty()) return "";
     return fmt::format("policytrain::checkpoint: {}: belongs to another run: {}; to start a new run from its weights, "
-                       "resume with weights only (checkpoint::Disk::Options::weights_only, --resume-weights-only)",
+                       "resume with weights only (checkpoint::Disk::Options::weights_only)",
                        file.string(), fmt::join(diff, "; "));
+  }
+
+  /// Whether `file`'s fingerprint matches this run's (or it records none); quiet, never throws (a malformed
+  /// fingerprint does not match; load_one reports it).
+  bool same_fingerprint(const std::filesystem::path& file, const nlohmann::json& meta) const {
+    if (!meta.contains("fingerprint")) return true;
+    try {
+      check_fingerprint(file, meta["fingerprint"]);
+      return fingerprint_differences(meta["fingerprint"], fingerprint_).empty();
+    } catch (const CheckpointError&) {
+      return false;
+    }
   }
 
   /// Loads `file` (metadata `meta`): everything, or the weights only. Throws CheckpointError.
@@ -629,40 +682,66 @@ class Disk {
     if (const std::string why = other_run(file, meta); !why.empty()) throw CheckpointError(why);
     load(ctx, file);
     resumed_from_ = file;
+    // The run continues under its id (a file written before run ids were recorded: a new one).
+    const std::string id = meta_string(file, meta, "run_id", "");
+    run_id_ = id.empty() ? detail::new_run_id() : id;
   }
 
+  /// Returns whether a full checkpoint was loaded (the run continues; false: weights only, or nothing to load).
   template <class Ctx>
-  void resume(Ctx& ctx) {
+  bool resume(Ctx& ctx) {
     namespace fs = std::filesystem;
     const fs::path target = o_.resume == "auto" ? o_.directory : fs::path(o_.resume);
     std::error_code ec;
     auto resumed = [&](const fs::path& file, const nlohmann::json& meta, bool fell_back) {
       if (o_.weights_only) return;
       say("policytrain::checkpoint: resumed from {} (epoch {}, batch {}, step {}){}", file.string(),
-          meta_int(file, meta, "epoch", 0) + 1, meta_int(file, meta, "batch_in_epoch", 0),
+          meta_int(file, meta, "epoch", 0), meta_int(file, meta, "batch_in_epoch", 0),
           meta_int(file, meta, "global_step", 0), fell_back ? ", the newest usable checkpoint" : "");
     };
     if (fs::is_regular_file(target, ec)) {  // a named file: no fallback
       const auto meta = read_meta(target);
       load_one(ctx, target, meta);
       resumed(target, meta, false);
-      return;
+      return !o_.weights_only;
     }
     if (!fs::is_directory(target, ec)) {
       if (o_.resume != "auto")
         throw CheckpointError(fmt::format("policytrain::checkpoint: {}: no such file or directory to resume from", target.string()));
       say("policytrain::checkpoint: no checkpoint in {}; starting from scratch", target.string());
-      return;
+      return false;
     }
     Candidates c = list_checkpoints(target);
     for (const auto& [file, why] : c.unreadable) say("{}; skipping it", why);
     std::vector<std::string> errors;
     for (const auto& [file, why] : c.unreadable) errors.push_back(why);
+    // Of the files this run's fingerprint matches, only those of the run that wrote last are continued: the run id
+    // of the newest such file by creation time. Another run of the same program is never a candidate, however far
+    // its steps go (a fresh run's step 63 beats an older run's 740). Files of another fingerprint go on to
+    // load_one, which reports how they differ.
+    std::optional<std::string> latest;
+    int64_t newest = std::numeric_limits<int64_t>::min();
+    for (const auto& [file, meta] : c.readable)
+      if (const int64_t t = meta_int(file, meta, "created_unix_ns", 0); t > newest && same_fingerprint(file, meta)) {
+        newest = t;
+        latest = meta_string(file, meta, "run_id", "");
+      }
     for (const auto& [file, meta] : c.readable) {
+      const std::string id = meta_string(file, meta, "run_id", "");
+      if (latest && id != *latest && same_fingerprint(file, meta)) {
+        const std::string why = fmt::format(
+            "policytrain::checkpoint: {}: written by another run (run {}, step {}) than the one that wrote last "
+            "(run {}); not continued (a fresh run moves such files to previous-<run id>/, "
+            "checkpoint::Disk::Options::existing)", file.string(), id.empty() ? "without id" : id,
+            meta_int(file, meta, "global_step", 0), latest->empty() ? "without id" : *latest);
+        say("{}; skipping it", why);
+        errors.push_back(why);
+        continue;
+      }
       try {
         load_one(ctx, file, meta);
         resumed(file, meta, !errors.empty());
-        return;
+        return !o_.weights_only;
       } catch (const CheckpointError& e) {
         say("{}; falling back to the previous checkpoint", e.what());
         errors.push_back(e.what());
@@ -670,10 +749,80 @@ class Disk {
     }
     if (errors.empty()) {
       say("policytrain::checkpoint: no checkpoint in {}; starting from scratch", target.string());
-      return;
+      return false;
     }
     throw CheckpointError(fmt::format("policytrain::checkpoint: no usable checkpoint in {}:\n  {}", target.string(),
                                       fmt::join(errors, "\n  ")));
+  }
+
+  /// A fresh run (new run id, step 0): the checkpoint files (*.ckpt, final.pt) already in the directory are another
+  /// run's. `existing`: rotate moves them to `previous-<run id>/` (the id of the newest readable one; a time stamp
+  /// when none records an id), refuse throws. The main rank decides and moves; every rank throws on refusal.
+  template <class Ctx>
+  void set_aside_other_runs(Ctx& ctx) {
+    namespace fs = std::filesystem;
+    std::vector<fs::path> files;
+    std::string id;
+    int64_t step = 0, newest = std::numeric_limits<int64_t>::min();
+    if (ctx.is_main()) {
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(o_.directory, ec)) {
+        const auto n = e.path().filename().string();
+        if (!e.is_regular_file() || n.front() == '.' || (e.path().extension() != ".ckpt" && n != "final.pt")) continue;
+        files.push_back(e.path());
+      }
+      std::sort(files.begin(), files.end());
+      const Candidates c = list_checkpoints(o_.directory);
+      for (const auto& [file, meta] : c.readable)
+        if (const int64_t t = meta_int(file, meta, "created_unix_ns", 0); t > newest) {
+          newest = t;
+          id = meta_string(file, meta, "run_id", "");
+          step = meta_int(file, meta, "global_step", 0);
+        }
+    }
+    const bool refuse = !files.empty() && o_.existing == Existing::refuse;
+    if (ctx.agree_any(refuse)) {
+      if (!ctx.is_main())
+        throw CheckpointError(fmt::format("policytrain::checkpoint: {} holds another run's checkpoint files, and "
+                                          "Options::existing is refuse (the main rank names them)", o_.directory.string()));
+      std::vector<std::string> names;
+      for (size_t i = 0; i < files.size() && i < 5; ++i) names.push_back(files[i].filename().string());
+      if (files.size() > 5) names.push_back(fmt::format("and {} more", files.size() - 5));
+      throw CheckpointError(fmt::format(
+          "policytrain::checkpoint: {} holds {} checkpoint file(s) of another run (run {}, newest step {}: {}), and "
+          "this run starts fresh; continue that run (resume = \"auto\"), choose another directory, remove them, or "
+          "set checkpoint::Disk::Options::existing = Existing::rotate to move them to previous-<run id>/ "
+          "(existing is refuse)", o_.directory.string(), files.size(), id.empty() ? "without id" : id, step,
+          fmt::join(names, ", ")));
+    }
+    if (files.empty() || !ctx.is_main()) return;
+    // The id names a folder: only letters, digits, '-' and '_' (a forged file's id could hold "../").
+    const bool plain = !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char ch) {
+      return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '-' || ch == '_';
+    });
+    std::string base = "previous-" + (plain ? id : std::string());
+    if (!plain) {  // files written before run ids were recorded: named by the time they are moved (UTC)
+      char stamp[32] = {};
+      const std::time_t now = std::time(nullptr);
+      std::tm tm{};
+      gmtime_r(&now, &tm);
+      std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+      base += stamp;
+    }
+    fs::path dest = o_.directory / base;
+    for (int i = 2; fs::exists(dest); ++i) dest = o_.directory / fmt::format("{}-{}", base, i);
+    std::error_code ec;
+    fs::create_directories(dest, ec);
+    if (ec) throw CheckpointError(fmt::format("policytrain::checkpoint: cannot create {} to move another run's files "
+                                              "into: {}", dest.string(), ec.message()));
+    for (const auto& f : files) {
+      fs::rename(f, dest / f.filename(), ec);
+      if (ec) throw CheckpointError(fmt::format("policytrain::checkpoint: cannot move {} to {}: {}", f.string(),
+                                                dest.string(), ec.message()));
+    }
+    say("policytrain::checkpoint: {} held {} file(s) of another run (run {}, newest step {}); moved them to {} so "
+        "that this run (run {}) does not mix with them (checkpoint::Disk::Options::existing = rotate; refuse stops "
+        "instead)", o_.directory.string(), files.size(), id.empty() ? "without id" : id, step, dest.string(), run_id_);
   }
 
   /// Keeps the newest `keep` epoch-/step- files.
@@ -707,6 +856,7 @@ class Disk {
   int64_t last_saved_step_ = -1;
   int64_t files_written_ = 0;
   nlohmann::json fingerprint_;
+  std::string run_id_;                              // this run's id (see run_id())
   std::shared_ptr<AsyncWriter> writer_;             // asynchronous mode: the background writer (made on first save)
   std::shared_ptr<std::atomic<int64_t>> written_;   // files the writer has written
   double last_save_seconds_ = 0;

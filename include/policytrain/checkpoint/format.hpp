@@ -278,6 +278,15 @@ inline bool meta_bool(const std::filesystem::path& file, const nlohmann::json& m
   return it->get<bool>();
 }
 
+/// The string metadata field `key` of `file`, or `fallback` when absent (see meta_int).
+inline std::string meta_string(const std::filesystem::path& file, const nlohmann::json& meta, const char* key,
+                               const std::string& fallback) {
+  const auto it = meta.find(key);
+  if (it == meta.end() || it->is_null()) return fallback;
+  if (!it->is_string()) detail::bad_meta_field(file, key, *it, "a string");
+  return it->get<std::string>();
+}
+
 /// A whole checkpoint file, validated: header, both checksums and length.
 struct RawFile {
   /// The metadata.

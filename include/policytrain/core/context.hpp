@@ -81,6 +81,9 @@ class Context {
   /// Reads every check a policy keeps pending on the device (flush_checks hooks: the precision policy's
   /// non-finite loss check), throwing what it finds. A policy that persists the run calls it first.
   void flush_checks() { t_->flush_checks(); }
+  /// Calls every policy's before_checkpoint(ctx, epoch_end) hook (callbacks::MetricsLog flushes its rows). A checkpoint
+  /// policy calls it before it writes a checkpoint, so that files a policy keeps beside it cover the checkpoint's step.
+  void before_checkpoint(bool epoch_end) { t_->before_checkpoint(epoch_end); }
   /// On every rank, before a checkpoint policy serialises the optimizer: the policies' before_save hooks (a sharded
   /// optimizer gathers its whole state on the main rank; a collective, so every rank calls it at the same save).
   void before_save() { t_->before_save(); }
@@ -99,6 +102,9 @@ class Context {
   void replayed() { t_->on_replay(); }
   /// Every policy's graph_refusal(ctx) that is not empty: why the policy, as configured, cannot be captured.
   std::vector<std::string> graph_refusals() { return t_->graph_refusals(); }
+  /// Calls `f(policy)` for every policy and callback of the Trainer, in hook order (Trainer::for_each_policy).
+  template <class F>
+  void for_each_policy(F&& f) { t_->for_each_policy(static_cast<F&&>(f)); }
   /// The learning rate of param group `g`.
   double lr(size_t g = 0) { return optimizer().param_groups().at(g).options().get_lr(); }
   /// The device of the module's parameters (batches are moved there).

@@ -20,6 +20,7 @@
 /// | `on_validation_end(ctx, metrics)` | after each validation | void or bool (true = stop) |
 /// | `state_dict()`, `load_state_dict(d)` | checkpoint save and load | StateDict / void |
 /// | `before_save(ctx)`, `after_save(ctx)` | on every rank around a checkpoint's serialisation of the optimizer (Context::before_save) | void |
+/// | `before_checkpoint(ctx, epoch_end)` | before a checkpoint policy writes a checkpoint (Context::before_checkpoint; logs flush) | void |
 /// | `run_step(ctx, batch, body)` | each optimizer step, a step policy (step::CudaGraph) at most | bool (`body`'s) |
 /// | `prepare_capture(ctx)` | before a step policy captures the step | void |
 /// | `on_replay(ctx)` | after a step policy replayed the captured step (its hooks' host code did not run) | void |
@@ -32,6 +33,7 @@
 #include <concepts>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/types.h>
@@ -54,6 +56,13 @@ concept TrainableTask = requires(T& t, const Batch& b) {
 template <class T>
 concept EvaluableTask = requires(T& t, const Batch& b) {
   { t.validation_step(b) } -> std::convertible_to<Prediction>;
+};
+
+/// A Task that names the metrics its validation reports besides loss (those of Prediction::metrics, and
+/// "accuracy" when it has one), so that a policy's monitor is checked when fit begins.
+template <class T>
+concept DeclaresMetrics = requires(T& t) {
+  { t.metric_names() } -> std::convertible_to<std::vector<std::string>>;
 };
 
 namespace detail {
@@ -91,6 +100,10 @@ template <class P, class C> concept HasAroundEvaluate = requires(P& p, C& c, det
 /// Reads a check a policy keeps pending on the device (precision's non-finite loss check); called through
 /// Context::flush_checks by a policy about to persist the run (a checkpoint), so a deferred error surfaces first.
 template <class P, class C> concept HasFlushChecks = requires(P& p, C& c) { p.flush_checks(c); };
+/// Runs before a checkpoint policy writes a checkpoint (called through Context::before_checkpoint): a policy that
+/// writes files of its own (a log) makes them hold everything up to the checkpoint's step, so that a resume from
+/// it finds no gap. `epoch_end`: the checkpoint ends the epoch (it resumes at the next epoch's start).
+template <class P, class C> concept HasBeforeCheckpoint = requires(P& p, C& c, bool e) { p.before_checkpoint(c, e); };
 template <class P, class C> concept HasRunStep = requires(P& p, C& c, const Batch& b, bool (*f)(const Batch&)) { { p.run_step(c, b, f) } -> std::same_as<bool>; };
 template <class P, class C> concept HasPrepareCapture = requires(P& p, C& c) { p.prepare_capture(c); };
 template <class P, class C> concept HasOnReplay = requires(P& p, C& c) { p.on_replay(c); };
@@ -109,6 +122,118 @@ inline constexpr bool graph_safe_v = [] {
 template <class P, class C> concept HasOnValidationEnd = requires(P& p, C& c, const Metrics& m) { p.on_validation_end(c, m); };
 
 namespace detail {
+
+// --- Which members a policy declares, by name -------------------------------------------------------------------
+// C++20 cannot ask "does P declare a member named X" of a member template or an overload set (`&P::X` is ill-formed
+// for both), so a probe derives from P and from a class holding one `int X` per name: `&NameProbe<P>::X` is then
+// ambiguous (ill-formed) exactly when P declares X too, whatever X is in P. Data members are not functions and are
+// left out; a final class cannot be derived from, so for it only a plain member function (`&P::X`) is found.
+
+/// Every hook's name (the Trainer calls each by this name).
+#define POLICYTRAIN_DETAIL_HOOK_NAMES(X)                                                                           \
+  X(on_fit_begin) X(on_fit_end) X(on_epoch_begin) X(on_epoch_end) X(around_forward) X(transform_loss)              \
+  X(around_backward) X(should_step) X(before_step) X(step) X(after_step) X(on_step_end) X(around_evaluate)          \
+  X(on_validation_end) X(flush_checks) X(run_step) X(prepare_capture) X(on_replay) X(graph_refusal) X(state_dict)  \
+  X(load_state_dict) X(around_step) X(before_save) X(after_save) X(before_checkpoint)
+
+/// Names a policy author may write for a hook (one edit away, or another library's name for it) and the hook they
+/// mean. The list is fixed: C++ cannot enumerate a class's members, so a name not listed is not caught
+/// (docs/writing-a-policy.md).
+#define POLICYTRAIN_DETAIL_NEAR_HOOK_NAMES(X)                                                                      \
+  X(on_fit_begins, on_fit_begin) X(on_fit_began, on_fit_begin) X(on_fit_start, on_fit_begin)                       \
+  X(on_fit_started, on_fit_begin) X(fit_begin, on_fit_begin) X(on_train_begin, on_fit_begin)                       \
+  X(on_train_start, on_fit_begin) X(onFitBegin, on_fit_begin)                                                      \
+  X(on_fit_ends, on_fit_end) X(on_fit_ended, on_fit_end) X(fit_end, on_fit_end) X(on_train_end, on_fit_end)        \
+  X(onFitEnd, on_fit_end)                                                                                          \
+  X(on_epoch_begins, on_epoch_begin) X(on_epoch_began, on_epoch_begin) X(on_epoch_start, on_epoch_begin)           \
+  X(on_epoch_started, on_epoch_begin) X(epoch_begin, on_epoch_begin) X(on_train_epoch_start, on_epoch_begin)       \
+  X(onEpochBegin, on_epoch_begin)                                                                                  \
+  X(on_epoch_ends, on_epoch_end) X(on_epoch_ended, on_epoch_end) X(epoch_end, on_epoch_end)                        \
+  X(on_train_epoch_end, on_epoch_end) X(onEpochEnd, on_epoch_end)                                                  \
+  X(around_forwards, around_forward) X(on_forward, around_forward) X(onForward, around_forward)                    \
+  X(transform_losses, transform_loss) X(transformLoss, transform_loss)                                             \
+  X(around_backwards, around_backward) X(on_backward, around_backward) X(on_before_backward, around_backward)      \
+  X(on_after_backward, around_backward)                                                                            \
+  X(should_steps, should_step) X(shouldStep, should_step)                                                          \
+  X(before_steps, before_step) X(on_step_begin, before_step) X(on_step_start, before_step)                         \
+  X(on_before_optimizer_step, before_step) X(beforeStep, before_step)                                              \
+  X(after_steps, after_step) X(on_after_step, after_step) X(on_batch_end, after_step)                              \
+  X(on_train_batch_end, after_step) X(afterStep, after_step)                                                       \
+  X(on_step_ends, on_step_end) X(on_step_ended, on_step_end) X(step_end, on_step_end) X(onStepEnd, on_step_end)    \
+  X(around_evaluation, around_evaluate) X(around_eval, around_evaluate) X(around_validation, around_evaluate)      \
+  X(on_validation_ends, on_validation_end) X(on_validation_ended, on_validation_end)                               \
+  X(validation_end, on_validation_end) X(on_val_end, on_validation_end) X(on_validation_epoch_end, on_validation_end) \
+  X(on_evaluate_end, on_validation_end) X(on_eval_end, on_validation_end) X(onValidationEnd, on_validation_end)    \
+  X(flush_check, flush_checks) X(prepare_captures, prepare_capture) X(on_replays, on_replay)                        \
+  X(graph_refusals, graph_refusal) X(state_dicts, state_dict) X(load_state, load_state_dict)                       \
+  X(load_state_dicts, load_state_dict)
+
+/// The signature each hook is declared with, quoted by the messages below.
+#define POLICYTRAIN_DETAIL_SIG_on_fit_begin "template <class Ctx> void on_fit_begin(Ctx& ctx)"
+#define POLICYTRAIN_DETAIL_SIG_on_fit_end "template <class Ctx> void on_fit_end(Ctx& ctx)"
+#define POLICYTRAIN_DETAIL_SIG_on_epoch_begin "template <class Ctx> void on_epoch_begin(Ctx& ctx)"
+#define POLICYTRAIN_DETAIL_SIG_on_epoch_end "template <class Ctx> bool on_epoch_end(Ctx& ctx)"
+#define POLICYTRAIN_DETAIL_SIG_around_forward "template <class Ctx, class F> auto around_forward(Ctx& ctx, F&& fn)"
+#define POLICYTRAIN_DETAIL_SIG_transform_loss \
+  "template <class Ctx> torch::Tensor transform_loss(Ctx& ctx, torch::Tensor loss)"
+#define POLICYTRAIN_DETAIL_SIG_around_backward "template <class Ctx, class F> void around_backward(Ctx& ctx, F&& fn)"
+#define POLICYTRAIN_DETAIL_SIG_should_step "template <class Ctx> bool should_step(Ctx& ctx)"
+#define POLICYTRAIN_DETAIL_SIG_before_step "template <class Ctx> void before_step(Ctx& ctx)"
+#define POLICYTRAIN_DETAIL_SIG_step "template <class Ctx> bool step(Ctx& ctx)"
+#define POLICYTRAIN_DETAIL_SIG_after_step "template <class Ctx> void after_step(Ctx& ctx, bool stepped)"
+#define POLICYTRAIN_DETAIL_SIG_on_step_end "template <class Ctx> void on_step_end(Ctx& ctx)"
+#define POLICYTRAIN_DETAIL_SIG_around_evaluate \
+  "template <class Ctx, class F> policytrain::Metrics around_evaluate(Ctx& ctx, F&& fn)"
+#define POLICYTRAIN_DETAIL_SIG_on_validation_end \
+  "template <class Ctx> bool on_validation_end(Ctx& ctx, const policytrain::Metrics& m)"
+#define POLICYTRAIN_DETAIL_SIG_flush_checks "template <class Ctx> void flush_checks(Ctx& ctx)"
+#define POLICYTRAIN_DETAIL_SIG_run_step \
+  "template <class Ctx, class F> bool run_step(Ctx& ctx, const policytrain::Batch& b, F&& body)"
+#define POLICYTRAIN_DETAIL_SIG_prepare_capture "template <class Ctx> void prepare_capture(Ctx& ctx)"
+#define POLICYTRAIN_DETAIL_SIG_on_replay "template <class Ctx> void on_replay(Ctx& ctx)"
+#define POLICYTRAIN_DETAIL_SIG_graph_refusal "template <class Ctx> std::string graph_refusal(Ctx& ctx)"
+#define POLICYTRAIN_DETAIL_SIG_state_dict \
+  "policytrain::StateDict state_dict() const` and `void load_state_dict(const policytrain::StateDict& d)"
+#define POLICYTRAIN_DETAIL_SIG_load_state_dict \
+  "void load_state_dict(const policytrain::StateDict& d)` and `policytrain::StateDict state_dict() const"
+
+#define POLICYTRAIN_DETAIL_SIG_around_step "template <class Ctx, class F> bool around_step(Ctx& ctx, F&& fn)"
+#define POLICYTRAIN_DETAIL_SIG_before_save "template <class Ctx> void before_save(Ctx& ctx)"
+#define POLICYTRAIN_DETAIL_SIG_after_save "template <class Ctx> void after_save(Ctx& ctx)"
+#define POLICYTRAIN_DETAIL_SIG_before_checkpoint "template <class Ctx> void before_checkpoint(Ctx& ctx, bool epoch_end)"
+
+#define POLICYTRAIN_DETAIL_MEMBER(name) int name;
+#define POLICYTRAIN_DETAIL_NEAR_MEMBER(near, hook) int near;
+/// One member per name the probes look for.
+struct HookNames {
+  POLICYTRAIN_DETAIL_HOOK_NAMES(POLICYTRAIN_DETAIL_MEMBER)
+  POLICYTRAIN_DETAIL_NEAR_HOOK_NAMES(POLICYTRAIN_DETAIL_NEAR_MEMBER)
+};
+#undef POLICYTRAIN_DETAIL_MEMBER
+#undef POLICYTRAIN_DETAIL_NEAR_MEMBER
+
+/// Derives from the policy and HookNames: a name both declare is ambiguous in it.
+template <class P>
+struct NameProbe : P, HookNames {};
+
+/// `&P::x` of a data member: a pointer to a member object (non-static) or to an object (static).
+template <class T>
+concept DataMemberPointer =
+    std::is_member_object_pointer_v<T> || (std::is_pointer_v<T> && std::is_object_v<std::remove_pointer_t<T>>);
+
+template <class P>
+concept Probeable = std::is_class_v<P> && !std::is_final_v<P>;
+
+#define POLICYTRAIN_DETAIL_DECLARES(name)                                                                          \
+  template <class P>                                                                                               \
+  concept declares_##name = ((Probeable<P> && !requires { &NameProbe<P>::name; }) ||                             \
+                             (!Probeable<P> && requires { &P::name; })) &&                                         \
+                            !requires { requires DataMemberPointer<decltype(&P::name)>; };
+#define POLICYTRAIN_DETAIL_NEAR_DECLARES(near, hook) POLICYTRAIN_DETAIL_DECLARES(near)
+POLICYTRAIN_DETAIL_HOOK_NAMES(POLICYTRAIN_DETAIL_DECLARES)
+POLICYTRAIN_DETAIL_NEAR_HOOK_NAMES(POLICYTRAIN_DETAIL_NEAR_DECLARES)
+#undef POLICYTRAIN_DETAIL_NEAR_DECLARES
+#undef POLICYTRAIN_DETAIL_DECLARES
 
 /// Compile-time checks of one policy against the hook contract. Instantiated once per policy, so the
 /// compiler's "in instantiation of HookCheck<P, ...>" line names the offending policy.
@@ -141,17 +266,47 @@ struct HookCheck {
                 "write it as `template <class C, class F> auto around_forward(C& ctx, F&& fn) { ...; return fn(); }`");
   static_assert(!HasAfterStep<P, C> || requires(P& p, C& c, bool s) { { p.after_step(c, s) } -> std::same_as<void>; },
                 "policytrain::Trainer: a policy's after_step(ctx, stepped) must return void; change its return type");
-  // Hooks declared as plain member functions, but with parameters the Trainer cannot pass.
-  static_assert(!requires { &P::on_epoch_end; } || HasOnEpochEnd<P, C>,
-                "policytrain::Trainer: a policy declares on_epoch_end, but it cannot be called as on_epoch_end(ctx); "
-                "take the context as a template parameter: `template <class Ctx> bool on_epoch_end(Ctx& ctx)`");
-  static_assert(!requires { &P::on_validation_end; } || HasOnValidationEnd<P, C>,
-                "policytrain::Trainer: a policy declares on_validation_end, but it cannot be called as "
-                "on_validation_end(ctx, metrics); use `template <class Ctx> bool on_validation_end(Ctx& ctx, "
-                "const policytrain::Metrics& m)`");
-  static_assert(!requires { &P::after_step; } || HasAfterStep<P, C>,
-                "policytrain::Trainer: a policy declares after_step, but it cannot be called as after_step(ctx, stepped); "
-                "use `template <class Ctx> void after_step(Ctx& ctx, bool stepped)`");
+  // A member named like a hook (a plain function, a member template or an overload set) that the Trainer cannot
+  // call with its arguments would never run: refused, naming the hook and the signature it needs.
+#define POLICYTRAIN_DETAIL_CALLABLE_CHECK(hook, call, has)                                                          \
+  static_assert(!declares_##hook<P> || has,                                                                     \
+                "policytrain::Trainer: a policy declares " #hook ", but it cannot be called as " call            \
+                ", so the Trainer would never call it; declare it `" POLICYTRAIN_DETAIL_SIG_##hook "`");
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(on_fit_begin, "on_fit_begin(ctx)", (HasOnFitBegin<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(on_fit_end, "on_fit_end(ctx)", (HasOnFitEnd<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(on_epoch_begin, "on_epoch_begin(ctx)", (HasOnEpochBegin<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(on_epoch_end, "on_epoch_end(ctx)", (HasOnEpochEnd<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(around_forward, "around_forward(ctx, fn)", (HasAroundForward<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(transform_loss, "transform_loss(ctx, loss)", (HasTransformLoss<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(around_backward, "around_backward(ctx, fn)", (HasAroundBackward<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(should_step, "should_step(ctx)", (HasShouldStep<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(before_step, "before_step(ctx)", (HasBeforeStep<P, C>))
+  // `step()` without arguments is an accessor (schedule::Lr::step(): the steps it counted), not a mistaken hook.
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(step, "step(ctx)", (HasStep<P, C> || requires(P& p) { p.step(); }))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(after_step, "after_step(ctx, stepped)", (HasAfterStep<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(on_step_end, "on_step_end(ctx)", (HasOnStepEnd<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(around_evaluate, "around_evaluate(ctx, fn)", (HasAroundEvaluate<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(on_validation_end, "on_validation_end(ctx, metrics)", (HasOnValidationEnd<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(flush_checks, "flush_checks(ctx)", (HasFlushChecks<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(run_step, "run_step(ctx, batch, body) returning bool", (HasRunStep<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(prepare_capture, "prepare_capture(ctx)", (HasPrepareCapture<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(on_replay, "on_replay(ctx)", (HasOnReplay<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(graph_refusal, "graph_refusal(ctx) returning std::string", (HasGraphRefusal<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(state_dict, "state_dict() const beside load_state_dict(d)", (Stateful<P>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(load_state_dict, "load_state_dict(d) beside state_dict() const", (Stateful<P>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(around_step, "around_step(ctx, fn)", (HasAroundStep<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(before_save, "before_save(ctx)", (HasBeforeSave<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(after_save, "after_save(ctx)", (HasAfterSave<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(before_checkpoint, "before_checkpoint(ctx, epoch_end)", (HasBeforeCheckpoint<P, C>))
+#undef POLICYTRAIN_DETAIL_CALLABLE_CHECK
+  // A member one edit (or one library's naming) away from a hook's name: the Trainer calls no such hook.
+#define POLICYTRAIN_DETAIL_NEAR_CHECK(near, hook)                                                                  \
+  static_assert(!declares_##near<P>,                                                                             \
+                "policytrain::Trainer: a policy declares " #near ", which is not a hook, so the Trainer never "  \
+                "calls it; did you mean " #hook "? Declare it `" POLICYTRAIN_DETAIL_SIG_##hook "`, or rename the " \
+                "member if it is not meant as a hook");
+  POLICYTRAIN_DETAIL_NEAR_HOOK_NAMES(POLICYTRAIN_DETAIL_NEAR_CHECK)
+#undef POLICYTRAIN_DETAIL_NEAR_CHECK
   static_assert(!Stateful<P> || requires { std::string_view{P::name}; },
                 "policytrain::Trainer: a stateful policy (one with state_dict/load_state_dict) must declare "
                 "`static constexpr std::string_view name`; it prefixes the policy's entries in a checkpoint");
@@ -172,4 +327,29 @@ struct GraphSafeCheck {
 };
 
 }  // namespace detail
+
+#undef POLICYTRAIN_DETAIL_HOOK_NAMES
+#undef POLICYTRAIN_DETAIL_NEAR_HOOK_NAMES
+#undef POLICYTRAIN_DETAIL_SIG_on_fit_begin
+#undef POLICYTRAIN_DETAIL_SIG_on_fit_end
+#undef POLICYTRAIN_DETAIL_SIG_on_epoch_begin
+#undef POLICYTRAIN_DETAIL_SIG_on_epoch_end
+#undef POLICYTRAIN_DETAIL_SIG_around_forward
+#undef POLICYTRAIN_DETAIL_SIG_transform_loss
+#undef POLICYTRAIN_DETAIL_SIG_around_backward
+#undef POLICYTRAIN_DETAIL_SIG_should_step
+#undef POLICYTRAIN_DETAIL_SIG_before_step
+#undef POLICYTRAIN_DETAIL_SIG_step
+#undef POLICYTRAIN_DETAIL_SIG_after_step
+#undef POLICYTRAIN_DETAIL_SIG_on_step_end
+#undef POLICYTRAIN_DETAIL_SIG_around_evaluate
+#undef POLICYTRAIN_DETAIL_SIG_on_validation_end
+#undef POLICYTRAIN_DETAIL_SIG_flush_checks
+#undef POLICYTRAIN_DETAIL_SIG_run_step
+#undef POLICYTRAIN_DETAIL_SIG_prepare_capture
+#undef POLICYTRAIN_DETAIL_SIG_on_replay
+#undef POLICYTRAIN_DETAIL_SIG_graph_refusal
+#undef POLICYTRAIN_DETAIL_SIG_state_dict
+#undef POLICYTRAIN_DETAIL_SIG_load_state_dict
+
 }  // namespace policytrain

@@ -1,12 +1,17 @@
 #pragma once
 /// \file
-/// Metrics of an evaluation: mean loss, accuracy and the confusion matrix, from which
+/// Metrics of an evaluation: mean loss, the task's own metrics, and for a classification output ([batch, classes]
+/// scores, at least two classes, integer targets) accuracy and the confusion matrix, from which
 /// ClassificationReport derives per-class precision, recall, F1 and support (as scikit-learn's
 /// `classification_report` defines them, zero where a denominator is zero).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -113,24 +118,43 @@ struct ClassificationReport {
   }
 };
 
-/// Result of an evaluation: mean loss over samples, accuracy, confusion matrix.
+/// Result of an evaluation: mean loss over samples, accuracy, confusion matrix, the task's own metrics.
 struct Metrics {
   /// Mean loss over the evaluated samples.
   double loss = 0;
-  /// Fraction of samples whose highest score is the target class (0 when the output is not [batch, classes]).
-  double accuracy = 0;
+  /// Fraction of samples whose highest score is the target class (a classification output: [batch, classes]
+  /// scores with at least two classes and integer targets), or the task's own "accuracy" (Prediction::metrics);
+  /// NaN when neither applies (a regression): see has_accuracy().
+  double accuracy = std::numeric_limits<double>::quiet_NaN();
   /// Samples evaluated.
   int64_t samples = 0;
-  std::vector<std::vector<int64_t>> confusion;  ///< [true][predicted]
-  std::map<std::string, double> extra;          ///< further named scalars a task or policy adds
+  std::vector<std::vector<int64_t>> confusion;  ///< [true][predicted] (empty unless the output is classification)
+  std::map<std::string, double> extra;          ///< the task's own metrics (Prediction::metrics), but "accuracy"
 
-  /// A named value: "loss", "accuracy", or one of `extra`. Throws std::out_of_range naming the key.
+  /// Whether this evaluation has an accuracy (built-in for classification outputs, or the task's own).
+  bool has_accuracy() const { return !std::isnan(accuracy); }
+  /// Whether `key` names a metric of this evaluation.
+  bool has(const std::string& key) const { return key == "loss" || (key == "accuracy" && has_accuracy()) || extra.count(key) > 0; }
+  /// The names of this evaluation's metrics: "loss", "accuracy" when it has one, then the task's own.
+  std::vector<std::string> names() const {
+    std::vector<std::string> n{"loss"};
+    if (has_accuracy()) n.push_back("accuracy");
+    for (const auto& [k, v] : extra) n.push_back(k);
+    return n;
+  }
+
+  /// A named value: "loss", "accuracy" (when it has one), or one of `extra`. Throws std::out_of_range naming the
+  /// key and the metrics this evaluation has.
   double get(const std::string& key) const {
     if (key == "loss") return loss;
-    if (key == "accuracy") return accuracy;
+    if (key == "accuracy" && has_accuracy()) return accuracy;
     if (auto it = extra.find(key); it != extra.end()) return it->second;
-    throw std::out_of_range("policytrain::Metrics: no metric named '" + key +
-                            "'; known: loss, accuracy" + (extra.empty() ? "" : " and the task's extra metrics"));
+    std::string known;
+    for (const auto& k : names()) known += (known.empty() ? "" : ", ") + k;
+    throw std::out_of_range("policytrain::Metrics: no metric named '" + key + "'; this evaluation has: " + known +
+                            (key == "accuracy" ? " (accuracy is built in only for [batch, classes] scores with "
+                                                 "integer targets; a task reports its own in Prediction::metrics)"
+                                               : ""));
   }
 
   /// Per-class precision, recall and F1 from the confusion matrix, the classes named by `labels`.
@@ -142,12 +166,32 @@ struct Metrics {
 /// Accumulates Metrics over batches; loss is weighted by batch size so the mean is over samples.
 class MetricsAccumulator {
  public:
-  /// Adds one batch: its mean loss, the model's output and the targets.
-  void add(const torch::Tensor& mean_loss, const torch::Tensor& output, const torch::Tensor& target) {
+  /// Whether `output` and `target` are a classification's: [batch, classes] scores (classes >= 2) and [batch]
+  /// integer class indices. Only then are accuracy and the confusion matrix built in.
+  static bool is_classification(const torch::Tensor& output, const torch::Tensor& target) {
+    return output.defined() && target.defined() && output.dim() == 2 && target.dim() == 1 && output.size(1) >= 2 &&
+           output.size(0) == target.size(0) && !at::isFloatingType(target.scalar_type()) &&
+           !at::isComplexType(target.scalar_type()) && target.scalar_type() != torch::kBool;
+  }
+
+  /// Adds one batch: its mean loss, the model's output, the targets and the task's own metrics (each the batch's
+  /// mean; see Prediction::metrics). Throws std::invalid_argument naming a metric that is not a scalar.
+  void add(const torch::Tensor& mean_loss, const torch::Tensor& output, const torch::Tensor& target,
+           const std::map<std::string, torch::Tensor>& metrics = {}) {
     const int64_t n = target.size(0);
     loss_sum_ += mean_loss.detach().to(torch::kDouble).item<double>() * n;
     samples_ += n;
-    if (output.dim() == 2 && target.dim() == 1) {
+    for (const auto& [name, value] : metrics) {
+      if (!value.defined() || value.numel() != 1)
+        throw std::invalid_argument("policytrain::MetricsAccumulator: the task's metric '" + name + "' is " +
+                                    (value.defined() ? "a tensor of " + std::to_string(value.numel()) + " elements"
+                                                     : "an undefined tensor") +
+                                    "; expected a scalar: the batch's mean (Prediction::metrics)");
+      auto& [sum, count] = extra_[name];
+      sum += value.detach().to(torch::kDouble).item<double>() * n;
+      count += n;
+    }
+    if (is_classification(output, target)) {
       const int64_t k = output.size(1);
       auto pred = output.detach().argmax(1).to(torch::kCPU);
       auto t = target.to(torch::kCPU, torch::kLong);
@@ -162,14 +206,17 @@ class MetricsAccumulator {
     /// Samples added.
     int64_t samples = 0;
     torch::Tensor confusion;   ///< [true][predicted] counts (int64), undefined before a classification batch
+    /// The task's metrics: name -> (value times batch size, summed; samples they cover).
+    std::map<std::string, std::pair<double, int64_t>> extra{};
   };
   /// The running sums.
-  Sums sums() const { return {loss_sum_, samples_, confusion_}; }
+  Sums sums() const { return {loss_sum_, samples_, confusion_, extra_}; }
   /// Replaces the running sums (with the ranks' reduced ones).
   void set_sums(Sums s) {
     loss_sum_ = s.loss_sum;
     samples_ = s.samples;
     confusion_ = std::move(s.confusion);
+    extra_ = std::move(s.extra);
   }
 
   /// The metrics of every batch added so far.
@@ -188,6 +235,12 @@ class MetricsAccumulator {
       for (int64_t t = 0; t < k; ++t) correct += d[t * k + t];
       m.accuracy = samples_ ? static_cast<double>(correct) / samples_ : 0.0;
     }
+    // The task's own accuracy (a one-logit binary classifier's) is the accuracy; its other metrics are extra.
+    for (const auto& [name, sc] : extra_) {
+      const double v = sc.second ? sc.first / static_cast<double>(sc.second) : std::numeric_limits<double>::quiet_NaN();
+      if (name == "accuracy") m.accuracy = v;
+      else m.extra[name] = v;
+    }
     return m;
   }
 
@@ -195,6 +248,7 @@ class MetricsAccumulator {
   double loss_sum_ = 0;
   int64_t samples_ = 0;
   torch::Tensor confusion_;
+  std::map<std::string, std::pair<double, int64_t>> extra_;
 };
 
 }  // namespace policytrain

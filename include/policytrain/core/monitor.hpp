@@ -5,7 +5,9 @@
 /// Shared by checkpoint::Disk (best checkpoints) and callbacks::EarlyStopping.
 #include <cmath>
 #include <stdexcept>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace policytrain {
 
@@ -24,23 +26,35 @@ inline const char* to_string(Mode m) { return m == Mode::min ? "min" : "max"; }
 /// Which validation metric to watch, which direction is better, and the margin an improvement needs.
 struct Monitor {
   std::string metric = "loss";  ///< a name Metrics::get knows
-  /// Whether lower (min) or higher (max) is better.
-  Mode mode = Mode::min;
+  /// Whether lower (min) or higher (max) is better; unset: the metric's own direction (default_mode).
+  std::optional<Mode> mode{};
   double min_delta = 0;         ///< an improvement must beat the best by more than this
 
-  /// The mode that suits a metric: max for accuracy, min for everything else.
-  static Mode default_mode(const std::string& metric) { return metric == "accuracy" ? Mode::max : Mode::min; }
+  /// The direction that suits a metric: max for a score (accuracy, acc, top-k accuracy, f1, precision, recall, auc,
+  /// r2, iou, map, dice and names ending in one of them after '_' or '/', as "val_accuracy" or "macro/f1"), min for
+  /// everything else (loss, error, perplexity, mse, mae, ...).
+  static Mode default_mode(const std::string& metric) {
+    static constexpr std::string_view scores[] = {"accuracy", "acc", "f1", "precision", "recall", "auc", "r2",
+                                                  "iou", "map", "dice", "top1", "top5"};
+    std::string_view m = metric;
+    if (const auto cut = m.find_last_of("_/"); cut != std::string_view::npos) m = m.substr(cut + 1);
+    for (auto s : scores)
+      if (m == s) return Mode::max;
+    return Mode::min;
+  }
+  /// The mode in effect: the one given, else the metric's own (default_mode).
+  Mode effective_mode() const { return mode.value_or(default_mode(metric)); }
 
   /// Whether `v` improves on `best` (any finite value improves on a NaN best, i.e. on no best yet).
   bool improves(double v, double best) const {
     if (!std::isfinite(v)) return false;
     if (std::isnan(best)) return true;
-    return mode == Mode::min ? v < best - min_delta : v > best + min_delta;
+    return effective_mode() == Mode::min ? v < best - min_delta : v > best + min_delta;
   }
   /// Whether `v` is strictly better than `threshold` (no min_delta).
-  bool better(double v, double threshold) const { return mode == Mode::min ? v < threshold : v > threshold; }
+  bool better(double v, double threshold) const { return effective_mode() == Mode::min ? v < threshold : v > threshold; }
   /// Whether `v` is strictly worse than `threshold`.
-  bool worse(double v, double threshold) const { return mode == Mode::min ? v > threshold : v < threshold; }
+  bool worse(double v, double threshold) const { return effective_mode() == Mode::min ? v > threshold : v < threshold; }
 };
 
 }  // namespace policytrain

@@ -17,12 +17,15 @@
 ///   taken again once every tensor aliasing it is gone and, on CUDA, its last copy to the device has finished), so a pass
 ///   allocates no memory per batch once the ring is full (`buffers_allocated()` counts the ring's buffers).
 /// - On CUDA (`POLICYTRAIN_WITH_CUDA`, `device` set to a CUDA device): the ring's buffers are pinned, allocated
-///   once, and workers make no CUDA call. Reading batch i, the training thread copies batch i+1, if it is
-///   assembled, with a non-blocking copy on a side stream into device memory allocated on its own stream (no
-///   record_stream), so the copy overlaps step i; channels-last conversion runs on the device. Without workers it
-///   assembles batch i+1 itself first. (The first version allocated a pinned batch per step, and waited for batch
-///   i+1 before returning batch i: on an H200 it ran at 0.62x to 0.75x a plain TensorLoader; copies issued by the
-///   workers then ran at 0.82x to 0.96x, bench/RESULTS.md.)
+///   once, and workers make no CUDA call (the training thread alone queries the copies' events, reused from a
+///   pool). Reading batch i, the training thread copies batch i+1, if it is assembled, with a non-blocking copy on
+///   a side stream into device memory allocated on that stream, then record_stream when it hands the batch out
+///   (PyTorch's pinned-memory prefetcher pattern), so the copy overlaps step i and waits for nothing the step
+///   queued; channels-last conversion runs on the device. Without workers it assembles batch i+1 itself first.
+///   (The first version allocated a pinned batch per step, and waited for batch i+1 before returning batch i: on
+///   an H200 it ran at 0.62x to 0.75x a plain TensorLoader; copies issued by the workers then ran at 0.82x to
+///   0.96x; the training thread's copies into memory allocated on its own stream, with the workers still
+///   querying events, 0.84x to 0.87x, bench/RESULTS.md.)
 /// Interface the Trainer uses: a range of policytrain::Batch, size(), set_epoch(e). One pass at a time: a new
 /// begin() (or set_epoch) ends the previous pass.
 /// Cost when unused: none (a separate class; TensorLoader is unchanged).
@@ -32,6 +35,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -213,9 +217,11 @@ namespace detail {
 /// The host buffers batches are assembled into, reused across batches and epochs. acquire() hands out tensors
 /// that alias a free buffer pair (torch::from_blob with a deleter): the pair is free again when both tensors and
 /// every view of them are gone (the consumer has dropped the batch; the deleter takes the ring's mutex, so the
-/// consumer's reads happen before the next writes) and, on CUDA, the copy that last read it has finished (an
-/// event recorded after the copy). Thread-safe; the buffers outlive the ring while a batch still aliases them.
-/// Buffers of another shape (the short last batch) are separate buffers.
+/// consumer's reads happen before the next writes) and no copy that reads it is pending (on CUDA: the copy to the
+/// device; `pending()` marks it, `poll()` clears what has finished). Thread-safe; the buffers outlive the ring while
+/// a batch still aliases them. Buffers of another shape (the short last batch) are separate buffers.
+/// Only `poll()` calls a pending copy's `done` (on CUDA an event query): the consumer calls it, so the workers that
+/// call acquire() make no CUDA call (they would contend with the training thread's launches for the driver).
 class BufferRing {
  public:
   explicit BufferRing(bool pinned = false) : st_(std::make_shared<State>()) { st_->pinned = pinned; }
@@ -227,7 +233,7 @@ class BufferRing {
     size_t i = 0;
     for (; i < st_->entries.size(); ++i) {
       const auto& e = st_->entries[i];
-      if (e.holds == 0 && e.buffers.x.sizes() == c10::IntArrayRef(xs) && copy_done(e)) break;
+      if (e.holds == 0 && !e.done && e.buffers.x.sizes() == c10::IntArrayRef(xs)) break;
     }
     if (i == st_->entries.size()) {
       st_->entries.push_back(Entry{Batch{torch::empty(xs, x.options().pinned_memory(st_->pinned)),
@@ -237,9 +243,6 @@ class BufferRing {
     }
     auto& e = st_->entries[i];
     e.holds = 2;
-#ifdef POLICYTRAIN_WITH_CUDA
-    e.copied.reset();
-#endif
     auto release = [st = st_, i](void*) {
       std::lock_guard g(st->m);
       --st->entries[i].holds;
@@ -247,14 +250,23 @@ class BufferRing {
     return Batch{torch::from_blob(e.buffers.x.data_ptr(), e.buffers.x.sizes(), release, e.buffers.x.options()),
                  torch::from_blob(e.buffers.y.data_ptr(), e.buffers.y.sizes(), release, e.buffers.y.options())};
   }
-#ifdef POLICYTRAIN_WITH_CUDA
-  /// Marks the buffers of `b` as read by a copy that completes with `copied`.
-  void copied(const Batch& b, std::shared_ptr<at::cuda::CUDAEvent> copied) {
+  /// Marks the buffers of `b` as read by a copy that has finished once `done()` returns true (checked by poll()).
+  void pending(const Batch& b, std::function<bool()> done) {
     std::lock_guard lk(st_->m);
     for (auto& e : st_->entries)
-      if (e.buffers.x.data_ptr() == b.x.data_ptr()) e.copied = std::move(copied);
+      if (e.buffers.x.data_ptr() == b.x.data_ptr()) e.done = std::move(done);
   }
-#endif
+  /// Frees the buffers whose pending copy has finished; returns how many copies are still pending.
+  int64_t poll() {
+    std::lock_guard lk(st_->m);
+    int64_t left = 0;
+    for (auto& e : st_->entries) {
+      if (!e.done) continue;
+      if (e.done()) e.done = nullptr;
+      else ++left;
+    }
+    return left;
+  }
   /// Buffer pairs allocated since construction.
   int64_t allocated() const {
     std::lock_guard lk(st_->m);
@@ -269,10 +281,8 @@ class BufferRing {
  private:
   struct Entry {
     Batch buffers;
-    int holds = 0;  // tensors handed out that alias the pair (0: free once the copy is done)
-#ifdef POLICYTRAIN_WITH_CUDA
-    std::shared_ptr<at::cuda::CUDAEvent> copied;
-#endif
+    int holds = 0;               // tensors handed out that alias the pair (0: free once no copy is pending)
+    std::function<bool()> done{};  // set while a copy that reads the pair may be running
   };
   struct State {
     std::mutex m;
@@ -280,14 +290,6 @@ class BufferRing {
     int64_t reused = 0;
     bool pinned = false;
   };
-  static bool copy_done(const Entry& e) {
-#ifdef POLICYTRAIN_WITH_CUDA
-    return !e.copied || e.copied->query();
-#else
-    (void)e;
-    return true;
-#endif
-  }
   std::shared_ptr<State> st_;
 };
 
@@ -531,38 +533,41 @@ class PrefetchLoader {
 #ifdef POLICYTRAIN_WITH_CUDA
   struct Staged {
     size_t index = 0;
-    Batch batch;                                   // on the device, allocated on the consumer stream
+    Batch batch;                                   // on the device, allocated on the side stream
     std::shared_ptr<at::cuda::CUDAEvent> copied;   // recorded on the side stream after the copy
     std::exception_ptr error;                      // batch `index` failed to assemble
   };
-  // Copies a host batch to the device: on the side stream (`staged`: the copy of the next batch overlaps this
-  // step), or on the consumer stream. The device tensors are allocated on the consumer stream, so that no
-  // record_stream is needed; the side stream first waits for the consumer's work so far, which may still use the
-  // memory the allocator hands out.
+  // An event from a pool that is reused once nothing else holds it (no cudaEventCreate/Destroy per batch).
+  std::shared_ptr<at::cuda::CUDAEvent> pooled_event() {
+    for (auto& e : events_)
+      if (e.use_count() == 1) return e;
+    events_.push_back(std::make_shared<at::cuda::CUDAEvent>());
+    return events_.back();
+  }
+  // Copies a host batch to the device: on the side stream (`side`: the copy of the next batch overlaps this step),
+  // or on the consumer stream. On the side stream the device tensors are allocated there and the consumer later
+  // calls record_stream (take_cuda), as PyTorch's pinned-memory prefetchers do, so the copy waits for nothing the
+  // consumer has queued. The host buffers are free again once the copy has finished (the ring's poll(), run here,
+  // on the training thread).
   Batch upload(const Batch& host, std::shared_ptr<at::cuda::CUDAEvent>& copied, bool side) {
     c10::cuda::CUDAGuard device_guard(po_.device);
-    auto consumer = c10::cuda::getCurrentCUDAStream(po_.device.index());
-    Batch dev{torch::empty(host.x.sizes(), host.x.options().device(po_.device)),
-              torch::empty(host.y.sizes(), host.y.options().device(po_.device))};
-    copied = std::make_shared<at::cuda::CUDAEvent>();
+    copied = pooled_event();
+    auto stream = c10::cuda::getCurrentCUDAStream(po_.device.index());
     if (side) {
       if (!side_) side_ = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, po_.device.index());
-      at::cuda::CUDAEvent allocated;
-      allocated.record(consumer);
-      allocated.block(*side_);
-      c10::cuda::CUDAStreamGuard stream_guard(*side_);
-      dev.x.copy_(host.x, /*non_blocking=*/true);
-      dev.y.copy_(host.y, /*non_blocking=*/true);
-      copied->record(*side_);
-    } else {
-      dev.x.copy_(host.x, /*non_blocking=*/true);
-      dev.y.copy_(host.y, /*non_blocking=*/true);
-      copied->record(consumer);
+      stream = *side_;
     }
-    ring_->copied(host, copied);  // the host buffer is free again once the copy has finished
+    c10::cuda::CUDAStreamGuard stream_guard(stream);
+    Batch dev{torch::empty(host.x.sizes(), host.x.options().device(po_.device)),
+              torch::empty(host.y.sizes(), host.y.options().device(po_.device))};
+    dev.x.copy_(host.x, /*non_blocking=*/true);
+    dev.y.copy_(host.y, /*non_blocking=*/true);
+    copied->record(stream);
+    ring_->pending(host, [ev = copied] { return ev->query(); });
     return dev;
   }
   Batch take_cuda(size_t i) {
+    ring_->poll();  // frees the host buffers whose copies have finished (the only event queries)
     Batch dev;
     if (staged_ && staged_->index == i) {
       if (staged_->error) {
@@ -570,8 +575,13 @@ class PrefetchLoader {
         staged_.reset();
         std::rethrow_exception(e);
       }
-      staged_->copied->block(c10::cuda::getCurrentCUDAStream(po_.device.index()));
+      auto consumer = c10::cuda::getCurrentCUDAStream(po_.device.index());
+      staged_->copied->block(consumer);
       dev = std::move(staged_->batch);
+      // Allocated on the side stream, used on the consumer's: the allocator reuses the memory only after the
+      // consumer's work queued so far (and up to the tensors' release) has finished.
+      dev.x.record_stream(consumer);
+      dev.y.record_stream(consumer);
     } else {
       Slot s = *fetch(i);
       if (s.error) std::rethrow_exception(s.error);
@@ -593,6 +603,7 @@ class PrefetchLoader {
     if (po_.channels_last && dev.x.dim() == 4) dev.x = dev.x.contiguous(at::MemoryFormat::ChannelsLast);
     return dev;
   }
+  std::vector<std::shared_ptr<at::cuda::CUDAEvent>> events_;  // the copies' events, reused
   std::optional<c10::cuda::CUDAStream> side_;
   std::optional<Staged> staged_;  // the next batch, already on its way to the device
 #endif

@@ -126,7 +126,8 @@ struct Environment {
     } else if (e.world_size > 1) {
       throw std::invalid_argument(fmt::format(
           "policytrain::parallel::DataParallel: WORLD_SIZE={} but RANK is not set; set RANK to 0..{} in each "
-          "process, or launch with torchrun or `--nproc {}`", e.world_size, e.world_size - 1, e.world_size));
+          "process, or launch with torchrun or parallel::launch_local (LaunchOptions::nproc = {})", e.world_size,
+          e.world_size - 1, e.world_size));
     }
     if (e.rank >= e.world_size)
       throw std::invalid_argument(fmt::format(
@@ -716,24 +717,43 @@ class DataParallel {
     return t.item<int>() > 0;
   }
 
-  /// Sums the loss, sample count and confusion matrix of an evaluation over the ranks.
+  /// Sums the loss, sample count, confusion matrix and the task's own metrics (Prediction::metrics) of an
+  /// evaluation over the ranks. Every rank must report the same metric names (std::runtime_error otherwise).
   template <class Ctx>
   void reduce_metrics(Ctx&, MetricsAccumulator& acc) {
     if (!active()) return;
     auto sums = acc.sums();
     // A rank without a classification batch has no confusion matrix: take the largest class count.
-    auto kt = torch::tensor({sums.confusion.defined() ? sums.confusion.size(0) : int64_t{0}}, torch::kLong);
+    const int64_t ne = static_cast<int64_t>(sums.extra.size());
+    auto kt = torch::tensor({sums.confusion.defined() ? sums.confusion.size(0) : int64_t{0}, ne, -ne}, torch::kLong);
     all_reduce(kt, c10d::ReduceOp::MAX, "reduction of validation metrics (class count)");
-    const int64_t k = kt.item<int64_t>();
-    auto packed = torch::zeros({2 + k * k}, torch::kDouble);
+    const int64_t k = kt[0].item<int64_t>();
+    if (kt[1].item<int64_t>() != -kt[2].item<int64_t>())
+      throw std::runtime_error(fmt::format(
+          "policytrain::parallel::DataParallel: {}: the ranks' validations report different numbers of the task's "
+          "metrics (this rank {}, between {} and {} over the ranks); every rank must evaluate at least one batch and "
+          "report the same Prediction::metrics", s_->who(), ne, -kt[2].item<int64_t>(), kt[1].item<int64_t>()));
+    auto packed = torch::zeros({2 + 2 * ne + k * k}, torch::kDouble);
     packed[0] = sums.loss_sum;
     packed[1] = static_cast<double>(sums.samples);
+    int64_t i = 2;
+    for (const auto& [name, sc] : sums.extra) {  // by name: a std::map's order, the same on every rank
+      packed[i] = sc.first;
+      packed[i + ne] = static_cast<double>(sc.second);
+      ++i;
+    }
     if (sums.confusion.defined() && sums.confusion.size(0) == k)
-      packed.slice(0, 2).copy_(sums.confusion.reshape({-1}).to(torch::kDouble));
+      packed.slice(0, 2 + 2 * ne).copy_(sums.confusion.reshape({-1}).to(torch::kDouble));
     all_reduce(packed, c10d::ReduceOp::SUM, "reduction of validation metrics");
     sums.loss_sum = packed[0].item<double>();
     sums.samples = static_cast<int64_t>(std::llround(packed[1].item<double>()));
-    if (k > 0) sums.confusion = packed.slice(0, 2).round().to(torch::kLong).view({k, k});
+    i = 2;
+    for (auto& [name, sc] : sums.extra) {
+      sc.first = packed[i].item<double>();
+      sc.second = static_cast<int64_t>(std::llround(packed[i + ne].item<double>()));
+      ++i;
+    }
+    if (k > 0) sums.confusion = packed.slice(0, 2 + 2 * ne).round().to(torch::kLong).view({k, k});
     acc.set_sums(std::move(sums));
   }
 

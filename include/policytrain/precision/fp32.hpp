@@ -8,6 +8,7 @@
 /// under the default.
 #include <algorithm>
 #include <cmath>
+#include <concepts>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -20,6 +21,20 @@
 #include <policytrain/core/category.hpp>
 
 namespace policytrain {
+
+namespace detail {
+/// "clip gradients (callbacks::GradClip), " for a message's list of remedies, or "" when a policy of the Trainer
+/// already clips (declares `bool clips() const`, true: callbacks::GradClip): advice never suggests what is on.
+template <class Ctx>
+std::string clip_advice(Ctx& ctx) {
+  bool clipping = false;
+  if constexpr (requires { ctx.for_each_policy([](auto&) {}); })
+    ctx.for_each_policy([&](auto& p) {
+      if constexpr (requires { { p.clips() } -> std::convertible_to<bool>; }) clipping = clipping || p.clips();
+    });
+  return clipping ? "" : "clip gradients (callbacks::GradClip), ";
+}
+}  // namespace detail
 
 /// What to do when a micro-batch's loss is inf or NaN.
 enum class NonFinite {
@@ -116,16 +131,16 @@ class LossCheck {
           throw NonFiniteLoss(fmt::format(
               "policytrain: the loss is {} at step {} (a step replayed from a CUDA graph; detected at step {}: the "
               "check stays on the device and is read at epoch ends, at the fit's end and before a checkpoint is "
-              "written); lower the learning rate, clip gradients, or use loss scaling, which skips such steps",
-              packed[1].item<double>(), step, ctx.state().global_step));
+              "written); lower the learning rate, {}or scale the loss (precision::Autocast with LossScaling::on), which skips such steps",
+              packed[1].item<double>(), step, ctx.state().global_step, policytrain::detail::clip_advice(ctx)));
       }
     }
     if (!w) return;
     throw NonFiniteLoss(fmt::format(
         "policytrain: the loss is {} at epoch {}, step {} (micro-batch {} of the epoch; detected at step {}: the "
         "check reads the loss every {} micro-batches, at epoch ends and before a checkpoint is written); lower the "
-        "learning rate, clip gradients, or choose NonFinite::skip to skip such steps",
-        w->value, w->epoch, w->step, w->batch, ctx.state().global_step, every));
+        "learning rate, {}or choose NonFinite::skip to skip such steps",
+        w->value, w->epoch, w->step, w->batch, ctx.state().global_step, every, policytrain::detail::clip_advice(ctx)));
   }
 
   /// Forgets what is pending (an exception interrupted the step).

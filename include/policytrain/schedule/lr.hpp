@@ -279,6 +279,8 @@ class Lr {
     best_ = worst();
   }
 
+  /// The metric a plateau schedule watches (checked against the task's metrics when fit begins); empty otherwise.
+  std::string monitored_metric() const { return o_.kind == Kind::plateau ? o_.monitor : std::string(); }
   /// The settings.
   const LrOptions& options() const { return o_; }
   /// Optimizer steps taken under the schedule (the t of the formulas).
