@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -105,7 +106,9 @@ void add_state(Tensors& out, const std::string& prefix, Net& net, torch::optim::
 /// there, then "ckpt-resume": resumes it and trains the second; "ckpt-reshard": resumes it (on another world size)
 /// and trains no further.
 /// "tiny-<zero|dp>-<optimizer>": a single linear layer (2 parameters) on 3 ranks, so that rank 2 owns nothing;
-/// 2 micro-steps per optimizer step, a cosine schedule, Ema, and a checkpoint every step (each gathers the state).
+/// 2 micro-steps per optimizer step, a cosine schedule, Ema, and a checkpoint every step (each gathers the state);
+/// one input of rank 1 is inf, so the 5th step's loss is NaN there: NonFinite::rollback skips it on every rank and
+/// DivergenceRollback puts every rank back to its snapshot of step 3 (its own partition's state) with half the lr.
 /// Optimizers: adamw, adam, sgd (momentum) of torch::optim, and policytrain's fused adamw and sgd. The weights are
 /// drawn from a fixed seed (rank 0's broadcast).
 int run_tiny(const std::string& scenario, const fs::path& dir, const std::string& subdir) {
@@ -130,13 +133,18 @@ int run_tiny(const std::string& scenario, const fs::path& dir, const std::string
   else if (kind == "fusedsgd") opt = std::make_unique<pt::optim::FusedSgd>(params, torch::optim::SGDOptions(kLr).momentum(0.9));
   else throw std::invalid_argument("unknown optimizer " + kind);
   const auto data = load_tensors(dir / "data");
-  pt::data::TensorLoader loader(data.at("x"), data.at("y"),
+  auto x = data.at("x").clone();
+  x[1 + 3 * 18][0] = std::numeric_limits<float>::infinity();  // rank 1's 10th micro-batch: the 5th step's last loss is NaN
+  pt::data::TensorLoader loader(x, data.at("y"),
                                 {.batch_size = kBatchPerRank / 2, .shuffle = false, .rank = rank, .world_size = world});
   pt::checkpoint::Disk disk({.directory = dir / (subdir + "-ckpt"), .every_steps = 1, .export_final = false});
   Tensors out;
   auto run = [&](auto parallel) {
     pt::Trainer trainer(task, *opt, std::move(parallel), std::move(disk), pt::accumulate::Steps(2),
-                        pt::schedule::Lr({.kind = pt::schedule::Kind::cosine}), pt::callbacks::Ema({.tau = 0}));
+                        pt::schedule::Lr({.kind = pt::schedule::Kind::cosine}),
+                        pt::precision::Fp32(pt::NonFinite::rollback),
+                        pt::callbacks::DivergenceRollback({.snapshot_every = 3, .log = nullptr}),
+                        pt::callbacks::Ema({.tau = 0}));
     trainer.fit(loader, {.epochs = 1});
     trainer.context().before_save();
     if (rank == 0)
@@ -153,6 +161,8 @@ int run_tiny(const std::string& scenario, const fs::path& dir, const std::string
       }
     trainer.context().after_save();
     out["local.count"] = torch::tensor(static_cast<int64_t>(opt->state().size()));
+    out["skipped"] = torch::tensor(trainer.state().skipped_steps);
+    out["rollbacks"] = trainer.template get<pt::callbacks::DivergenceRollback>().state_dict().at("rollbacks");
     const auto& ema = trainer.template get<pt::callbacks::Ema>().average();
     for (size_t i = 0; i < ema.size(); ++i) out[fmt::format("ema.{}", i)] = ema[i];
   };
@@ -417,7 +427,7 @@ TEST_CASE("ZeRO-1 checkpoint of 2 ranks resumed on 3 re-partitions: consolidated
   CHECK(r2.count("local.bn.weight.exp_avg") == 1);
 }
 
-TEST_CASE("ZeRO-1 with a rank that owns no parameter, torch::optim and fused optimizers, accumulation, a schedule and Ema equals DataParallel bit for bit") {
+TEST_CASE("ZeRO-1 with a rank owning nothing, torch::optim and fused optimizers, accumulation, schedule, rollback and Ema equals DataParallel bit for bit") {
   const auto dir = testing::temp_dir("zero-tiny");
   run_python("plain", 3, dir);  // the data
   for (const std::string kind : {"adamw", "adam", "sgd", "fusedadamw", "fusedsgd"}) {
@@ -435,6 +445,8 @@ TEST_CASE("ZeRO-1 with a rank that owns no parameter, torch::optim and fused opt
       }
     }
     CHECK(fs::exists(dir / ("zero-" + kind + "-ckpt") / "step-00000010.ckpt"));  // 10 steps, each saved
+    CHECK(load_tensors(dir / ("dp-" + kind) / "rank0").at("skipped").item<int64_t>() == 1);  // the NaN step
+    CHECK(load_tensors(dir / ("dp-" + kind) / "rank0").at("rollbacks").item<int64_t>() == 1);
   }
 }
 

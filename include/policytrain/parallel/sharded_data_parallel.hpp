@@ -25,8 +25,9 @@
 /// run; after_save lets rank 0 drop the other ranks' part again. A resume loads the whole state on every rank;
 /// each keeps its partition at the first step.
 ///
-/// Hooks (beyond DataParallel's): on_fit_begin (partition), around_step (sharded step + broadcast),
-/// before_save / after_save (consolidation), on_fit_end (state bytes).
+/// Hooks (beyond DataParallel's): on_fit_begin (partition), on_epoch_begin (after a resume: the other partitions'
+/// state dropped), around_step (sharded step + broadcast), before_save / after_save (consolidation), on_fit_end
+/// (state bytes).
 /// Cost: with one process, nothing beyond DataParallel's (the step is not swapped).
 /// Example: examples/fashion_mnist (`--nproc 2 --zero 1`); docs/parallel.md, "Sharded optimizer state".
 #include <algorithm>
@@ -125,6 +126,14 @@ class ShardedDataParallel : public DataParallel {
   void on_fit_begin(Ctx& ctx) {
     DataParallel::on_fit_begin(ctx);
     partition_parameters(ctx.optimizer());
+  }
+
+  /// DataParallel's start check at the first epoch; after a resume (the checkpoint policy's on_fit_begin loaded the
+  /// whole state on every rank) each rank lets the other partitions' state go.
+  template <class Ctx>
+  void on_epoch_begin(Ctx& ctx) {
+    DataParallel::on_epoch_begin(ctx);
+    if (active()) drop_foreign_state(ctx.optimizer());
   }
 
   /// Steps the optimizer over this rank's partition, then broadcasts every partition from its owner. A step is
