@@ -156,7 +156,7 @@ class TensorBoard {
     if (wrote) f_.flush();
   }
 
-  /// Writes val/loss, val/accuracy (when the validation has one) and the task's own metrics (val/<name>) at the
+  /// Writes val/loss, val/accuracy (when the validation has one) and the task's own metrics (`val/NAME`) at the
   /// current step.
   template <class Ctx>
   void on_validation_end(Ctx& ctx, const Metrics& m) {

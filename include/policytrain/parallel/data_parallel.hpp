@@ -784,6 +784,7 @@ class DataParallel {
     s_->guarded(what, [&] { c10d::broadcast_coalesced(s_->pg, tensors, size_t{250} * 1024 * 1024, 0); });
   }
 
+  /// Broadcasts rank 0's buffers (BatchNorm statistics) to every rank, as DDP's buffer synchronisation.
   void sync_buffers(torch::nn::Module& m) {
     std::vector<torch::Tensor> bufs;
     for (auto& b : m.buffers()) bufs.push_back(b.detach());
@@ -793,6 +794,7 @@ class DataParallel {
     ++buffer_broadcasts_;
   }
 
+  /// Collects the trainable parameters the Reducer synchronises (each tensor once).
   void collect_params(torch::nn::Module& m) {
     // Each tensor once: a tied weight has one gradient, one hook and one slot in a bucket.
     for (auto& [name, p] : unique_named_parameters(m))
@@ -899,11 +901,11 @@ class DataParallel {
           s_->who(), st.batch_in_epoch, st.epoch, saved, w, saved));
   }
 
-  Options o_;
-  std::shared_ptr<detail::DataParallelState> s_;
-  bool verified_ = false;
+  Options o_;                                     ///< the settings
+  std::shared_ptr<detail::DataParallelState> s_;  ///< the process group, the Reducer and the counters
+  bool verified_ = false;                         ///< parameters checked across ranks
   int64_t saved_world_size_ = 0;   ///< world size of the run whose checkpoint was loaded (0: none loaded)
-  int64_t buffer_broadcasts_ = 0;
+  int64_t buffer_broadcasts_ = 0;  ///< broadcasts of rank 0's buffers so far
 };
 
 }  // namespace policytrain::parallel
