@@ -152,11 +152,15 @@ def main():
         for key in ("exp_avg", "exp_avg_sq", "step"):
             if key in st:
                 out[f"opt.{name}.{key}"] = torch.as_tensor(st[key], dtype=torch.float32)
-    save_tensors(os.path.join(a.out, "py", f"rank{rank}"), out)
+    finish_rank(a.out, rank, out, steps, loss)
+
+
+def finish_rank(out_dir, rank, out, steps, loss):
+    """Writes this rank's tensors to OUT_DIR/py/rank<r> and exits. Every rank has written its files; it leaves
+    without tearing the Gloo process group down, whose destructor sometimes aborts ("terminate called without an
+    active exception") after a run that went well, which torchrun reports as a failure."""
+    save_tensors(os.path.join(out_dir, "py", f"rank{rank}"), out)
     print(f"rank {rank}: {steps} steps, loss {loss.item():.6f}", file=sys.stderr)
-    # Every rank has written its files; leave without tearing the Gloo process group down, whose destructor
-    # sometimes aborts ("terminate called without an active exception") after a run that went well, which torchrun
-    # reports as a failure.
     dist.barrier()
     sys.stderr.flush()
     sys.stdout.flush()

@@ -25,7 +25,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ddp_oracle import IN, OUT, Net, save_tensors  # noqa: E402
+from ddp_oracle import IN, OUT, Net, finish_rank, save_tensors  # noqa: E402
 
 N, EPOCHS, BATCH_PER_RANK = 120, 2, 4
 LR, WD, MAX_NORM = 0.01, 0.1, 0.05
@@ -105,12 +105,7 @@ def main():
             for key in ("exp_avg", "exp_avg_sq", "step"):
                 if key in st:
                     out[f"opt.{names[i]}.{key}"] = torch.as_tensor(st[key], dtype=torch.float32)
-    save_tensors(os.path.join(a.out, "py", f"rank{rank}"), out)
-    print(f"rank {rank}: {steps} steps, loss {loss.item():.6f}", file=sys.stderr)
-    dist.barrier()
-    sys.stderr.flush()
-    sys.stdout.flush()
-    os._exit(0)
+    finish_rank(a.out, rank, out, steps, loss)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@
 #include <policytrain/parallel.hpp>
 
 #include "unit/helpers.hpp"
+#include "unit/oracle_tensors.hpp"
 
 namespace pt = policytrain;
 namespace fs = std::filesystem;
@@ -60,41 +61,9 @@ struct NetTask {
   }
 };
 
-using Tensors = std::map<std::string, torch::Tensor>;
-
-/// Reads a directory written by ddp_oracle.py's save_tensors (manifest.json and raw little-endian files).
-Tensors load_tensors(const fs::path& dir) {
-  std::ifstream mf(dir / "manifest.json");
-  if (!mf) throw std::runtime_error("no manifest.json in " + dir.string());
-  const auto manifest = nlohmann::json::parse(mf);
-  Tensors out;
-  for (const auto& [name, e] : manifest.items()) {
-    std::vector<int64_t> shape = e["shape"].get<std::vector<int64_t>>();
-    const auto dtype = e["dtype"] == "float32" ? torch::kFloat : torch::kLong;
-    auto t = torch::empty(shape, dtype);
-    std::ifstream f(dir / e["file"].get<std::string>(), std::ios::binary);
-    f.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(t.numel() * t.element_size()));
-    if (!f) throw std::runtime_error("short file for " + name + " in " + dir.string());
-    out[name] = t;
-  }
-  return out;
-}
-
-/// Writes `tensors` in the same format.
-void save_tensors(const fs::path& dir, const Tensors& tensors) {
-  fs::create_directories(dir);
-  nlohmann::json manifest = nlohmann::json::object();
-  int i = 0;
-  for (const auto& [name, t0] : tensors) {
-    auto t = t0.detach().to(torch::kCPU).contiguous();
-    t = t.is_floating_point() ? t.to(torch::kFloat) : t.to(torch::kLong);
-    const std::string file = std::to_string(i++) + ".bin";
-    std::ofstream f(dir / file, std::ios::binary);
-    f.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.numel() * t.element_size()));
-    manifest[name] = {{"dtype", t.is_floating_point() ? "float32" : "int64"}, {"shape", t.sizes().vec()}, {"file", file}};
-  }
-  std::ofstream(dir / "manifest.json") << manifest.dump();
-}
+using testing::oracle::Tensors;
+using testing::oracle::load_tensors;
+using testing::oracle::save_tensors;
 
 /// After the last step: how many gradients are views into one of c10d::Reducer's buckets (gradient_as_bucket_view).
 struct CountBucketViews {
