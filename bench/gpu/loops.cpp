@@ -10,6 +10,11 @@
 //   tensor_loader    data::TensorLoader; the Trainer copies each batch from pageable memory
 //   prefetch_w0      data::PrefetchLoader, no worker thread; on CUDA pinned batches copied on a side stream
 //   prefetch_wN      the same with N worker threads assembling batches ahead
+//   tensor_loader_1thread  tensor_loader with LibTorch's intra-op pool at one thread (at::set_num_threads(1)) for
+//                    the variant: its CPU gather (index_select) then wakes no pool thread. A diagnostic: tells whether
+//                    tensor_loader's lead over PrefetchLoader comes from the pool's threads, which spin-wait after
+//                    each parallel region and so keep the host's cores awake (bench/RESULTS.md, "2026-11-26, H200
+//                    traces").
 #include "common.hpp"
 
 #include "fashion_mnist/model.hpp"
@@ -132,7 +137,7 @@ int run_data(Args& a) {
   const auto out = a.str("out", "data.json");
   const int64_t n = a.num("samples", 60000), batch = a.num("batch", 256), workers = a.num("workers", 2);
   const auto variants = split_list(a.str("variants", "tensor_loader,prefetch_w0,prefetch_wN,augment_w0,augment_wN,prefetch_wN_nosidestream,"
-                                                 "prefetch_wN_pageable"));
+                                                 "prefetch_wN_pageable,tensor_loader_1thread"));
   const RepPlan plan{.warmup = a.num("warmup", 1), .min_reps = a.num("reps", 3), .max_reps = a.num("max-reps", 100),
                      .min_seconds = a.real("min-seconds", 0)};
   // --profile-dir D: after timing, each variant trains 12 more steps under callbacks::Profiler (Kineto), which
@@ -187,9 +192,18 @@ int run_data(Args& a) {
         }
         return r;
       };
-      if (v == "tensor_loader") {
+      if (v == "tensor_loader" || v == "tensor_loader_1thread") {
         pt::data::TensorLoader loader(x, y, lo);
-        t = timed(loader);
+        const int threads = at::get_num_threads();
+        if (v == "tensor_loader_1thread") at::set_num_threads(1);
+        try {
+          t = timed(loader);
+        } catch (...) {
+          at::set_num_threads(threads);
+          throw;
+        }
+        at::set_num_threads(threads);
+        t["intra_op_threads"] = v == "tensor_loader_1thread" ? 1 : threads;
       } else if (v.starts_with("prefetch_w") || v.starts_with("augment_w")) {
         // augment_*: random crop (padding 4) and flip per sample, as the main job's --augment; w0 assembles on
         // the training thread (no prefetch), wN on `workers` threads.
@@ -212,7 +226,7 @@ int run_data(Args& a) {
       } else {
         throw std::invalid_argument(
             fmt::format("gpu_bench data: variant '{}'; expected tensor_loader, prefetch_w0, prefetch_wN, augment_w0, augment_wN, "
-            "prefetch_wN_nosidestream or prefetch_wN_pageable", v));
+            "prefetch_wN_nosidestream, prefetch_wN_pageable or tensor_loader_1thread", v));
       }
       // An epoch is n samples (the last batch may be partial).
       t["samples_per_second"] =

@@ -205,7 +205,8 @@ def main():
                   f"worker threads (on CUDA: a ring of pinned buffers, the next batch copied on a side stream by the "
                   f"training thread); `augment_w0` / `augment_wN`: the same with random crop (padding 4) and "
                   f"flip per sample, w0 being augmentation on the training thread (no prefetch); `_nosidestream`: each batch "
-                  f"copied on the training stream when read; `_pageable`: host buffers not pinned.\n")
+                  f"copied on the training stream when read; `_pageable`: host buffers not pinned; `tensor_loader_1thread`: "
+                  f"tensor_loader with LibTorch's intra-op pool at one thread.\n")
         md.append("| loader | samples/s | epoch seconds | GPU idle fraction | cv | loader alone, us per batch |")
         md.append("|---|---|---|---|---|---|")
         for r in data["rows"]:
@@ -218,7 +219,8 @@ def main():
         ratios = []
         for a, b in (("prefetch_w0", "tensor_loader"), ("prefetch_wN", "tensor_loader"), ("augment_wN", "augment_w0"),
                      ("augment_wN", "tensor_loader"), ("prefetch_wN_nosidestream", "tensor_loader"),
-                     ("prefetch_wN_pageable", "tensor_loader")):
+                     ("prefetch_wN_pageable", "tensor_loader"), ("tensor_loader_1thread", "tensor_loader"),
+                     ("prefetch_wN", "tensor_loader_1thread")):
             if rate.get(a) and rate.get(b):
                 ratios.append(f"{a} / {b} = {rate[a] / rate[b]:.2f}x")
         if ratios:
@@ -297,7 +299,7 @@ def smoke_checks(res, nvml, status):
                 p.append(f"loops: no row for {m} {v}")
     if {r["variant"] for r in res["data"]["rows"]} != {"tensor_loader", "prefetch_w0", "prefetch_wN",
                                                      "augment_w0", "augment_wN", "prefetch_wN_nosidestream",
-                                                     "prefetch_wN_pageable"}:
+                                                     "prefetch_wN_pageable", "tensor_loader_1thread"}:
         p.append("data: a loader variant is missing")
     # --profile-dir: each variant's Kineto trace of its profiled steps, a Chrome trace with the training's operators.
     for r in res["data"]["rows"]:
