@@ -44,9 +44,10 @@ struct ParallelFlags {
                    "Gradients are views into c10d::Reducer's buckets (DDP's gradient_as_bucket_view)");
     app.add_option("--static-graph", static_graph, "The set of parameters with gradients never changes (DDP's static_graph)");
     app.add_option("--zero", zero,
-                   "Shard the optimizer state across the ranks (ZeRO stage 1: parallel::ShardedDataParallel, as "
-                   "PyTorch's ZeroRedundancyOptimizer); 0: every rank keeps all of it")
-        ->check(CLI::IsMember({0, 1}));
+                   "Shard across the ranks (parallel::ShardedDataParallel): 1 the optimizer state (ZeRO-1, as "
+                   "PyTorch's ZeroRedundancyOptimizer), 2 the gradients too (ZeRO-2: reduce-scattered to their "
+                   "owners); 0: every rank keeps all of both")
+        ->check(CLI::IsMember({0, 1, 2}));
   }
 
   /// In the launching process (--nproc > 1, no RANK yet): runs the ranks and returns the exit code.
@@ -59,7 +60,7 @@ struct ParallelFlags {
 
   policytrain::parallel::DataParallel make() const { return policytrain::parallel::DataParallel(options()); }
 
-  /// With --zero 1: the same, with the optimizer state sharded.
+  /// With --zero 1 or 2: the same, with the optimizer state (and at 2 the gradients) sharded.
   policytrain::parallel::ShardedDataParallel make_sharded() const {
     return policytrain::parallel::ShardedDataParallel(options(), {.stage = zero});
   }
@@ -83,7 +84,8 @@ struct ParallelFlags {
     if constexpr (std::is_same_v<Parallel, policytrain::parallel::ShardedDataParallel>) {
       return {{"optimizer_state_bytes", dp.optimizer_state_bytes()},
               {"optimizer_state_bytes_total", dp.optimizer_state_bytes_total()},
-              {"optimizer_state_bytes_largest", dp.optimizer_state_bytes_largest()}};
+              {"optimizer_state_bytes_largest", dp.optimizer_state_bytes_largest()},
+              {"gradient_bytes", dp.sharding().stage == 2 && dp.active() ? dp.gradient_bytes() : model_bytes(opt)}};
     } else {
       int64_t n = 0, largest = 0;
       for (const auto& [key, st] : opt.state()) {
@@ -92,18 +94,34 @@ struct ParallelFlags {
         largest = std::max(largest, b);
       }
       return {{"optimizer_state_bytes", n}, {"optimizer_state_bytes_total", n * dp.world_size()},
-              {"optimizer_state_bytes_largest", largest}};
+              {"optimizer_state_bytes_largest", largest}, {"gradient_bytes", model_bytes(opt)}};
     }
   }
 
-  nlohmann::json describe(const policytrain::parallel::DataParallel& dp) const {
+  /// Bytes of a gradient of every parameter the optimizer holds (what a rank keeps after an unsharded backward).
+  static int64_t model_bytes(const torch::optim::Optimizer& opt) {
+    int64_t n = 0;
+    for (const auto& g : opt.param_groups())
+      for (const auto& p : g.params()) n += p.numel() * static_cast<int64_t>(p.element_size());
+    return n;
+  }
+
+  template <class Parallel>
+  nlohmann::json describe(const Parallel& dp) const {
     if (!dp.active()) return {{"name", zero ? "parallel::ShardedDataParallel" : "parallel::Single"}, {"zero", zero}};
-    return {{"name", zero ? "parallel::ShardedDataParallel" : "parallel::DataParallel"}, {"zero", zero},
+    nlohmann::json d = {{"name", zero ? "parallel::ShardedDataParallel" : "parallel::DataParallel"}, {"zero", zero},
             {"world_size", dp.world_size()}, {"backend", backend},
             {"bucket_mb", bucket_mb}, {"buckets", dp.bucket_count()}, {"allreduce_calls", dp.allreduce_calls()},
             {"comm_wait_seconds", dp.comm_wait_seconds()}, {"timeout_s", timeout_s},
             {"bucket_bytes_per_step", dp.bucket_bytes()}, {"buffer_broadcasts", dp.buffer_broadcasts()},
             {"compression", compression}, {"gradient_as_bucket_view", bucket_view}, {"static_graph", static_graph},
-            {"engine", "c10d::Reducer"}};
+            {"engine", zero == 2 ? "reduce_scatter (ZeRO-2)" : "c10d::Reducer"}};
+    if constexpr (std::is_same_v<Parallel, policytrain::parallel::ShardedDataParallel>)
+      if (zero == 2) {
+        d["buckets"] = dp.gradient_buckets();
+        d["reduce_scatter_calls"] = dp.reduce_scatter_calls();
+        d["gradient_bytes_peak"] = dp.gradient_bytes_peak();
+      }
+    return d;
   }
 };

@@ -364,8 +364,8 @@ int main(int argc, char** argv) {
     }
     if (par.zero > 0) {
       // [snippet:zero]
-      // The same composition with the optimizer state sharded across the ranks (--zero 1): the last policy is a
-      // parallel::ShardedDataParallel(DataParallelOptions, ShardingOptions{.stage = 1}).
+      // The same composition with the optimizer state (--zero 1), and the gradients too (--zero 2), sharded across
+      // the ranks: the last policy is a parallel::ShardedDataParallel(DataParallelOptions, ShardingOptions{.stage}).
       pt::Trainer trainer(task, *optimizer, precision_flags.make(ckpt_flags.rollback), accumulation.make(),
                           schedule.make(), ckpt_flags.make_checkpoint(cfg.run_dir, settings), ckpt_flags.make_rollback(),
                           ckpt_flags.make_ema(), ckpt_flags.make_early_stopping(), std::move(progress),

@@ -284,6 +284,20 @@ class Trainer {
     else return b;
   }
 
+  /// Whether each rank keeps only its own partition's gradients after the backward (ZeRO-2: the parallel policy's
+  /// gradients_sharded()); then a statistic over every gradient (a norm, an inf flag) needs
+  /// reduce_gradient_statistic.
+  bool gradients_sharded() {
+    if constexpr (requires(parallel_type& p) { { p.gradients_sharded() } -> std::convertible_to<bool>; })
+      return policy<Category::parallel>().gradients_sharded();
+    else return false;
+  }
+  /// Reduces `t` in place over the ranks that hold the gradient shards (identity when gradients are not sharded).
+  void reduce_gradient_statistic(torch::Tensor& t, GradientReduce op) {
+    if constexpr (requires(parallel_type& p, context_type& c) { p.reduce_gradient_statistic(c, t, op); })
+      policy<Category::parallel>().reduce_gradient_statistic(ctx_, t, op);
+  }
+
   /// Trains for `options.epochs` epochs (from the current state's epoch, so a resumed run continues).
   template <class TrainData>
   FitResult fit(TrainData& train, const FitOptions& options = {}) {

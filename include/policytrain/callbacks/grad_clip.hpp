@@ -24,19 +24,24 @@
 #include <nlohmann/json_fwd.hpp>
 #include <torch/types.h>
 
+#include <policytrain/core/category.hpp>
 #include <policytrain/core/parameters.hpp>
 
 namespace policytrain::callbacks {
 
 namespace detail {
-/// Scales `grads` in place so that their total p-norm is at most max_norm; returns the total norm before
-/// clipping (a 0-dim tensor on the gradients' device, float32 or wider). Never synchronises with the device.
-inline torch::Tensor clip_grad_norm_no_sync(const std::vector<torch::Tensor>& grads, double max_norm, double p) {
-  if (grads.empty()) return torch::zeros({});
+/// Scales `grads` in place so that the total p-norm is at most max_norm (as the overload below), with `gather`
+/// turning this process's per-gradient norms (float, on the gradients' device) into the list whose p-norm is the
+/// total: the identity on one process; under sharded gradients every rank's norms, in
+/// the order one process would list them (parallel::ShardedDataParallel, stage 2), so the total is bit-identical
+/// to the unsharded one. `grads` may then be empty on a rank that owns no gradient.
+template <class Gather>
+torch::Tensor clip_grad_norm_no_sync(const std::vector<torch::Tensor>& grads, double max_norm, double p, Gather&& gather,
+                                     torch::Device device = torch::kCPU) {
   const bool inf = std::isinf(p);
   std::vector<torch::Tensor> norms;
 #ifdef POLICYTRAIN_WITH_CUDA
-  if (grads.front().is_cuda()) {
+  if (!grads.empty() && grads.front().is_cuda()) {
     norms = at::_foreach_norm(grads, p);
   } else
 #endif
@@ -44,10 +49,14 @@ inline torch::Tensor clip_grad_norm_no_sync(const std::vector<torch::Tensor>& gr
     norms.reserve(grads.size());
     for (const auto& g : grads) norms.push_back(inf ? g.abs().max() : g.norm(p));
   }
-  for (auto& n : norms) n = n.to(grads.front().device(), torch::kFloat);
+  if (!grads.empty()) device = grads.front().device();
+  for (auto& n : norms) n = n.to(device, torch::kFloat);
+  norms = gather(norms);
+  if (norms.empty()) return torch::zeros({}, torch::TensorOptions(torch::kFloat).device(device));
   auto stacked = torch::stack(norms);
   torch::Tensor total = inf ? stacked.max() : stacked.norm(p);
   auto coef = torch::clamp(max_norm / (total + 1e-6), std::nullopt, 1.0);
+  if (grads.empty()) return total;
 #ifdef POLICYTRAIN_WITH_CUDA
   if (grads.front().is_cuda()) {
     at::_foreach_mul_(grads, coef);
@@ -57,6 +66,13 @@ inline torch::Tensor clip_grad_norm_no_sync(const std::vector<torch::Tensor>& gr
   for (const auto& g : grads) g.mul_(coef.to(g.scalar_type()));
   return total;
 }
+
+/// Scales `grads` in place so that their total p-norm is at most max_norm; returns the total norm before
+/// clipping (a 0-dim tensor on the gradients' device, float32 or wider). Never synchronises with the device.
+inline torch::Tensor clip_grad_norm_no_sync(const std::vector<torch::Tensor>& grads, double max_norm, double p) {
+  return clip_grad_norm_no_sync(grads, max_norm, p, [](const std::vector<torch::Tensor>& norms) { return norms; });
+}
+
 }  // namespace detail
 
 /// Clips the gradients by total norm or by value before the optimizer step (see the file comment).
@@ -95,11 +111,32 @@ class GradClip {
     if (mode() == Mode::none) return;
     // Each tensor once: a tied weight's gradient counts once in the norm and is scaled once.
     std::vector<torch::Tensor> grads;
-    for (auto& p : unique_parameters(ctx.module()))
+    const auto params = unique_parameters(ctx.module());
+    for (auto& p : params)
       if (p.grad().defined()) grads.push_back(p.grad());
-    if (grads.empty()) return;
+    bool sharded = false;
+    if constexpr (requires { ctx.gradients_sharded(); }) sharded = mode() == Mode::norm && ctx.gradients_sharded();
+    if (grads.empty() && !sharded) return;
     torch::NoGradGuard ng;
-    if (mode() == Mode::norm) {
+    if (mode() == Mode::norm && sharded) {
+      // Each rank holds its own partition's gradients only: every rank's per-parameter norms, in the module's
+      // order, make the same list one process would stack (a slot per parameter, and a flag for "has a gradient").
+      if constexpr (requires { ctx.gradients_sharded(); })
+        last_norm_ = detail::clip_grad_norm_no_sync(grads, *o_.max_norm, o_.p, [&](const std::vector<torch::Tensor>& mine) {
+          const auto n = static_cast<int64_t>(params.size());
+          auto slots = torch::zeros({2, n}, torch::TensorOptions(torch::kFloat).device(ctx.device()));
+          size_t k = 0;
+          for (int64_t i = 0; i < n; ++i)
+            if (params[static_cast<size_t>(i)].grad().defined()) {
+              slots[0][i].copy_(mine[k++]);
+              slots[1][i].fill_(1);
+            }
+          ctx.reduce_gradient_statistic(slots, GradientReduce::sum);
+          const auto has = slots[1].gt(0).nonzero().reshape({-1});
+          const auto all = slots[0].index_select(0, has);
+          return all.unbind(0);
+        }, ctx.device());
+    } else if (mode() == Mode::norm) {
       last_norm_ = detail::clip_grad_norm_no_sync(grads, *o_.max_norm, o_.p);
       if constexpr (requires { ctx.capturing(); })
         if (ctx.capturing()) graph_norm_ = last_norm_;  // a graph rewrites this tensor at every replay

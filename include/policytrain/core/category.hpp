@@ -9,6 +9,9 @@ namespace policytrain {
 /// The categories a Trainer composes: at most one policy of each, a default for each one absent.
 enum class Category { callback, parallel, accumulation, precision, schedule, checkpoint };
 
+/// How Context::reduce_gradient_statistic combines the ranks' parts of a statistic of sharded gradients (ZeRO-2).
+enum class GradientReduce { sum, max };
+
 /// The category of policy `P` (`Category::callback` when `P` declares none).
 template <class P>
 inline constexpr Category category_of = [] {

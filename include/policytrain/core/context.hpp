@@ -78,6 +78,12 @@ class Context {
   bool is_main() { return t_->is_main(); }
   /// True on every rank when `b` is true on any rank (identity on one process).
   bool agree_any(bool b) { return t_->agree_any(b); }
+  /// Whether each rank keeps only its own partition's gradients after the backward (parallel::ShardedDataParallel
+  /// at stage 2): a hook that computes a statistic over every gradient (a total norm, an inf check) then computes
+  /// its rank's part and reduces it with reduce_gradient_statistic, on every rank (a collective).
+  bool gradients_sharded() { return t_->gradients_sharded(); }
+  /// Reduces `t` in place over the ranks (sum or max) when gradients are sharded; otherwise leaves it as it is.
+  void reduce_gradient_statistic(torch::Tensor& t, GradientReduce op) { t_->reduce_gradient_statistic(t, op); }
   /// Reads every check a policy keeps pending on the device (flush_checks hooks: the precision policy's
   /// non-finite loss check), throwing what it finds. A policy that persists the run calls it first.
   void flush_checks() { t_->flush_checks(); }

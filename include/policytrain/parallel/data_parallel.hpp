@@ -19,10 +19,11 @@
 /// gradient_as_bucket_view and static_graph are the Reducer's own. The communication hook averages (divide, then
 /// sum: Gloo has no AVG), in fp16 / bf16 with gradient compression, and counts the all-reduces.
 ///
-/// Hooks: on_fit_begin (connect, verify, broadcast, build the Reducer), on_epoch_begin (start check),
-/// around_forward (buffers, bucket rebuild) / around_evaluate (buffers), around_backward (sync or not),
-/// before_step (the Reducer finished, or a late average), state_dict (world size), and the Trainer's is_main /
-/// agree_any / reduce_metrics.
+/// Hooks: on_fit_begin (connect, verify, broadcast, build the Reducer), on_epoch_begin (start check; after a
+/// resume each rank's own generator states), around_forward (buffers, bucket rebuild) / around_evaluate (buffers),
+/// around_backward (sync or not), before_step (the Reducer finished, or a late average), before_save (every rank's
+/// generator states, gathered), state_dict (world size, those states), and the Trainer's is_main / agree_any /
+/// reduce_metrics.
 /// Requires: every rank runs the same Trainer on equally long shards (TensorLoader pads by wrapping).
 /// Each rank normalises batch norm by its own micro-batch (no SyncBatchNorm), as in PyTorch's DDP.
 /// What matches DDP and what does not: docs/parallel.md (checked side by side: tests/unit/test_ddp_oracle.cpp).
@@ -572,14 +573,34 @@ class DataParallel {
     for (auto& p : unique_parameters(ctx.module())) state.push_back(p.detach());
     for (auto& [name, b] : unique_named_buffers(ctx.module())) state.push_back(b.detach());
     broadcast_from_0(state, "broadcast of rank 0's parameters and buffers");
-    if (!s_->reducer && !s_->params.empty()) build_reducer();
+    if (!s_->reducer && !s_->params.empty() && use_reducer_) build_reducer();
   }
 
   /// At the first epoch of a fit, after every policy's on_fit_begin (a checkpoint policy has resumed by then):
   /// checks that every rank starts from the same state (verify_start).
   template <class Ctx>
   void on_epoch_begin(Ctx& ctx) {
-    if (!verified_) verify_start(ctx);
+    if (!verified_) {
+      verify_start(ctx);
+      restore_rank_rng(ctx.device());
+    }
+  }
+
+  /// On every rank before a checkpoint is written (a collective): every rank's random generator states (the CPU
+  /// one, and the CUDA one of this rank's device) for state_dict(). The checkpoint's own generator state is the
+  /// writing rank's (rank 0's); a resume on the same world size gives each rank back its own (on_epoch_begin), so
+  /// that the dropout masks and augmentations of every rank continue as in an uninterrupted run.
+  template <class Ctx>
+  void before_save(Ctx& ctx) {
+    if (!active()) return;
+    std::vector<torch::Tensor> mine{generator_state(torch::kCPU)};
+    if (ctx.device().is_cuda()) mine.push_back(generator_state(ctx.device()));
+    rng_cpu_bytes_ = mine[0].numel();
+    auto flat = torch::cat(mine).to(torch::kInt);
+    auto table = torch::zeros({world_size(), flat.numel()}, torch::kInt);
+    table[rank()].copy_(flat);
+    all_reduce(table, c10d::ReduceOp::SUM, "gather of the ranks' random generator states (checkpoint)");
+    rank_rng_ = table;
   }
 
   /// A fit that had no epoch left to run still takes part in the start check (the other ranks may have).
@@ -698,9 +719,22 @@ class DataParallel {
   }
 
   /// The world size, saved in checkpoints so that a resume with another one is recognised.
-  StateDict state_dict() const { return {{"world_size", scalar_tensor(static_cast<int64_t>(world_size()))}}; }
-  /// Restores what state_dict() saved (the world size of the run that wrote the checkpoint).
-  void load_state_dict(const StateDict& d) { saved_world_size_ = state_int(d, "world_size"); }
+  /// With the ranks' generator states when a checkpoint gathered them (before_save).
+  StateDict state_dict() const {
+    StateDict d{{"world_size", scalar_tensor(static_cast<int64_t>(world_size()))}};
+    if (rank_rng_.defined()) {
+      d["rank_rng"] = rank_rng_;
+      d["rank_rng_cpu_bytes"] = scalar_tensor(rng_cpu_bytes_);
+    }
+    return d;
+  }
+  /// Restores what state_dict() saved (the world size of the run that wrote the checkpoint, the ranks' generator
+  /// states, which on_epoch_begin hands back to each rank).
+  void load_state_dict(const StateDict& d) {
+    saved_world_size_ = state_int(d, "world_size");
+    loaded_rng_ = d.count("rank_rng") ? d.at("rank_rng") : torch::Tensor();
+    loaded_rng_cpu_bytes_ = d.count("rank_rng_cpu_bytes") ? state_int(d, "rank_rng_cpu_bytes") : 0;
+  }
 
   /// Buffer broadcasts so far (broadcast_buffers).
   int64_t buffer_broadcasts() const { return buffer_broadcasts_; }
@@ -857,6 +891,29 @@ class DataParallel {
     throw;
   }
 
+  static torch::Tensor generator_state(torch::Device device) {
+    auto gen = at::globalContext().defaultGenerator(device);
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    return gen.get_state();
+  }
+
+  /// After a resume on the world size that wrote the checkpoint: this rank's own generator states (see
+  /// before_save). A checkpoint of another world size, or of an older version, leaves rank 0's (the file's).
+  void restore_rank_rng(torch::Device device) {
+    auto t = std::exchange(loaded_rng_, torch::Tensor());
+    if (!active() || !t.defined() || t.dim() != 2 || t.size(0) != world_size()) return;
+    auto row = t[rank()].to(torch::kUInt8);
+    const int64_t ncpu = loaded_rng_cpu_bytes_;
+    auto set = [](torch::Device d, const torch::Tensor& st) {
+      auto gen = at::globalContext().defaultGenerator(d);
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(st);
+    };
+    if (ncpu <= 0 || ncpu > row.numel()) return;
+    set(torch::kCPU, row.slice(0, 0, ncpu).contiguous());
+    if (device.is_cuda() && row.numel() > ncpu) set(device, row.slice(0, ncpu).contiguous());
+  }
+
   /// Every rank must start training from the same state: the same counters (epoch, optimizer step, micro-batch
   /// in the epoch, skipped steps) and the same parameters and buffers (SHA-256). A fresh start always agrees
   /// (rank 0's weights were broadcast at on_fit_begin); a resume agrees when every rank loaded the same
@@ -904,7 +961,12 @@ class DataParallel {
   Options o_;                                     ///< the settings
   std::shared_ptr<detail::DataParallelState> s_;  ///< the process group, the Reducer and the counters
   bool verified_ = false;                         ///< parameters checked across ranks
+  bool use_reducer_ = true;  ///< false: a derived policy synchronises the gradients itself (ZeRO-2)
   int64_t saved_world_size_ = 0;   ///< world size of the run whose checkpoint was loaded (0: none loaded)
+  torch::Tensor rank_rng_;         ///< [world size, bytes]: every rank's generator states at the last checkpoint
+  int64_t rng_cpu_bytes_ = 0;      ///< of which the CPU generator's
+  torch::Tensor loaded_rng_;       ///< rank_rng_ of the checkpoint loaded, until on_epoch_begin applies it
+  int64_t loaded_rng_cpu_bytes_ = 0;
   int64_t buffer_broadcasts_ = 0;  ///< broadcasts of rank 0's buffers so far
 };
 

@@ -33,6 +33,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -74,9 +76,160 @@ inline int64_t param_state_bytes(const torch::optim::OptimizerParamState& s) {
 
 /// Run-time options of the sharding (beyond DataParallelOptions).
 struct ShardingOptions {
-  /// ZeRO stage: 1 shards the optimizer state (gradients are all-reduced as under DataParallel).
+  /// ZeRO stage: 1 shards the optimizer state (gradients are all-reduced by c10d::Reducer, as under DataParallel);
+  /// 2 shards the gradients too (reduce-scattered into their owners' partitions during the backward).
   int stage = 1;
 };
+
+namespace detail {
+
+/// ZeRO-2's gradient synchronisation, shared with the autograd hooks (so the policy may be moved). The
+/// parameters are bucketed in the reverse of their order (roughly the order backward produces gradients), up to
+/// DataParallelOptions::bucket_mb each; a bucket is launched once every gradient in it is accumulated and every
+/// earlier bucket is launched (the same order on every rank): its gradients, scaled by 1/world size (as the
+/// Reducer does), are flattened per owning rank and reduce-scattered (c10d's reduce_scatter, sizes per rank as
+/// the partition gives them), and every gradient of the bucket is released at once. At the backward's end each
+/// rank waits for its buckets and its own parameters' gradients become views of what it received: after the
+/// backward a rank holds only its partition's gradients (plus the buckets in flight while the backward runs).
+struct Zero2State {
+  std::shared_ptr<DataParallelState> dp;
+  std::vector<int> owner;  ///< per DataParallelState::params entry: its owning rank
+  struct Bucket {
+    std::vector<size_t> members;  ///< indices into dp->params, in launch order
+    size_t pending = 0;           ///< members not yet accumulated in this backward
+    bool launched = false;
+  };
+  std::vector<Bucket> buckets;
+  std::vector<size_t> bucket_of;  ///< per parameter
+  std::vector<char> ready;
+  size_t next = 0;  ///< the first bucket not launched
+  struct InFlight {
+    c10::intrusive_ptr<c10d::Work> work;
+    std::vector<std::vector<at::Tensor>> inputs;  ///< kept alive until the work ends
+    std::vector<at::Tensor> output;
+    size_t bucket;
+  };
+  std::vector<InFlight> inflight;
+  bool in_backward = false;
+  int64_t calls = 0, bytes_last_step = 0, grad_bytes = 0, grad_bytes_peak = 0;
+  std::mutex mu;
+
+  /// A gradient accumulated in a synchronised backward: launches every bucket that became complete, in order.
+  void accumulated(size_t i) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!in_backward) return;
+    if (ready[i])
+      throw std::runtime_error(fmt::format(
+          "policytrain::parallel::ShardedDataParallel: {}: parameter '{}' (index {}) was marked ready twice in one "
+          "backward (its gradient was accumulated again after its bucket was reduce-scattered): the parameter takes "
+          "part in a reentrant backward (a reentrant activation checkpoint, or a backward inside a custom autograd "
+          "function) or in two backward passes of one micro-step; use non-reentrant checkpointing, or a single "
+          "backward per micro-step", dp->who(), dp->names[i], i));
+    ready[i] = 1;
+    auto& b = buckets[bucket_of[i]];
+    --b.pending;
+    while (next < buckets.size() && buckets[next].pending == 0) launch(next++, nullptr);
+  }
+
+  /// Reduce-scatters bucket `k` (every member's gradient, or zeros where `used` says another rank has one).
+  /// `used` (per parameter, or null: all) leaves out the parameters no rank has a gradient for.
+  void launch(size_t k, const std::vector<char>* used) {
+    auto& b = buckets[k];
+    const int w = dp->env.world_size;
+    const double scale = 1.0 / w;
+    std::vector<std::vector<torch::Tensor>> parts(static_cast<size_t>(w));
+    torch::Tensor like;
+    for (size_t i : b.members) {
+      if (used && !(*used)[i]) continue;
+      auto& p = dp->params[i];
+      torch::Tensor g = p.grad();
+      if (!g.defined()) g = torch::zeros_like(p);
+      parts[static_cast<size_t>(owner[i])].push_back(g.reshape({-1}));
+      if (!like.defined()) like = g;
+    }
+    b.launched = true;
+    if (!like.defined()) return;  // nothing of this bucket is used anywhere
+    std::vector<at::Tensor> chunks;
+    chunks.reserve(static_cast<size_t>(w));
+    int64_t n = 0;
+    for (auto& ps : parts) {
+      chunks.push_back(ps.empty() ? torch::empty({0}, like.options()) : torch::cat(ps).mul_(scale));
+      n += chunks.back().numel();
+    }
+    // Every gradient of the bucket is in the chunks now: release them (the owner's come back reduced).
+    for (size_t i : b.members) dp->params[i].mutable_grad() = torch::Tensor();
+    InFlight f;
+    f.bucket = k;
+    f.output = {torch::empty({chunks[static_cast<size_t>(dp->env.rank)].numel()}, like.options())};
+    f.inputs = {std::move(chunks)};
+    ++calls;
+    ++dp->allreduce_calls_last_step;
+    if (in_backward) ++dp->allreduce_calls_in_hooks;
+    dp->last_launch_ns = now_ns();
+    bytes_last_step += n * static_cast<int64_t>(like.element_size());
+    try {
+      f.work = dp->backend->reduce_scatter(f.output, f.inputs, c10d::ReduceScatterOptions{});
+    } catch (const std::exception& e) {
+      throw dp->collective_error(fmt::format("reduce-scatter of gradient bucket {} (optimizer step {})", k + 1, dp->step), e);
+    }
+    inflight.push_back(std::move(f));
+  }
+
+  /// Waits for every bucket launched, and makes this rank's parameters' gradients views of what it received.
+  void finish() {
+    for (auto& f : inflight) {
+      dp->wait(f.work, fmt::format("reduce-scatter of gradient bucket {} (optimizer step {})", f.bucket + 1, dp->step));
+      int64_t off = 0;
+      const auto& out = f.output[0];
+      for (size_t i : buckets[f.bucket].members) {
+        if (owner[i] != dp->env.rank) continue;
+        auto& p = dp->params[i];
+        if (!used_now.empty() && !used_now[i]) continue;
+        p.mutable_grad() = out.narrow(0, off, p.numel()).view(p.sizes());
+        off += p.numel();
+      }
+    }
+    inflight.clear();
+    used_now.clear();
+    grad_bytes = 0;
+    for (auto& p : dp->params)
+      if (p.grad().defined()) grad_bytes += p.grad().numel() * static_cast<int64_t>(p.grad().element_size());
+    grad_bytes_peak = std::max(grad_bytes_peak, grad_bytes);
+  }
+
+  /// A window without a synchronised backward (its last micro-batch was not known to be the last): every
+  /// bucket now, leaving out the parameters no rank has a gradient for.
+  void reduce_late() {
+    torch::NoGradGuard ng;
+    const auto n = static_cast<int64_t>(dp->params.size());
+    auto flags = torch::zeros({n}, torch::TensorOptions(torch::kFloat).device(dp->comm_device));
+    for (int64_t i = 0; i < n; ++i)
+      if (dp->params[static_cast<size_t>(i)].grad().defined()) flags[i].fill_(1);
+    std::vector<at::Tensor> ft{flags};
+    dp->wait(dp->backend->allreduce(ft, c10d::AllreduceOptions{}), "all-reduce of gradient use flags (late window)");
+    auto f = flags.to(torch::kCPU);
+    used_now.assign(static_cast<size_t>(n), 0);
+    for (int64_t i = 0; i < n; ++i) used_now[static_cast<size_t>(i)] = f[i].item<float>() > 0;
+    bytes_last_step = 0;
+    dp->allreduce_calls_last_step = 0;
+    for (size_t k = 0; k < buckets.size(); ++k) launch(k, &used_now);
+    finish();
+  }
+
+  std::vector<char> used_now;  ///< the late window's "some rank has a gradient" flags (empty otherwise)
+};
+
+/// Autograd's post-accumulate hook of a parameter under ZeRO-2.
+struct Zero2Accumulated : torch::autograd::PostAccumulateGradHook {
+  Zero2Accumulated(std::weak_ptr<Zero2State> s, size_t i) : state(std::move(s)), index(i) {}
+  void operator()(const torch::autograd::Variable&) override {
+    if (auto s = state.lock()) s->accumulated(index);
+  }
+  std::weak_ptr<Zero2State> state;
+  size_t index;
+};
+
+}  // namespace detail
 
 /// DataParallel with the optimizer state sharded across the ranks (ZeRO-1); see the file comment.
 class ShardedDataParallel : public DataParallel {
@@ -86,10 +239,26 @@ class ShardedDataParallel : public DataParallel {
 
   /// Reads the environment now (as DataParallel). Throws std::invalid_argument for a stage other than 1.
   explicit ShardedDataParallel(DataParallelOptions o = {}, ShardingOptions z = {}) : DataParallel(std::move(o)), z_(z) {
-    if (z_.stage != 1)
+    if (z_.stage != 1 && z_.stage != 2)
       throw std::invalid_argument(fmt::format(
           "policytrain::parallel::ShardedDataParallel: stage {} is not supported; expected 1 (optimizer state "
-          "sharded, gradients all-reduced)", z_.stage));
+          "sharded, gradients all-reduced) or 2 (optimizer state and gradients sharded)", z_.stage));
+    if (z_.stage == 2) {
+      // These options configure c10d::Reducer, which stage 2 replaces by its own reduce-scatter.
+      const auto refuse = [](const char* option, const char* why) {
+        throw std::invalid_argument(fmt::format(
+            "policytrain::parallel::ShardedDataParallel: stage 2 does not support DataParallelOptions::{}: {}; "
+            "use stage 1 for it", option, why));
+      };
+      if (o_.find_unused_parameters)
+        refuse("find_unused_parameters", "every parameter must get a gradient on every rank in every step");
+      if (o_.static_graph) refuse("static_graph", "a Reducer option; stage 2 reduce-scatters without one");
+      if (o_.gradient_as_bucket_view)
+        refuse("gradient_as_bucket_view", "stage 2's gradients are already views of what each owner received");
+      if (o_.compression != "none")
+        refuse("compression", "the gradients are reduce-scattered in their own dtype");
+      use_reducer_ = false;
+    }
   }
 
   /// The sharding options.
@@ -111,6 +280,26 @@ class ShardedDataParallel : public DataParallel {
       if (owned(key)) n += param_state_bytes(*st);
     return n;
   }
+  /// Whether each rank keeps only its own partition's gradients after the backward (stage 2, more than one rank):
+  /// the Trainer's gradient statistics (GradClip's total norm, the loss scaler's inf check) are then reduced.
+  bool gradients_sharded() const { return z_.stage == 2 && active(); }
+  /// Reduces a statistic of this rank's gradients over every rank, in place (a collective).
+  template <class Ctx>
+  void reduce_gradient_statistic(Ctx&, torch::Tensor& t, GradientReduce op) {
+    if (!gradients_sharded()) return;
+    all_reduce(t, op == GradientReduce::max ? c10d::ReduceOp::MAX : c10d::ReduceOp::SUM,
+               "reduction of a gradient statistic over the shards (total norm, inf check)");
+  }
+  /// Stage 2: gradient bytes this rank held after the last synchronised backward (its partition's), and the most
+  /// after any; stage 1 and one process: 0.
+  int64_t gradient_bytes() const { return z2_ ? z2_->grad_bytes : 0; }
+  /// Stage 2: the most gradient bytes this rank held after a backward.
+  int64_t gradient_bytes_peak() const { return z2_ ? z2_->grad_bytes_peak : 0; }
+  /// Stage 2: reduce-scatter calls so far (one per gradient bucket and step), and buckets.
+  int64_t reduce_scatter_calls() const { return z2_ ? z2_->calls : 0; }
+  /// Stage 2: gradient buckets (0 before on_fit_begin).
+  size_t gradient_buckets() const { return z2_ ? z2_->buckets.size() : 0; }
+
   /// This rank's optimizer state bytes when fit last ended (0 before).
   int64_t optimizer_state_bytes() const { return bytes_; }
   /// The sum over every rank (equal on every rank).
@@ -126,6 +315,67 @@ class ShardedDataParallel : public DataParallel {
   void on_fit_begin(Ctx& ctx) {
     DataParallel::on_fit_begin(ctx);
     partition_parameters(ctx.optimizer());
+    if (z_.stage == 2 && active() && !z2_) build_zero2();
+  }
+
+  /// Stage 2: on a window's last micro-step the gradients are reduce-scattered as their buckets complete, during
+  /// the backward; at its end this rank waits for its buckets and holds its own partition's gradients only. Other
+  /// micro-steps only accumulate, every gradient in full (as DataParallel's no_sync). Stage 1: DataParallel's.
+  template <class Ctx, class F>
+  void around_backward(Ctx& ctx, F&& fn) {
+    if (!z2_) return DataParallel::around_backward(ctx, std::forward<F>(fn));
+    auto& z = *z2_;
+    if (!ctx.is_last_micro_step()) return fn();
+    {
+      std::lock_guard<std::mutex> lock(z.mu);
+      std::fill(z.ready.begin(), z.ready.end(), 0);
+      for (auto& b : z.buckets) b.pending = b.members.size(), b.launched = false;
+      z.next = 0;
+      z.bytes_last_step = 0;
+      s_->allreduce_calls_last_step = 0;
+      s_->last_launch_ns = 0;
+      z.in_backward = true;
+    }
+    try {
+      fn();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(z.mu);
+      z.in_backward = false;
+      for (auto& f : z.inflight) f.work->wait(s_->timeout);  // no buffer freed under a running collective
+      z.inflight.clear();
+      throw;
+    }
+    std::lock_guard<std::mutex> lock(z.mu);
+    z.in_backward = false;
+    if (z.next < z.buckets.size()) {
+      std::vector<std::string> missing;
+      for (size_t i = 0; i < s_->params.size(); ++i)
+        if (!z.ready[i]) missing.push_back(fmt::format("'{}' (index {})", s_->names[i], i));
+      for (auto& f : z.inflight) f.work->wait(s_->timeout);
+      z.inflight.clear();
+      throw std::runtime_error(fmt::format(
+          "policytrain::parallel::ShardedDataParallel: {}: this rank computed no gradient for parameter{} {} in "
+          "optimizer step {}, so its gradient bucket could not be reduce-scattered; at stage 2 every trainable "
+          "parameter must get a gradient in every step: freeze it (requires_grad false), or use stage 1 with "
+          "DataParallelOptions::find_unused_parameters = true", s_->who(), missing.size() == 1 ? "" : "s",
+          fmt::join(missing, ", "), s_->step));
+    }
+    z.finish();
+    s_->synced = true;
+    const int64_t launched = s_->last_launch_ns;
+    if (launched > 0)
+      s_->comm_wait_seconds += std::max<double>(0.0, 1e-9 * static_cast<double>(detail::now_ns() - launched));
+  }
+
+  /// Stage 2: reduces a window that had no synchronised backward; counts the step. Stage 1: DataParallel's.
+  template <class Ctx>
+  void before_step(Ctx& ctx) {
+    if (!z2_) return DataParallel::before_step(ctx);
+    if (!std::exchange(s_->synced, false)) {
+      std::lock_guard<std::mutex> lock(z2_->mu);
+      z2_->reduce_late();
+    }
+    ++s_->step;
   }
 
   /// DataParallel's start check at the first epoch; after a resume (the checkpoint policy's on_fit_begin loaded the
@@ -168,6 +418,7 @@ class ShardedDataParallel : public DataParallel {
   /// loads it beside its own, so that it holds the whole (consolidated) state.
   template <class Ctx>
   void before_save(Ctx& ctx) {
+    DataParallel::before_save(ctx);  // the ranks' generator states
     if (!active()) return;
     auto& opt = ctx.optimizer();
     drop_foreign_state(opt);
@@ -304,7 +555,41 @@ class ShardedDataParallel : public DataParallel {
     }
   }
 
+  /// Stage 2: the buckets (the parameters in reverse order, up to bucket_mb each, one dtype and device per bucket)
+  /// and a post-accumulate hook on every parameter.
+  void build_zero2() {
+    auto z = std::make_shared<detail::Zero2State>();
+    z->dp = s_;
+    const size_t n = s_->params.size();
+    z->owner.assign(n, 0);
+    for (size_t i = 0; i < n; ++i) z->owner[i] = std::max(0, owner(s_->params[i]));  // not in the optimizer: rank 0
+    const auto cap = static_cast<int64_t>(o_.bucket_mb * 1024 * 1024);
+    z->bucket_of.assign(n, 0);
+    int64_t bytes = 0;
+    for (size_t j = n; j-- > 0;) {
+      const auto& p = s_->params[j];
+      const int64_t pb = p.numel() * static_cast<int64_t>(p.element_size());
+      bool fresh = z->buckets.empty();
+      if (!fresh) {
+        const auto& first = s_->params[z->buckets.back().members.front()];
+        fresh = bytes + pb > cap || first.scalar_type() != p.scalar_type() || first.device() != p.device();
+      }
+      if (fresh) {
+        z->buckets.emplace_back();
+        bytes = 0;
+      }
+      z->buckets.back().members.push_back(j);
+      z->bucket_of[j] = z->buckets.size() - 1;
+      bytes += pb;
+    }
+    z->ready.assign(n, 0);
+    for (size_t i = 0; i < n; ++i)
+      torch::autograd::impl::set_post_acc_grad_hooks(s_->params[i], std::make_unique<detail::Zero2Accumulated>(z, i));
+    z2_ = std::move(z);
+  }
+
   ShardingOptions z_;
+  std::shared_ptr<detail::Zero2State> z2_;  ///< stage 2's gradient synchronisation (null otherwise)
   std::unordered_map<const void*, int> owner_;
   std::vector<std::vector<torch::Tensor>> owned_;     ///< per param group: this rank's parameters
   std::vector<std::vector<torch::Tensor>> per_rank_;  ///< per rank: its parameters (detached), for the broadcast

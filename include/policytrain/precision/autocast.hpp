@@ -178,7 +178,12 @@ class Autocast {
   /// Unscales the gradients once when scaling, so later callbacks see true gradients.
   template <class Ctx>
   void before_step(Ctx& ctx) {
-    if (scaling_) scaler_.unscale(ctx.optimizer());
+    if (!scaling_) return;
+    scaler_.unscale(ctx.optimizer());
+    // Sharded gradients (ZeRO-2): each rank checked its own partition; the skip is decided on all of them.
+    if constexpr (requires { ctx.gradients_sharded(); })
+      if (ctx.gradients_sharded())
+        scaler_.agree_found_inf([&](torch::Tensor& t) { ctx.reduce_gradient_statistic(t, GradientReduce::max); });
   }
 
   /// Steps the optimizer unless the scaler found a non-finite gradient, or (unscaled) a loss of the window was

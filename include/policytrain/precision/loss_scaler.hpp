@@ -115,6 +115,25 @@ class LossScaler {
     stage_ = Stage::unscaled;
   }
 
+  /// After unscale(), when each rank holds only its own partition's gradients (parallel::ShardedDataParallel at
+  /// stage 2): replaces this process's inf flag by its maximum over the ranks through `reduce(tensor)` (a
+  /// collective; every rank calls it, one without any gradient too), so that every rank skips the same steps and
+  /// updates the scale alike, as one process checking every gradient would.
+  template <class Reduce>
+  void agree_found_inf(Reduce&& reduce) {
+    require_scale("agree_found_inf");
+    torch::Tensor f = found_inf_.empty() ? torch::zeros({}, torch::dtype(torch::kFloat).device(scale_.device()))
+                                         : combined_found_inf().gt(0).to(torch::kFloat);
+    reduce(f);
+    if (found_inf_.empty()) {
+      found_inf_.push_back({f, scale_.to(torch::kDouble).reciprocal().to(torch::kFloat)});
+    } else {
+      found_inf_.front().found_inf.copy_(f);
+      for (size_t i = 1; i < found_inf_.size(); ++i) found_inf_[i].found_inf.zero_();
+    }
+    checked_ = true;
+  }
+
   /// Unscales (when unscale() was not called this step), then steps `opt` unless a gradient was inf/NaN.
   /// Returns whether it stepped.
   bool step(torch::optim::Optimizer& opt) {
