@@ -1,18 +1,21 @@
 #pragma once
 /// \file
-/// parallel::ShardedDataParallel — DataParallel whose optimizer state is sharded across the ranks (ZeRO stage 1,
-/// as PyTorch's torch.distributed.optim.ZeroRedundancyOptimizer): each rank keeps and steps the optimizer state
-/// of its partition of the parameters only, and after the step every owner broadcasts its updated parameters.
+/// parallel::ShardedDataParallel — DataParallel whose optimizer state (stage 1, ZeRO-1, as PyTorch's
+/// torch.distributed.optim.ZeroRedundancyOptimizer) and gradients (stage 2, ZeRO-2) are sharded across the ranks:
+/// each rank keeps and steps the optimizer state of its partition of the parameters only, and after the step
+/// every owner broadcasts its updated parameters.
 ///
-/// Everything DataParallel does stays as it is (the same c10d process group, the same c10d::Reducer, buckets
-/// overlapped with backward, no_sync under accumulation, static_graph, find_unused_parameters, buffers, the start
-/// check, the agreement helpers): the gradients are still averaged over all ranks, so every rank holds the whole
-/// averaged gradient, and everything that reads gradients before the step (loss-scaler unscale and inf check,
-/// global-norm clipping, the non-finite checks) sees exactly what it sees under DataParallel, on every rank alike.
-/// Only the optimizer step is sharded: around_step lets the optimizer see the parameters this rank owns (each
-/// param group's list is swapped for the owned part for the duration of the step, so any torch::optim optimizer
-/// and the fused ones create and update state for those only), then the owners broadcast
-/// (c10d::broadcast_coalesced, one per owning rank).
+/// Stage 1: everything DataParallel does stays as it is (the same c10d process group, the same c10d::Reducer,
+/// buckets overlapped with backward, no_sync under accumulation, static_graph, find_unused_parameters, buffers, the
+/// start check, the agreement helpers): the gradients are still averaged over all ranks, so every rank holds the
+/// whole averaged gradient, and everything that reads gradients before the step sees what it sees under
+/// DataParallel. Stage 2: no Reducer; each gradient bucket is reduce-scattered into its owners' partitions during
+/// the backward (detail::Zero2State), so after the backward a rank holds its own partition's gradients only, and
+/// the statistics over every gradient (GradClip's total norm, the loss scaler's inf check) are reduced over the
+/// ranks through Context::reduce_gradient_statistic (gradients_sharded() tells them).
+/// Both: around_step lets the optimizer see the parameters this rank owns (each param group's list is swapped
+/// for the owned part for the duration of the step, so any torch::optim optimizer and the fused ones create and
+/// update state for those only), then the owners broadcast (c10d::broadcast_coalesced, one per owning rank).
 ///
 /// Partition: ZeroRedundancyOptimizer's greedy rule, per param group in order: the group's parameters sorted by
 /// size (largest first, ties in the group's order), each given to the rank with the smallest total so far (the
@@ -25,11 +28,12 @@
 /// run; after_save lets rank 0 drop the other ranks' part again. A resume loads the whole state on every rank;
 /// each keeps its partition at the first step.
 ///
-/// Hooks (beyond DataParallel's): on_fit_begin (partition), on_epoch_begin (after a resume: the other partitions'
-/// state dropped), around_step (sharded step + broadcast), before_save / after_save (consolidation), on_fit_end
-/// (state bytes).
-/// Cost: with one process, nothing beyond DataParallel's (the step is not swapped).
-/// Example: examples/fashion_mnist (`--nproc 2 --zero 1`); docs/parallel.md, "Sharded optimizer state".
+/// Hooks (beyond DataParallel's): on_fit_begin (partition; stage 2: buckets and gradient hooks), on_epoch_begin
+/// (after a resume: the other partitions' state dropped), around_backward and before_step (stage 2: the
+/// reduce-scatter), around_step (sharded step + broadcast), before_save / after_save (consolidation), on_fit_end
+/// (state bytes); and the Trainer's gradients_sharded / reduce_gradient_statistic.
+/// Cost: with one process, nothing beyond DataParallel's (the step is not swapped, no hook is installed).
+/// Example: examples/fashion_mnist (`--nproc 2 --zero 1`, `--zero 2`); docs/parallel.md, "Sharded optimizer state".
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
