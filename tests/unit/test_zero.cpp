@@ -148,8 +148,52 @@ int run_tiny(const std::string& scenario, const fs::path& dir, const std::string
   return 0;
 }
 
+/// "autobatch" (ZeRO-2): each rank's search found another micro-batch (rank r: 8 >> r, for a global batch of 8);
+/// fit_auto_batch agrees on the smallest before training, so every rank trains with its plan. "autobatch-fixed":
+/// the same training with that plan given (the reference).
+int run_autobatch(const std::string& scenario, const fs::path& dir, const std::string& subdir) {
+  struct Tiny {
+    torch::nn::Linear net{kIn, kOut};
+    torch::nn::Module& module() { return *net; }
+    torch::Tensor training_step(const pt::Batch& b) { return torch::nn::functional::cross_entropy(net->forward(b.x), b.y); }
+    pt::Prediction validation_step(const pt::Batch& b) {
+      auto out = net->forward(b.x);
+      return {torch::nn::functional::cross_entropy(out, b.y), out};
+    }
+  };
+  pt::parallel::DataParallelOptions dpo{.timeout = std::chrono::seconds(120)};
+  pt::parallel::ShardedDataParallel zero(dpo, {.stage = 2});
+  const int world = zero.world_size(), rank = zero.rank();
+  torch::manual_seed(7);
+  Tiny task;
+  torch::optim::AdamW opt(task.net->parameters(), torch::optim::AdamWOptions(kLr).weight_decay(kWd));
+  const auto data = load_tensors(dir / "data");
+  pt::accumulate::AutoBatch auto_batch({.global_batch = 8, .log = nullptr}, int64_t{1} << 30);
+  const bool fixed = scenario == "autobatch-fixed";
+  pt::accumulate::BatchPlan plan = auto_batch.plan(fixed ? 8 >> (world - 1) : 8 >> rank);
+  pt::Trainer trainer(task, opt, std::move(zero), pt::accumulate::Steps(plan.accumulate));
+  auto make_loader = [&](int64_t micro) {
+    return pt::data::TensorLoader(data.at("x"), data.at("y"),
+                                  {.batch_size = micro, .shuffle = false, .rank = rank, .world_size = world});
+  };
+  auto val = make_loader(8);
+  if (fixed) {
+    auto loader = make_loader(plan.micro_batch);
+    trainer.fit(loader, val, {.epochs = 1});
+  } else {
+    pt::accumulate::fit_auto_batch(trainer, auto_batch, plan, make_loader, val, pt::FitOptions{.epochs = 1});
+  }
+  Tensors out;
+  out["plan"] = torch::tensor({plan.micro_batch, plan.accumulate});
+  out["steps"] = torch::tensor(trainer.state().global_step);
+  for (auto& p : task.net->named_parameters()) out["param." + p.key()] = p.value();
+  save_tensors(dir / subdir / fmt::format("rank{}", rank), out);
+  return 0;
+}
+
 int run_worker(const std::string& scenario, const fs::path& dir, const std::string& subdir) {
   if (scenario.starts_with("tiny-")) return run_tiny(scenario, dir, subdir);
+  if (scenario.starts_with("autobatch")) return run_autobatch(scenario, dir, subdir);
   const bool dp_only = scenario.starts_with("dp-");
   const bool ckpt = scenario.starts_with("ckpt-");
   const std::string base = dp_only ? scenario.substr(3) : ckpt ? "plain" : scenario;
@@ -476,6 +520,25 @@ TEST_CASE("ZeRO-1 and ZeRO-2 with a rank owning nothing, torch::optim and fused 
     CHECK(load_tensors(dir / ("dp-" + kind) / "rank0").at("rollbacks").item<int64_t>() == 1);
   }
   MESSAGE("ZeRO-2 against DataParallel on 3 ranks, largest difference: " << max_diff);
+}
+
+TEST_CASE("fit_auto_batch under ZeRO-2 on 3 ranks: the ranks agree on the smallest micro-batch any found, and train as with that plan given") {
+  const auto dir = testing::temp_dir("zero-autobatch");
+  run_python("plain", 3, dir);  // the data
+  run_ours("autobatch", 3, dir, "auto");
+  run_ours("autobatch-fixed", 3, dir, "fixed");
+  for (int r = 0; r < 3; ++r) {
+    const auto got = load_tensors(dir / "auto" / fmt::format("rank{}", r));
+    const auto want = load_tensors(dir / "fixed" / fmt::format("rank{}", r));
+    INFO("rank " << r);
+    CHECK(got.at("plan")[0].item<int64_t>() == 2);  // rank 2 found 8 >> 2
+    CHECK(got.at("plan")[1].item<int64_t>() == 4);
+    CHECK(got.at("steps").item<int64_t>() == 120 / 3 / 8);
+    for (const auto& [name, t] : want) {
+      INFO(name);
+      CHECK(torch::equal(got.at(name), t));
+    }
+  }
 }
 
 TEST_CASE("ShardedDataParallel refuses a ZeRO stage it does not implement, and Reducer options at stage 2, naming each") {

@@ -209,9 +209,26 @@ void apply_plan(Acc& acc, const BatchPlan& plan) {
 
 /// Trains with `plan` (make_loader(micro_batch) builds the training loader), recovering from out-of-memory errors
 /// as the file comment describes. Returns the result of the last, successful `fit`; `plan` holds the plan used.
+///
+/// Under data parallelism (a parallel policy with `agree_min`: parallel::DataParallel, ShardedDataParallel) every
+/// rank searched its own device: before training the ranks agree on the smallest micro-batch any of them found
+/// (a collective; the plan is rebuilt from it), so that every rank takes the same steps. An out-of-memory error on
+/// one rank cannot be recovered alone there (the other ranks are inside the step's collectives and would follow
+/// another plan): it stops with an error naming the rank and the plan, instead of a halved plan on that rank only.
 template <class TrainerT, class MakeLoader, class Val, class FitOpts>
 auto fit_auto_batch(TrainerT& trainer, AutoBatch& auto_batch, BatchPlan& plan, MakeLoader&& make_loader, Val& val,
                     const FitOpts& options) {
+  bool parallel = false;
+  if constexpr (requires { trainer.template policy<Category::parallel>().agree_min(int64_t{}); }) {
+    auto& par = trainer.template policy<Category::parallel>();
+    if (par.active()) {
+      // The process group forms at fit begin; connect now (idempotent) so the ranks can agree first.
+      par.connect(trainer.context().device());
+      parallel = true;
+      const int64_t agreed = par.agree_min(plan.micro_batch);
+      if (agreed != plan.micro_batch) plan = auto_batch.plan(agreed);
+    }
+  }
   for (;;) {
     apply_plan(trainer.template policy<Category::accumulation>(), plan);
     auto loader = make_loader(plan.micro_batch);
@@ -219,7 +236,14 @@ auto fit_auto_batch(TrainerT& trainer, AutoBatch& auto_batch, BatchPlan& plan, M
       // make_loader may return a loader or a pointer to one (loaders that own threads do not move).
       if constexpr (requires { *loader; loader.get(); }) return trainer.fit(*loader, val, options);
       else return trainer.fit(loader, val, options);
-    } catch (const c10::OutOfMemoryError&) {
+    } catch (const c10::OutOfMemoryError& e) {
+      if (parallel)
+        throw std::runtime_error(fmt::format(
+            "policytrain::accumulate::fit_auto_batch: out of memory at micro-batch {} (x {} accumulated) under data "
+            "parallelism: the other ranks cannot follow a halved plan from inside the step's collectives, so this "
+            "rank stops instead of training on alone; restart with a smaller batch, or a lower "
+            "AutoBatchOptions::memory_fraction. {}", plan.micro_batch, plan.accumulate,
+            std::string(e.what()).substr(0, std::string(e.what()).find('\n'))));
       auto next = auto_batch.on_out_of_memory(plan);
       if (!next) throw;
       plan = *next;

@@ -751,6 +751,15 @@ class DataParallel {
     return t.item<int>() > 0;
   }
 
+  /// The smallest `v` over the ranks (identity on one process; a collective). fit_auto_batch agrees on the
+  /// micro-batch with it.
+  int64_t agree_min(int64_t v) {
+    if (!active()) return v;
+    auto t = torch::tensor({v}, torch::kLong);
+    all_reduce(t, c10d::ReduceOp::MIN, "agreement on the micro-batch (auto batch size)");
+    return t.item<int64_t>();
+  }
+
   /// Sums the loss, sample count, confusion matrix and the task's own metrics (Prediction::metrics) of an
   /// evaluation over the ranks. Every rank must report the same metric names (std::runtime_error otherwise).
   template <class Ctx>
