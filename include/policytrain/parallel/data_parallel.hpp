@@ -900,6 +900,7 @@ class DataParallel {
     throw;
   }
 
+  /// The state of the default generator of `device` (CPU, or a CUDA device).
   static torch::Tensor generator_state(torch::Device device) {
     auto gen = at::globalContext().defaultGenerator(device);
     std::lock_guard<std::mutex> lock(gen.mutex());
@@ -975,7 +976,7 @@ class DataParallel {
   torch::Tensor rank_rng_;         ///< [world size, bytes]: every rank's generator states at the last checkpoint
   int64_t rng_cpu_bytes_ = 0;      ///< of which the CPU generator's
   torch::Tensor loaded_rng_;       ///< rank_rng_ of the checkpoint loaded, until on_epoch_begin applies it
-  int64_t loaded_rng_cpu_bytes_ = 0;
+  int64_t loaded_rng_cpu_bytes_ = 0;  ///< of which the CPU generator's
   int64_t buffer_broadcasts_ = 0;  ///< broadcasts of rank 0's buffers so far
 };
 
