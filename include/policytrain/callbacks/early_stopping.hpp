@@ -18,6 +18,7 @@
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/monitor.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain::callbacks {
 
@@ -42,7 +43,7 @@ class EarlyStopping {
   /// Throws std::invalid_argument for patience < 1.
   explicit EarlyStopping(Options o) : o_(std::move(o)) {
     if (o_.patience < 1)
-      throw std::invalid_argument(fmt::format("policytrain::callbacks::EarlyStopping: patience is {}, expected >= 1", o_.patience));
+      throw std::invalid_argument(policytrain::detail::format("policytrain::callbacks::EarlyStopping: patience is {}, expected >= 1", o_.patience));
   }
 
   /// The settings.
@@ -76,13 +77,13 @@ class EarlyStopping {
       ++wait_;
     }
     if (o_.check_finite && !std::isfinite(v))
-      why = fmt::format("{} is {}", mon.metric, v);
+      why = policytrain::detail::format("{} is {}", mon.metric, v);
     else if (o_.stopping_threshold && mon.better(v, *o_.stopping_threshold))
-      why = fmt::format("{} {:.6g} reached the stopping threshold {:.6g}", mon.metric, v, *o_.stopping_threshold);
+      why = policytrain::detail::format("{} {:.6g} reached the stopping threshold {:.6g}", mon.metric, v, *o_.stopping_threshold);
     else if (o_.divergence_threshold && mon.worse(v, *o_.divergence_threshold))
-      why = fmt::format("{} {:.6g} is beyond the divergence threshold {:.6g}", mon.metric, v, *o_.divergence_threshold);
+      why = policytrain::detail::format("{} {:.6g} is beyond the divergence threshold {:.6g}", mon.metric, v, *o_.divergence_threshold);
     else if (wait_ >= o_.patience)
-      why = fmt::format("{} did not improve for {} epochs (best {:.6g} at epoch {})", mon.metric, wait_, best_, best_epoch_);
+      why = policytrain::detail::format("{} did not improve for {} epochs (best {:.6g} at epoch {})", mon.metric, wait_, best_, best_epoch_);
     ctx.state().best_metric = best_;
     ctx.state().best_epoch = best_epoch_;
     if (why.empty()) return false;

@@ -42,6 +42,7 @@
 #include <policytrain/callbacks/step_phases.hpp>
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metrics.hpp>
+#include <policytrain/detail/format.hpp>
 #include <policytrain/memory/peak.hpp>
 
 namespace policytrain::callbacks {
@@ -184,8 +185,8 @@ class MetricsLog {
     }
     const double total = t.total();
     const double rate = total > 0 ? n / total : 0.0;
-    auto opt = [](const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : std::string(); };
-    steps_csv_ << fmt::format("{},{},{},{:.6g},{:.6g},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{}\n",
+    auto opt = [](const std::optional<double>& v) { return v ? policytrain::detail::format("{:.6g}", *v) : std::string(); };
+    steps_csv_ << policytrain::detail::format("{},{},{},{:.6g},{:.6g},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{}\n",
                               ctx.state().epoch, ctx.state().global_step, ctx.state().batch_in_epoch, loss, step_lr_,
                               opt(scale), opt(norm), n, rate, total, t.data, t.forward, t.backward, t.step,
                               stepped ? 1 : 0, opt(mb(mem.rss)), opt(mb(mem.cuda)));
@@ -239,8 +240,8 @@ class MetricsLog {
     const double vl = val_ ? val_->loss : std::numeric_limits<double>::quiet_NaN();
     const bool has_acc = val_ && val_->has_accuracy();
     const double va = has_acc ? val_->accuracy : std::numeric_limits<double>::quiet_NaN();
-    epochs_csv_ << fmt::format("{},{:.6g},{},{},{:.6g},{:.6g},{:.6g}\n", ctx.state().epoch, train_loss,
-                               val_ ? fmt::format("{:.6g}", vl) : "", has_acc ? fmt::format("{:.6g}", va) : "", secs,
+    epochs_csv_ << policytrain::detail::format("{},{:.6g},{},{},{:.6g},{:.6g},{:.6g}\n", ctx.state().epoch, train_loss,
+                               val_ ? policytrain::detail::format("{:.6g}", vl) : "", has_acc ? policytrain::detail::format("{:.6g}", va) : "", secs,
                                rate, wait);
     nlohmann::json j{{"epoch", ctx.state().epoch}, {"train_loss", finite_or_null(train_loss)}, {"seconds", secs},
                      {"samples_per_s", rate}, {"data_wait_fraction", wait}};
@@ -288,14 +289,14 @@ class MetricsLog {
   std::string summary_text() const {
     const double tot = totals_.total();
     auto pct = [&](double v) { return tot > 0 ? 100.0 * v / tot : 0.0; };
-    std::string s = fmt::format(
+    std::string s = policytrain::detail::format(
         "Time per phase over {} steps ({:.2f} s): data wait {:.1f}%, forward {:.1f}%, backward {:.1f}%, "
         "optimizer {:.1f}%\n",
         steps_, tot, pct(totals_.data), pct(totals_.forward), pct(totals_.backward), pct(totals_.step));
     if (peak_max_.rss)
-      s += fmt::format("Peak memory of a step: {:.0f} MiB resident (VmHWM{}){}\n", *mb(peak_max_.rss),
+      s += policytrain::detail::format("Peak memory of a step: {:.0f} MiB resident (VmHWM{}){}\n", *mb(peak_max_.rss),
                        peak_max_.rss_whole_process ? ", not resettable here: the whole process's peak" : "",
-                       peak_max_.cuda ? fmt::format(", {:.0f} MiB CUDA allocated", *mb(peak_max_.cuda)) : "");
+                       peak_max_.cuda ? policytrain::detail::format(", {:.0f} MiB CUDA allocated", *mb(peak_max_.cuda)) : "");
     const double w = data_wait_fraction();
     if (w > 0.2)
       s += advice::data_wait();
@@ -322,7 +323,7 @@ class MetricsLog {
         const std::string line = content.substr(b, e - b);
         if (!header.empty() && b == 0) {
           if (line != header)
-            throw std::runtime_error(fmt::format(
+            throw std::runtime_error(policytrain::detail::format(
                 "policytrain::callbacks::MetricsLog: '{}' starts with '{}', expected the header '{}'; resume into the "
                 "run directory this version wrote, or into a new one", file.string(), line, header));
         } else if (keep(line)) {
@@ -332,7 +333,7 @@ class MetricsLog {
     }
     f.open(file, std::ios::out | std::ios::trunc);
     if (!f)
-      throw std::runtime_error(fmt::format("policytrain::callbacks::MetricsLog: cannot write the log '{}'; "
+      throw std::runtime_error(policytrain::detail::format("policytrain::callbacks::MetricsLog: cannot write the log '{}'; "
                                            "check that the directory is writable", file.string()));
     if (!header.empty()) f << header << "\n";
     f << kept;

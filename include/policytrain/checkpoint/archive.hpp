@@ -50,6 +50,7 @@
 
 #include <policytrain/checkpoint/format.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain::checkpoint {
 
@@ -81,7 +82,7 @@ inline void check_pickle(std::string_view p, const std::string& record, const st
   size_t i = 0;
   const auto need = [&](uint64_t n, const char* what) {
     if (n > p.size() - i)
-      fail(file, fmt::format("the archive's record '{}' declares {} of {} bytes at byte {} where {} remain; "
+      fail(file, policytrain::detail::format("the archive's record '{}' declares {} of {} bytes at byte {} where {} remain; "
                              "the payload is forged or damaged",
                              record, what, n, i, p.size() - i));
   };
@@ -120,7 +121,7 @@ inline void check_pickle(std::string_view p, const std::string& record, const st
         for (int k = 0; k < 2; ++k) {
           const auto nl = p.find('\n', i);
           if (nl == std::string_view::npos)
-            fail(file, fmt::format("the archive's record '{}' holds a name at byte {} that never ends (no newline); "
+            fail(file, policytrain::detail::format("the archive's record '{}' holds a name at byte {} that never ends (no newline); "
                                    "the payload is forged or damaged", record, i));
           i = nl + 1;
         }
@@ -144,7 +145,7 @@ inline void check_archive(std::string_view bytes, const std::filesystem::path& f
     for (const auto& name : reader.getAllRecords()) {
       const uint64_t size = reader.getRecordSize(name), offset = reader.getRecordOffset(name);
       if (offset > bytes.size() || size > bytes.size() - offset)
-        fail(file, fmt::format("the archive's record '{}' declares {} bytes at offset {}, past the payload's end "
+        fail(file, policytrain::detail::format("the archive's record '{}' declares {} bytes at offset {}, past the payload's end "
                                "({} bytes); the payload is forged or damaged",
                                name, size, offset, bytes.size()));
       if (name.ends_with(".pkl")) {
@@ -155,7 +156,7 @@ inline void check_archive(std::string_view bytes, const std::filesystem::path& f
   } catch (const CheckpointError&) {
     throw;
   } catch (const std::exception& e) {
-    fail(file, fmt::format("the payload is not a readable LibTorch archive: {}", e.what()));
+    fail(file, policytrain::detail::format("the payload is not a readable LibTorch archive: {}", e.what()));
   }
   for (const auto& [name, p] : pickles) check_pickle(p, name, file);
 }
@@ -182,14 +183,14 @@ inline std::vector<std::pair<std::string, torch::Tensor>> read_named(InputArchiv
                                                                      const std::filesystem::path& file) {
   c10::IValue names;
   if (!a.try_read(section + "/names", names) || !names.isList())
-    fail(file, fmt::format("the payload has no '{}' section; it was not written by checkpoint::save", section));
+    fail(file, policytrain::detail::format("the payload has no '{}' section; it was not written by checkpoint::save", section));
   std::vector<std::pair<std::string, torch::Tensor>> out;
   int64_t i = 0;
   for (const auto& n : names.toListRef()) {
-    if (!n.isString()) fail(file, fmt::format("the '{}' section's names are not strings", section));
+    if (!n.isString()) fail(file, policytrain::detail::format("the '{}' section's names are not strings", section));
     c10::IValue v;
     if (!a.try_read(section + "/" + std::to_string(i), v) || !v.isTensor())
-      fail(file, fmt::format("the '{}' section lacks the tensor of '{}'", section, n.toStringRef()));
+      fail(file, policytrain::detail::format("the '{}' section lacks the tensor of '{}'", section, n.toStringRef()));
     out.emplace_back(n.toStringRef(), v.toTensor());
     ++i;
   }
@@ -237,12 +238,12 @@ inline std::string param_name(const torch::nn::Module& m, const torch::Tensor& p
 inline void validate_optimizer(InputArchive& file_opt, torch::optim::Optimizer& live, const torch::nn::Module& m,
                                const std::filesystem::path& file) {
   auto need = [&](InputArchive& a, const std::string& key, InputArchive& sub, const std::string& what) {
-    if (!a.try_read(key, sub)) fail(file, fmt::format("the optimizer state lacks {}; it was not written by Optimizer::save", what));
+    if (!a.try_read(key, sub)) fail(file, policytrain::detail::format("the optimizer state lacks {}; it was not written by Optimizer::save", what));
   };
   auto need_int = [&](InputArchive& a, const std::string& key, const std::string& what) -> int64_t {
     c10::IValue v;
     if (!a.try_read(key, v) || !v.isTensor() || v.toTensor().numel() != 1)
-      fail(file, fmt::format("the optimizer state lacks {}", what));
+      fail(file, policytrain::detail::format("the optimizer state lacks {}", what));
     return v.toTensor().item<int64_t>();
   };
   c10::IValue version;
@@ -272,29 +273,29 @@ inline void validate_optimizer(InputArchive& file_opt, torch::optim::Optimizer& 
   const auto& live_groups = live.param_groups();
   const int64_t n_groups = need_int(groups, "param_groups/size", "the number of parameter groups");
   if (n_groups != static_cast<int64_t>(live_groups.size()))
-    fail(file, fmt::format("the optimizer has {} parameter groups in the checkpoint, {} here; build the optimizer as the "
+    fail(file, policytrain::detail::format("the optimizer has {} parameter groups in the checkpoint, {} here; build the optimizer as the "
                            "run that wrote the checkpoint did", n_groups, live_groups.size()));
   std::map<std::string, torch::Tensor> by_key;  // the saved parameter keys -> live parameters, by position
   for (int64_t g = 0; g < n_groups; ++g) {
     InputArchive grp, tmpl_grp, opts, tmpl_opts;
-    need(groups, "param_groups/" + std::to_string(g), grp, fmt::format("parameter group {}", g));
+    need(groups, "param_groups/" + std::to_string(g), grp, policytrain::detail::format("parameter group {}", g));
     tmpl_groups.read("param_groups/" + std::to_string(g), tmpl_grp);
-    need(grp, "options", opts, fmt::format("the options of parameter group {}", g));
+    need(grp, "options", opts, policytrain::detail::format("the options of parameter group {}", g));
     tmpl_grp.read("options", tmpl_opts);
     const auto have = sorted_keys(opts), want = sorted_keys(tmpl_opts);
     if (have != want)
-      fail(file, fmt::format("the optimizer is of another kind: the checkpoint's parameter-group options are [{}], "
+      fail(file, policytrain::detail::format("the optimizer is of another kind: the checkpoint's parameter-group options are [{}], "
                              "this optimizer's are [{}]; build the same optimizer as the run that wrote it",
                              fmt::join(have, ", "), fmt::join(want, ", ")));
     const auto& params = live_groups[static_cast<size_t>(g)].params();
-    const int64_t n = need_int(grp, "params/size", fmt::format("the size of parameter group {}", g));
+    const int64_t n = need_int(grp, "params/size", policytrain::detail::format("the size of parameter group {}", g));
     if (n != static_cast<int64_t>(params.size()))
-      fail(file, fmt::format("parameter group {} of the optimizer has {} parameters in the checkpoint, {} here", g, n,
+      fail(file, policytrain::detail::format("parameter group {} of the optimizer has {} parameters in the checkpoint, {} here", g, n,
                              params.size()));
     for (int64_t i = 0; i < n; ++i) {
       c10::IValue key;
       if (!grp.try_read("params/" + std::to_string(i), key) || !key.isString())
-        fail(file, fmt::format("parameter {} of group {} of the optimizer has no key", i, g));
+        fail(file, policytrain::detail::format("parameter {} of group {} of the optimizer has no key", i, g));
       by_key[key.toStringRef()] = params[static_cast<size_t>(i)];
     }
   }
@@ -311,10 +312,10 @@ inline void validate_optimizer(InputArchive& file_opt, torch::optim::Optimizer& 
       const torch::Tensor t = v.toTensor();
       if (t.dim() == 0 || (t.numel() == 1 && p.numel() != 1)) continue;  // step counters
       if (t.sizes() != p.sizes())
-        fail(file, fmt::format("the optimizer's '{}' of parameter '{}' has shape {} in the checkpoint, the parameter has "
+        fail(file, policytrain::detail::format("the optimizer's '{}' of parameter '{}' has shape {} in the checkpoint, the parameter has "
                                "{}; the checkpoint belongs to another model", sk, param_name(m, p), shape_str(t), shape_str(p)));
       if (t.is_floating_point() && t.scalar_type() != p.scalar_type())
-        fail(file, fmt::format("the optimizer's '{}' of parameter '{}' is {} in the checkpoint, the parameter is {}", sk,
+        fail(file, policytrain::detail::format("the optimizer's '{}' of parameter '{}' is {} in the checkpoint, the parameter is {}", sk,
                                param_name(m, p), dtype_str(t), dtype_str(p)));
     }
   }
@@ -453,7 +454,7 @@ struct Loaded {
     } catch (const std::exception& e) {
       before.restore(m, opt);
       load_state(*before.state());
-      detail::fail(file, fmt::format("cannot be applied ({}); nothing was changed", e.what()));
+      detail::fail(file, policytrain::detail::format("cannot be applied ({}); nothing was changed", e.what()));
     }
   }
 };
@@ -470,23 +471,23 @@ inline std::vector<torch::Tensor> read_model(InputArchive& a, const std::filesys
   for (const auto& [name, t] : live) {
     auto it = by_name.find(name);
     if (it == by_name.end())
-      fail(file, fmt::format("the checkpoint has no '{}': it belongs to another model (it holds {} tensors, this "
+      fail(file, policytrain::detail::format("the checkpoint has no '{}': it belongs to another model (it holds {} tensors, this "
                              "model {})", name, saved.size(), live.size()));
     const torch::Tensor& s = it->second;
     if (s.sizes() != t.sizes())
-      fail(file, fmt::format("'{}' has shape {} in the checkpoint, {} in this model: it belongs to another model",
+      fail(file, policytrain::detail::format("'{}' has shape {} in the checkpoint, {} in this model: it belongs to another model",
                              name, shape_str(s), shape_str(t)));
     const bool dtype_ok = s.scalar_type() == t.scalar_type() ||
                           (half_w && s.scalar_type() == torch::kHalf && t.is_floating_point());
     if (!dtype_ok)
-      fail(file, fmt::format("'{}' is {} in the checkpoint, {} in this model", name, dtype_str(s), dtype_str(t)));
+      fail(file, policytrain::detail::format("'{}' is {} in the checkpoint, {} in this model", name, dtype_str(s), dtype_str(t)));
     model.push_back(s);
   }
   if (saved.size() != live.size()) {
     std::set<std::string> live_names;
     for (const auto& [n, t] : live) live_names.insert(n);
     for (const auto& [n, t] : saved)
-      if (!live_names.count(n)) fail(file, fmt::format("the checkpoint holds '{}', which this model lacks: it belongs to another model", n));
+      if (!live_names.count(n)) fail(file, policytrain::detail::format("the checkpoint holds '{}', which this model lacks: it belongs to another model", n));
   }
   return model;
 }
@@ -508,7 +509,7 @@ inline Loaded read_payload(const RawFile& raw, const std::filesystem::path& file
   try {
     detail::from_bytes(a, raw.payload());
   } catch (const std::exception& e) {
-    fail(file, fmt::format("the payload is not a readable LibTorch archive: {}", e.what()));
+    fail(file, policytrain::detail::format("the payload is not a readable LibTorch archive: {}", e.what()));
   }
   try {
     r.model = detail::read_model(a, file, module, half_w);
@@ -532,16 +533,16 @@ inline Loaded read_payload(const RawFile& raw, const std::filesystem::path& file
     for (const auto& [k, v] : live_state) live_prefixes.insert(k.substr(0, k.find('/')));
     for (const auto& [k, v] : r.state)
       if (!live_prefixes.count(k.substr(0, k.find('/'))))
-        fail(file, fmt::format("the checkpoint holds state of '{}', which this Trainer does not compose; compose the "
+        fail(file, policytrain::detail::format("the checkpoint holds state of '{}', which this Trainer does not compose; compose the "
                                "same policies as the run that wrote it", k.substr(0, k.find('/'))));
     for (const auto& [k, v] : live_state) {
       auto it = r.state.find(k);
       if (it == r.state.end())
-        fail(file, fmt::format("the checkpoint lacks the state entry '{}'; it was written by a Trainer with other "
+        fail(file, policytrain::detail::format("the checkpoint lacks the state entry '{}'; it was written by a Trainer with other "
                                "policies or settings", k));
       // Scalars must stay scalars; tensors may grow (histories) and are checked by their policy.
       if (v.defined() && (it->second.scalar_type() != v.scalar_type() || (v.dim() == 0 && it->second.dim() != 0)))
-        fail(file, fmt::format("the state entry '{}' is {} {} in the checkpoint, {} {} here", k,
+        fail(file, policytrain::detail::format("the state entry '{}' is {} {} in the checkpoint, {} {} here", k,
                                detail::dtype_str(it->second), detail::shape_str(it->second), detail::dtype_str(v),
                                detail::shape_str(v)));
     }
@@ -550,7 +551,7 @@ inline Loaded read_payload(const RawFile& raw, const std::filesystem::path& file
     if (!a.try_read("rng/cpu", rng) || !rng.isTensor()) fail(file, "the payload has no CPU generator state");
     r.rng_cpu = rng.toTensor();
     if (r.rng_cpu.sizes() != detail::rng_state_cpu().sizes())
-      fail(file, fmt::format("the CPU generator state has shape {}, this LibTorch's has {}", detail::shape_str(r.rng_cpu),
+      fail(file, policytrain::detail::format("the CPU generator state has shape {}, this LibTorch's has {}", detail::shape_str(r.rng_cpu),
                              detail::shape_str(detail::rng_state_cpu())));
     c10::IValue n_cuda;
     if (a.try_read("rng/cuda/count", n_cuda) && n_cuda.isInt())
@@ -561,7 +562,7 @@ inline Loaded read_payload(const RawFile& raw, const std::filesystem::path& file
   } catch (const CheckpointError&) {
     throw;
   } catch (const std::exception& e) {
-    fail(file, fmt::format("the payload is malformed: {}", e.what()));
+    fail(file, policytrain::detail::format("the payload is malformed: {}", e.what()));
   }
   return r;
 }
@@ -576,7 +577,7 @@ inline nlohmann::json load_weights(torch::nn::Module& module, const std::filesys
   try {
     detail::from_bytes(a, raw.payload());
   } catch (const std::exception& e) {
-    detail::fail(file, fmt::format("the payload is not a readable LibTorch archive: {}", e.what()));
+    detail::fail(file, policytrain::detail::format("the payload is not a readable LibTorch archive: {}", e.what()));
   }
   std::vector<torch::Tensor> model;
   try {
@@ -584,7 +585,7 @@ inline nlohmann::json load_weights(torch::nn::Module& module, const std::filesys
   } catch (const CheckpointError&) {
     throw;
   } catch (const std::exception& e) {
-    detail::fail(file, fmt::format("the payload is malformed: {}", e.what()));
+    detail::fail(file, policytrain::detail::format("the payload is malformed: {}", e.what()));
   }
   torch::NoGradGuard g;
   auto live = detail::named_tensors(module);

@@ -66,6 +66,7 @@
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/monitor.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/format.hpp>
 #include <policytrain/detail/torch_compat.hpp>
 
 namespace policytrain::callbacks {
@@ -139,7 +140,7 @@ namespace detail {
 inline std::string architecture_digest(const torch::nn::Module& m) {
   std::string text;
   auto add = [&](const std::string& kind, const std::string& name, const torch::Tensor& t) {
-    text += fmt::format("{} {} {} {}\n", kind, name, c10::str(t.sizes()), t.dtype().name());
+    text += policytrain::detail::format("{} {} {} {}\n", kind, name, c10::str(t.sizes()), t.dtype().name());
   };
   for (const auto& p : m.named_parameters(true)) add("param", p.key(), p.value());
   for (const auto& b : m.named_buffers(true)) add("buffer", b.key(), b.value());
@@ -153,7 +154,7 @@ inline std::string architecture_digest(const torch::nn::Module& m) {
   }
   EVP_MD_CTX_free(c);
   std::string hex;
-  for (unsigned i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
+  for (unsigned i = 0; i < len; ++i) hex += policytrain::detail::format("{:02x}", md[i]);
   return hex;
 }
 /// A new run id: 16 hex digits from std::random_device mixed with the clock (unique per fresh start, not secret).
@@ -161,7 +162,7 @@ inline std::string new_run_id() {
   std::random_device rd;
   uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   v ^= static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull;
-  return fmt::format("{:016x}", v);
+  return policytrain::detail::format("{:016x}", v);
 }
 /// The dynamic type of `opt`, demangled ("torch::optim::AdamW").
 inline std::string optimizer_kind(const torch::optim::Optimizer& opt) {
@@ -349,7 +350,7 @@ class Disk {
       throw std::invalid_argument("policytrain::checkpoint::Disk: settings is not valid JSON; pass a JSON object as text");
     // The settings sit one level inside the metadata, whose depth a reader bounds (kMaxMetaDepth).
     if (detail::json_too_deep(o_.settings, kMaxMetaDepth - 1) != std::string_view::npos)
-      throw std::invalid_argument(fmt::format("policytrain::checkpoint::Disk: settings nests arrays and objects more "
+      throw std::invalid_argument(policytrain::detail::format("policytrain::checkpoint::Disk: settings nests arrays and objects more "
                                               "than {} levels deep; a checkpoint reader refuses metadata deeper than {}",
                                               kMaxMetaDepth - 1, kMaxMetaDepth));
   }
@@ -433,7 +434,7 @@ class Disk {
     if (ctx.is_main()) {
       std::error_code ec;
       fs::create_directories(o_.directory, ec);
-      if (ec) throw CheckpointError(fmt::format("policytrain::checkpoint: cannot create the directory {}: {}",
+      if (ec) throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: cannot create the directory {}: {}",
                                                 o_.directory.string(), ec.message()));
       // Temporary files of a write that was killed: never a checkpoint, safe to remove.
       for (const auto& e : fs::directory_iterator(o_.directory, ec))
@@ -463,7 +464,7 @@ class Disk {
     if (!enabled()) return;
     const int64_t step = ctx.state().global_step;
     if (o_.every_steps > 0 && step % o_.every_steps == 0) {
-      save(ctx, {{fmt::format("step-{:08d}.ckpt", step), "step"}}, false, [this] { rotate(); });
+      save(ctx, {{policytrain::detail::format("step-{:08d}.ckpt", step), "step"}}, false, [this] { rotate(); });
     } else if (o_.every_seconds > 0 && o_.last &&
                ctx.agree_any(std::chrono::duration<double>(Clock::now() - last_write_).count() >= o_.every_seconds)) {
       // Agreed: every rank saves at the same step (a sharded optimizer's state is gathered by all of them).
@@ -504,14 +505,14 @@ class Disk {
     if (std::exchange(pending_best_, false)) files.emplace_back("best.ckpt", "best");
     std::string dropped;
     if (std::exchange(pending_top_, false)) {
-      files.emplace_back(fmt::format("best-e{:04d}.ckpt", epoch + 1), "best");
+      files.emplace_back(policytrain::detail::format("best-e{:04d}.ckpt", epoch + 1), "best");
       if (static_cast<int64_t>(top_.size()) > o_.top_k) {
-        dropped = fmt::format("best-e{:04d}.ckpt", top_.back().second + 1);
+        dropped = policytrain::detail::format("best-e{:04d}.ckpt", top_.back().second + 1);
         top_.pop_back();
       }
     }
     const bool periodic = o_.every_epochs > 0 && (epoch + 1) % o_.every_epochs == 0;
-    if (periodic) files.emplace_back(fmt::format("epoch-{:04d}.ckpt", epoch + 1), "epoch");
+    if (periodic) files.emplace_back(policytrain::detail::format("epoch-{:04d}.ckpt", epoch + 1), "epoch");
     if (files.empty()) return;
     // An epoch cut short (max_steps) is saved mid-epoch; a finished one resumes at the next epoch.
     const bool finished = ctx.epoch_batches() < 0 || ctx.state().batch_in_epoch >= ctx.epoch_batches();
@@ -638,7 +639,7 @@ class Disk {
   template <class... A>
   void say(fmt::format_string<A...> f, A&&... a) const {
     if (!o_.log) return;
-    std::fprintf(o_.log, "%s\n", fmt::format(f, std::forward<A>(a)...).c_str());
+    std::fprintf(o_.log, "%s\n", policytrain::detail::format(f, std::forward<A>(a)...).c_str());
     std::fflush(o_.log);
   }
 
@@ -652,7 +653,7 @@ class Disk {
     check_fingerprint(file, meta["fingerprint"]);
     const auto diff = fingerprint_differences(meta["fingerprint"], fingerprint_);
     if (diff.empty()) return "";
-    return fmt::format("policytrain::checkpoint: {}: belongs to another run: {}; to start a new run from its weights, "
+    return policytrain::detail::format("policytrain::checkpoint: {}: belongs to another run: {}; to start a new run from its weights, "
                        "resume with weights only (checkpoint::Disk::Options::weights_only)",
                        file.string(), fmt::join(diff, "; "));
   }
@@ -707,7 +708,7 @@ class Disk {
     }
     if (!fs::is_directory(target, ec)) {
       if (o_.resume != "auto")
-        throw CheckpointError(fmt::format("policytrain::checkpoint: {}: no such file or directory to resume from", target.string()));
+        throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: {}: no such file or directory to resume from", target.string()));
       say("policytrain::checkpoint: no checkpoint in {}; starting from scratch", target.string());
       return false;
     }
@@ -729,7 +730,7 @@ class Disk {
     for (const auto& [file, meta] : c.readable) {
       const std::string id = meta_string(file, meta, "run_id", "");
       if (latest && id != *latest && same_fingerprint(file, meta)) {
-        const std::string why = fmt::format(
+        const std::string why = policytrain::detail::format(
             "policytrain::checkpoint: {}: written by another run (run {}, step {}) than the one that wrote last "
             "(run {}); not continued (a fresh run moves such files to previous-<run id>/, "
             "checkpoint::Disk::Options::existing)", file.string(), id.empty() ? "without id" : id,
@@ -751,7 +752,7 @@ class Disk {
       say("policytrain::checkpoint: no checkpoint in {}; starting from scratch", target.string());
       return false;
     }
-    throw CheckpointError(fmt::format("policytrain::checkpoint: no usable checkpoint in {}:\n  {}", target.string(),
+    throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: no usable checkpoint in {}:\n  {}", target.string(),
                                       fmt::join(errors, "\n  ")));
   }
 
@@ -785,8 +786,8 @@ class Disk {
     if (!files.empty() && o_.existing == Existing::refuse) {
       std::vector<std::string> names;
       for (size_t i = 0; i < files.size() && i < 5; ++i) names.push_back(files[i].filename().string());
-      if (files.size() > 5) names.push_back(fmt::format("and {} more", files.size() - 5));
-      throw CheckpointError(fmt::format(
+      if (files.size() > 5) names.push_back(policytrain::detail::format("and {} more", files.size() - 5));
+      throw CheckpointError(policytrain::detail::format(
           "policytrain::checkpoint: {} holds {} checkpoint file(s) of another run (run {}, newest step {}: {}), and "
           "this run starts fresh; continue that run (resume = \"auto\"), choose another directory, remove them, or "
           "set checkpoint::Disk::Options::existing = Existing::rotate to move them to previous-<run id>/ "
@@ -808,13 +809,13 @@ class Disk {
       base += stamp;
     }
     fs::path dest = o_.directory / base;
-    for (int i = 2; fs::exists(dest); ++i) dest = o_.directory / fmt::format("{}-{}", base, i);
+    for (int i = 2; fs::exists(dest); ++i) dest = o_.directory / policytrain::detail::format("{}-{}", base, i);
     fs::create_directories(dest, ec);
-    if (ec) throw CheckpointError(fmt::format("policytrain::checkpoint: cannot create {} to move another run's files "
+    if (ec) throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: cannot create {} to move another run's files "
                                               "into: {}", dest.string(), ec.message()));
     for (const auto& f : files) {
       fs::rename(f, dest / f.filename(), ec);
-      if (ec) throw CheckpointError(fmt::format("policytrain::checkpoint: cannot move {} to {}: {}", f.string(),
+      if (ec) throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: cannot move {} to {}: {}", f.string(),
                                                 dest.string(), ec.message()));
     }
     say("policytrain::checkpoint: {} held {} file(s) of another run (run {}, newest step {}); moved them to {} so "

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <policytrain/checkpoint/format.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain::checkpoint {
 
@@ -23,7 +24,7 @@ namespace policytrain::checkpoint {
 inline void check_fingerprint(const std::filesystem::path& file, const nlohmann::json& saved) {
   if (!saved.is_object()) detail::bad_meta_field(file, "fingerprint", saved, "an object (the run fingerprint)");
   const auto field = [&](const char* key, bool ok, std::string_view expected) {
-    if (saved.contains(key) && !ok) detail::bad_meta_field(file, fmt::format("fingerprint.{}", key), saved[key], expected);
+    if (saved.contains(key) && !ok) detail::bad_meta_field(file, policytrain::detail::format("fingerprint.{}", key), saved[key], expected);
   };
   field("model", saved.contains("model") && saved["model"].is_string(), "a string (the architecture digest)");
   for (const char* k : {"model_tensors", "model_elements", "world_size", "batch_size", "data_size"})
@@ -41,7 +42,7 @@ inline void check_fingerprint(const std::filesystem::path& file, const nlohmann:
       detail::bad_meta_field(file, "fingerprint.optimizer.param_groups", groups, "an array (one object per group)");
     for (size_t g = 0; g < groups.size(); ++g)
       if (!groups[g].is_object())
-        detail::bad_meta_field(file, fmt::format("fingerprint.optimizer.param_groups[{}]", g), groups[g],
+        detail::bad_meta_field(file, policytrain::detail::format("fingerprint.optimizer.param_groups[{}]", g), groups[g],
                                "an object (the group's hyper-parameters)");
   }
 }
@@ -67,14 +68,14 @@ inline std::string optimizer_family(const nlohmann::json& o) {
 inline void optimizer_differences(const nlohmann::json& saved, const nlohmann::json& now, std::vector<std::string>& out) {
   const std::string a = optimizer_family(saved), b = optimizer_family(now);
   if (a != b) {
-    out.push_back(fmt::format("optimizer: {} in the checkpoint, {} in this run", a, b));
+    out.push_back(policytrain::detail::format("optimizer: {} in the checkpoint, {} in this run", a, b));
     return;
   }
   // A file written before the groups were recorded names the type only: the family is all there is to compare.
   if (!saved.is_object() || !now.is_object() || !saved.contains("param_groups") || !now.contains("param_groups")) return;
   const auto &gs = saved["param_groups"], &gn = now["param_groups"];
   if (gs.size() != gn.size()) {
-    out.push_back(fmt::format("optimizer parameter groups: {} in the checkpoint, {} in this run", gs.size(), gn.size()));
+    out.push_back(policytrain::detail::format("optimizer parameter groups: {} in the checkpoint, {} in this run", gs.size(), gn.size()));
     return;
   }
   for (size_t g = 0; g < gs.size(); ++g) {
@@ -87,7 +88,7 @@ inline void optimizer_differences(const nlohmann::json& saved, const nlohmann::j
       const auto& x = gs[g].contains(k) ? gs[g][k] : missing;
       const auto& y = gn[g].contains(k) ? gn[g][k] : missing;
       if (x != y)
-        out.push_back(fmt::format("optimizer parameter group {} {}: {} in the checkpoint, {} in this run", g, k,
+        out.push_back(policytrain::detail::format("optimizer parameter group {} {}: {} in the checkpoint, {} in this run", g, k,
                                   json_excerpt(x), json_excerpt(y)));
     }
   }
@@ -106,7 +107,7 @@ inline std::vector<std::string> fingerprint_differences(const nlohmann::json& sa
   if (saved.contains("model") && now.contains("model") && saved["model"] != now["model"]) {
     std::string what = "model architecture (parameter names, shapes or dtypes)";
     if (saved.contains("model_tensors") && saved.contains("model_elements") && now.contains("model_tensors"))
-      what += fmt::format(": {} tensors of {} elements in the checkpoint, {} tensors of {} elements in this run",
+      what += policytrain::detail::format(": {} tensors of {} elements in the checkpoint, {} tensors of {} elements in this run",
                           str(saved["model_tensors"]), str(saved["model_elements"]), str(now["model_tensors"]),
                           str(now["model_elements"]));
     out.push_back(what);
@@ -117,7 +118,7 @@ inline std::vector<std::string> fingerprint_differences(const nlohmann::json& sa
       {"world_size", "world size"}, {"batch_size", "batch size"}, {"data_size", "data size"}};
   for (const auto& [key, label] : fields)
     if (saved.contains(key) && now.contains(key) && saved[key] != now[key])
-      out.push_back(fmt::format("{}: {} in the checkpoint, {} in this run", label, str(saved[key]), str(now[key])));
+      out.push_back(policytrain::detail::format("{}: {} in the checkpoint, {} in this run", label, str(saved[key]), str(now[key])));
   return out;
 }
 

@@ -40,6 +40,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <policytrain/detail/format.hpp>
+
 namespace policytrain::checkpoint {
 
 /// A checkpoint that cannot be written or read. The message names the file and what is wrong.
@@ -73,7 +75,7 @@ inline uint64_t get_le(const char* p, int bytes) {
   return v;
 }
 [[noreturn]] inline void fail(const std::filesystem::path& file, const std::string& what) {
-  throw CheckpointError(fmt::format("policytrain::checkpoint: {}: {}", file.string(), what));
+  throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: {}: {}", file.string(), what));
 }
 
 }  // namespace detail
@@ -114,11 +116,11 @@ inline Header parse_header(const std::filesystem::path& file, std::string_view h
                "torch::load or torch.load");
   if (h.size() < kMagic.size() || std::memcmp(h.data(), kMagic.data(), kMagic.size()) != 0) {
     if (file_size < kMagic.size() && std::memcmp(h.data(), kMagic.data(), h.size()) == 0)
-      fail(file, fmt::format("truncated: {} bytes, shorter than the {}-byte header", file_size, kHeaderSize));
+      fail(file, policytrain::detail::format("truncated: {} bytes, shorter than the {}-byte header", file_size, kHeaderSize));
     fail(file, "not a policytrain checkpoint (its first bytes are not the checkpoint magic)");
   }
   if (h.size() < kHeaderSize || file_size < kHeaderSize)
-    fail(file, fmt::format("truncated: {} bytes, shorter than the {}-byte header", file_size, kHeaderSize));
+    fail(file, policytrain::detail::format("truncated: {} bytes, shorter than the {}-byte header", file_size, kHeaderSize));
   if (detail::crc32(h.substr(0, 32)) != detail::get_le(h.data() + 32, 4))
     fail(file, "the header is corrupt (its checksum does not match)");
   Header r;
@@ -128,25 +130,25 @@ inline Header parse_header(const std::filesystem::path& file, std::string_view h
   r.meta_crc = static_cast<uint32_t>(detail::get_le(h.data() + 24, 4));
   r.payload_crc = static_cast<uint32_t>(detail::get_le(h.data() + 28, 4));
   if (r.version != kFormatVersion)
-    fail(file, fmt::format("incompatible version: checkpoint format {}, this build of policytrain reads format {}{}",
+    fail(file, policytrain::detail::format("incompatible version: checkpoint format {}, this build of policytrain reads format {}{}",
                            r.version, kFormatVersion,
                            r.version > kFormatVersion ? "; load it with the newer policytrain that wrote it" : ""));
   if (r.meta_size > kMaxMetaBytes)
-    fail(file, fmt::format("the header's metadata length ({} bytes) exceeds the limit of {} bytes on metadata "
+    fail(file, policytrain::detail::format("the header's metadata length ({} bytes) exceeds the limit of {} bytes on metadata "
                            "(policytrain writes a few KiB): forged or not a policytrain checkpoint",
                            r.meta_size, kMaxMetaBytes));
   // Each length is checked against what the file really holds, without adding (a forged 64-bit length would
   // make 36 + meta + payload wrap around to the file's size).
   const uint64_t body = file_size - kHeaderSize;
   if (r.meta_size > body)
-    fail(file, fmt::format("the header's metadata length ({} bytes) exceeds the {} bytes after the header (the file has "
+    fail(file, policytrain::detail::format("the header's metadata length ({} bytes) exceeds the {} bytes after the header (the file has "
                            "{}): truncated or forged", r.meta_size, body, file_size));
   if (r.payload_size > body - r.meta_size)
-    fail(file, fmt::format("the header's payload length ({} bytes) exceeds the {} bytes after the metadata (the file has "
+    fail(file, policytrain::detail::format("the header's payload length ({} bytes) exceeds the {} bytes after the metadata (the file has "
                            "{}): truncated or forged", r.payload_size, body - r.meta_size, file_size));
   const uint64_t expected = kHeaderSize + r.meta_size + r.payload_size;  // <= file_size: no overflow
   if (file_size > expected)
-    fail(file, fmt::format("{} unexpected bytes after the payload (the header announces {} bytes, the file has {})",
+    fail(file, policytrain::detail::format("{} unexpected bytes after the payload (the header announces {} bytes, the file has {})",
                            file_size - expected, expected, file_size));
   return r;
 }
@@ -155,7 +157,7 @@ namespace detail {
 /// `v` as JSON text for a message, cut after `max` characters (metadata is depth-bounded when read: dump is safe).
 inline std::string json_excerpt(const nlohmann::json& v, size_t max = 80) {
   std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (s.size() > max) s = fmt::format("{}... ({} characters)", s.substr(0, max), s.size());
+  if (s.size() > max) s = policytrain::detail::format("{}... ({} characters)", s.substr(0, max), s.size());
   return s;
 }
 /// "a string", "an object", ...: the JSON type of `v`, for a message.
@@ -170,7 +172,7 @@ inline std::string json_kind(const nlohmann::json& v) {
 /// Throws CheckpointError: the metadata field `field` of `file` is `v`, not what was `expected`.
 [[noreturn]] inline void bad_meta_field(const std::filesystem::path& file, const std::string& field,
                                         const nlohmann::json& v, std::string_view expected) {
-  fail(file, fmt::format("the metadata field '{}' is {} ({}); expected {}", field, json_excerpt(v), json_kind(v), expected));
+  fail(file, policytrain::detail::format("the metadata field '{}' is {} ({}); expected {}", field, json_excerpt(v), json_kind(v), expected));
 }
 }  // namespace detail
 
@@ -180,9 +182,9 @@ namespace detail {
 inline std::string read_bytes(const std::filesystem::path& file, uint64_t offset, uint64_t n, uint64_t file_size,
                               std::string_view what) {
   if (offset > file_size || n > file_size - offset)
-    fail(file, fmt::format("{}: {} bytes at offset {} lie past the end of the file ({} bytes)", what, n, offset, file_size));
+    fail(file, policytrain::detail::format("{}: {} bytes at offset {} lie past the end of the file ({} bytes)", what, n, offset, file_size));
   std::ifstream in(file, std::ios::binary);
-  if (!in) fail(file, fmt::format("cannot open for reading: {}", std::strerror(errno)));
+  if (!in) fail(file, policytrain::detail::format("cannot open for reading: {}", std::strerror(errno)));
   in.seekg(static_cast<std::streamoff>(offset));
   std::string s(static_cast<size_t>(n), '\0');
   in.read(s.data(), static_cast<std::streamsize>(n));
@@ -192,7 +194,7 @@ inline std::string read_bytes(const std::filesystem::path& file, uint64_t offset
 inline uint64_t file_size_of(const std::filesystem::path& file) {
   std::error_code ec;
   const auto n = std::filesystem::file_size(file, ec);
-  if (ec) fail(file, fmt::format("cannot read: {}", ec.message()));
+  if (ec) fail(file, policytrain::detail::format("cannot read: {}", ec.message()));
   return n;
 }
 /// Where JSON text `text` nests its arrays and objects deeper than `limit` (brackets outside strings; the text is
@@ -218,9 +220,9 @@ inline size_t json_too_deep(std::string_view text, size_t limit) {
 /// Checks the bounds of metadata text `meta` (kMaxMetaBytes, kMaxMetaDepth) before anything parses it.
 inline void check_meta_bounds(const std::filesystem::path& file, std::string_view meta) {
   if (meta.size() > kMaxMetaBytes)
-    fail(file, fmt::format("the metadata is {} bytes; expected at most {}", meta.size(), kMaxMetaBytes));
+    fail(file, policytrain::detail::format("the metadata is {} bytes; expected at most {}", meta.size(), kMaxMetaBytes));
   if (const size_t at = json_too_deep(meta, kMaxMetaDepth); at != std::string_view::npos)
-    fail(file, fmt::format("the metadata is nested more than {} levels deep (at byte {} of {}); expected at most {} "
+    fail(file, policytrain::detail::format("the metadata is nested more than {} levels deep (at byte {} of {}); expected at most {} "
                            "levels of arrays and objects: forged or not a policytrain checkpoint",
                            kMaxMetaDepth, at, meta.size(), kMaxMetaDepth));
 }
@@ -228,9 +230,9 @@ inline nlohmann::json parse_meta(const std::filesystem::path& file, std::string_
   if (detail::crc32(meta) != crc) fail(file, "the metadata is corrupt (its checksum does not match)");
   check_meta_bounds(file, meta);
   auto j = nlohmann::json::parse(meta, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) fail(file, fmt::format("the metadata ({} bytes) is not valid JSON; expected a JSON object", meta.size()));
+  if (j.is_discarded()) fail(file, policytrain::detail::format("the metadata ({} bytes) is not valid JSON; expected a JSON object", meta.size()));
   if (!j.is_object())
-    fail(file, fmt::format("the metadata is {} ({}); expected a JSON object", json_excerpt(j), json_kind(j)));
+    fail(file, policytrain::detail::format("the metadata is {} ({}); expected a JSON object", json_excerpt(j), json_kind(j)));
   return j;
 }
 }  // namespace detail
@@ -246,7 +248,7 @@ auto documented_errors(const std::filesystem::path& file, F&& f) -> decltype(f()
   } catch (const CheckpointError&) {
     throw;
   } catch (const std::exception& e) {
-    fail(file, fmt::format("unreadable: {}", e.what()));
+    fail(file, policytrain::detail::format("unreadable: {}", e.what()));
   }
 }
 }  // namespace detail
@@ -332,17 +334,17 @@ inline RawFile read_file(const std::filesystem::path& file) {
 inline void write_atomic(const std::filesystem::path& file, std::initializer_list<std::string_view> pieces) {
   namespace fs = std::filesystem;
   const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  const fs::path tmp = dir / fmt::format(".{}.tmp-{}", file.filename().string(), ::getpid());
+  const fs::path tmp = dir / policytrain::detail::format(".{}.tmp-{}", file.filename().string(), ::getpid());
   auto fail_errno = [&](const char* while_doing, int err) {
     ::unlink(tmp.c_str());
-    detail::fail(file, fmt::format("cannot write: {} ({}, temporary file {}); the previous file, if any, is unchanged; "
+    detail::fail(file, policytrain::detail::format("cannot write: {} ({}, temporary file {}); the previous file, if any, is unchanged; "
                                    "free disk space or check the directory's permissions and limits",
                                    std::strerror(err), while_doing, tmp.string()));
   };
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     const int err = errno;
-    detail::fail(file, fmt::format("cannot write: {} (creating the temporary file {}); the previous file, if any, is "
+    detail::fail(file, policytrain::detail::format("cannot write: {} (creating the temporary file {}); the previous file, if any, is "
                                    "unchanged; check that the directory exists and is writable",
                                    std::strerror(err), tmp.string()));
   }
@@ -373,13 +375,13 @@ inline void write_atomic(const std::filesystem::path& file, std::initializer_lis
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) {
     const int err = errno;
-    detail::fail(file, fmt::format("written, but the directory {} cannot be opened to make the rename durable: {}",
+    detail::fail(file, policytrain::detail::format("written, but the directory {} cannot be opened to make the rename durable: {}",
                                    dir.string(), std::strerror(err)));
   }
   if (::fsync(dfd) != 0) {
     const int err = errno;
     ::close(dfd);
-    detail::fail(file, fmt::format("written, but the fsync of the directory {} failed: {}; the rename may not survive "
+    detail::fail(file, policytrain::detail::format("written, but the fsync of the directory {} failed: {}; the rename may not survive "
                                    "a crash or power loss", dir.string(), std::strerror(err)));
   }
   ::close(dfd);

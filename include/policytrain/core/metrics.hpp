@@ -18,6 +18,8 @@
 #include <nlohmann/json_fwd.hpp>
 #include <torch/types.h>
 
+#include <policytrain/detail/format.hpp>
+
 namespace policytrain {
 
 /// One row of a classification report.
@@ -87,16 +89,16 @@ struct ClassificationReport {
     size_t width = std::string("weighted avg").size();
     for (const auto& c : classes) width = std::max(width, c.label.size());
     width = std::max(width, static_cast<size_t>(digits));
-    std::string out = fmt::format("{:>{}} ", "", width);
-    for (const char* h : {"precision", "recall", "f1-score", "support"}) out += fmt::format(" {:>9}", h);
+    std::string out = policytrain::detail::format("{:>{}} ", "", width);
+    for (const char* h : {"precision", "recall", "f1-score", "support"}) out += policytrain::detail::format(" {:>9}", h);
     out += "\n\n";
     auto row = [&](const ClassScores& s) {
-      return fmt::format("{:>{}}  {:>9.{}f} {:>9.{}f} {:>9.{}f} {:>9}\n", s.label, width, s.precision, digits, s.recall,
+      return policytrain::detail::format("{:>{}}  {:>9.{}f} {:>9.{}f} {:>9.{}f} {:>9}\n", s.label, width, s.precision, digits, s.recall,
                          digits, s.f1, digits, s.support);
     };
     for (const auto& c : classes) out += row(c);
     out += "\n";
-    out += fmt::format("{:>{}}  {:>9} {:>9} {:>9.{}f} {:>9}\n", "accuracy", width, "", "", accuracy, digits, total);
+    out += policytrain::detail::format("{:>{}}  {:>9} {:>9} {:>9.{}f} {:>9}\n", "accuracy", width, "", "", accuracy, digits, total);
     out += row(macro_avg);
     out += row(weighted_avg);
     return out;

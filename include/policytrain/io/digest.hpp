@@ -11,6 +11,8 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include <policytrain/detail/format.hpp>
+
 namespace policytrain::io {
 
 /// Hex SHA-256 over every named parameter and buffer of `m`.
@@ -30,7 +32,7 @@ inline std::string params_sha256(const torch::nn::Module& m) {
   EVP_DigestFinal_ex(ctx, md, &len);
   EVP_MD_CTX_free(ctx);
   std::string hex;
-  for (unsigned i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
+  for (unsigned i = 0; i < len; ++i) hex += policytrain::detail::format("{:02x}", md[i]);
   return hex;
 }
 

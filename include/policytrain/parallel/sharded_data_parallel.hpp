@@ -46,6 +46,7 @@
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
+#include <policytrain/detail/format.hpp>
 #include <policytrain/parallel/data_parallel.hpp>
 
 namespace policytrain::parallel {
@@ -87,7 +88,7 @@ class ShardedDataParallel : public DataParallel {
   /// Reads the environment now (as DataParallel). Throws std::invalid_argument for a stage other than 1.
   explicit ShardedDataParallel(DataParallelOptions o = {}, ShardingOptions z = {}) : DataParallel(std::move(o)), z_(z) {
     if (z_.stage != 1)
-      throw std::invalid_argument(fmt::format(
+      throw std::invalid_argument(policytrain::detail::format(
           "policytrain::parallel::ShardedDataParallel: stage {} is not supported; expected 1 (optimizer state "
           "sharded, gradients all-reduced)", z_.stage));
   }
@@ -146,7 +147,7 @@ class ShardedDataParallel : public DataParallel {
     drop_foreign_state(opt);  // a resume or a consolidation left the whole state here
     auto& groups = opt.param_groups();
     if (groups.size() != owned_.size())
-      throw std::logic_error(fmt::format(
+      throw std::logic_error(policytrain::detail::format(
           "policytrain::parallel::ShardedDataParallel: {}: the optimizer has {} param groups, {} when the "
           "parameters were partitioned at fit begin; add param groups before fit", s_->who(), groups.size(),
           owned_.size()));
@@ -192,10 +193,10 @@ class ShardedDataParallel : public DataParallel {
     for (int r = 1; r < world_size(); ++r) {
       if (per_rank_[static_cast<size_t>(r)].empty()) continue;  // owns nothing: it sends nothing either
       std::vector<at::Tensor> st{torch::zeros({1}, torch::TensorOptions(torch::kLong).device(s_->comm_device))};
-      s_->wait(s_->backend->recv(st, r, kTagSize), fmt::format("receipt of rank {}'s optimizer state size", r));
+      s_->wait(s_->backend->recv(st, r, kTagSize), policytrain::detail::format("receipt of rank {}'s optimizer state size", r));
       const int64_t n = st[0].to(torch::kCPU).item<int64_t>();
       std::vector<at::Tensor> dt{torch::empty({n}, torch::TensorOptions(torch::kUInt8).device(s_->comm_device))};
-      s_->wait(s_->backend->recv(dt, r, kTagData), fmt::format("receipt of rank {}'s optimizer state", r));
+      s_->wait(s_->backend->recv(dt, r, kTagData), policytrain::detail::format("receipt of rank {}'s optimizer state", r));
       auto data = dt[0].to(torch::kCPU).contiguous();
       torch::serialize::InputArchive a;
       a.load_from(static_cast<const char*>(data.data_ptr()), static_cast<size_t>(n));
@@ -273,7 +274,7 @@ class ShardedDataParallel : public DataParallel {
     for (int r = 0; r < world_size(); ++r) {
       const auto& ts = per_rank_[static_cast<size_t>(r)];
       if (ts.empty()) continue;
-      s_->guarded(fmt::format("broadcast of rank {}'s updated parameters (optimizer step {})", r, s_->step), [&] {
+      s_->guarded(policytrain::detail::format("broadcast of rank {}'s updated parameters (optimizer step {})", r, s_->step), [&] {
         c10d::broadcast_coalesced(s_->pg, ts, size_t{250} * 1024 * 1024, r);
       });
     }
@@ -298,7 +299,7 @@ class ShardedDataParallel : public DataParallel {
     try {
       opt.load(a);
     } catch (const std::exception& e) {
-      throw std::runtime_error(fmt::format(
+      throw std::runtime_error(policytrain::detail::format(
           "policytrain::parallel::ShardedDataParallel: {}: rank {}'s optimizer state could not be loaded here: {}; "
           "every rank must build the same optimizer with the same param groups", s_->who(), r, e.what()));
     }

@@ -32,6 +32,7 @@
 
 #include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/format.hpp>
 #include <policytrain/optim/fused_common.hpp>
 
 namespace policytrain::precision {
@@ -262,7 +263,7 @@ class LossScaler {
   static void validate(const Options& o) {
     if (!(o.init_scale > 0) || !(o.growth_factor > 1.0) || !(o.backoff_factor > 0 && o.backoff_factor < 1.0) ||
         o.growth_interval <= 0)
-      throw std::invalid_argument(fmt::format(
+      throw std::invalid_argument(policytrain::detail::format(
           "policytrain::precision::LossScaler: options init_scale {}, growth_factor {}, backoff_factor {}, "
           "growth_interval {} are invalid; expected init_scale > 0, growth_factor > 1, 0 < backoff_factor < 1, "
           "growth_interval > 0",
@@ -281,7 +282,7 @@ class LossScaler {
   }
   void require_scale(const char* what) const {
     if (!scale_.defined())
-      throw std::logic_error(fmt::format("policytrain::precision::LossScaler::{}: the scale was never used; "
+      throw std::logic_error(policytrain::detail::format("policytrain::precision::LossScaler::{}: the scale was never used; "
                                          "call scale(loss) and backward on its result first", what));
   }
 

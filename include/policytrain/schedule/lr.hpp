@@ -51,6 +51,7 @@
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain::schedule {
 
@@ -83,7 +84,7 @@ constexpr std::string_view to_string(Kind k) {
 inline Kind kind_from_string(std::string_view s) {
   for (int i = 0; i <= static_cast<int>(Kind::plateau); ++i)
     if (to_string(static_cast<Kind>(i)) == s) return static_cast<Kind>(i);
-  throw std::invalid_argument(fmt::format("policytrain::schedule: unknown schedule '{}'; expected one of constant, "
+  throw std::invalid_argument(policytrain::detail::format("policytrain::schedule: unknown schedule '{}'; expected one of constant, "
                                           "step, multistep, exponential, linear, cosine, onecycle, poly, wsd, plateau", s));
 }
 
@@ -296,7 +297,7 @@ class Lr {
   /// step (the caller has already scaled the current lr).
   void scale_lr(double factor) {
     if (!(factor > 0))
-      throw std::invalid_argument(fmt::format("{}: scale_lr({}); expected a factor > 0", name, factor));
+      throw std::invalid_argument(policytrain::detail::format("{}: scale_lr({}); expected a factor > 0", name, factor));
     lr_scale_ *= factor;
   }
 
@@ -341,24 +342,24 @@ class Lr {
       }
     }
     if (base_lr_.size() != groups.size())
-      throw std::invalid_argument(fmt::format("{}: the optimizer has {} param groups but the schedule has {}; resume "
+      throw std::invalid_argument(policytrain::detail::format("{}: the optimizer has {} param groups but the schedule has {}; resume "
                                               "with the optimizer the state was saved with", name, groups.size(),
                                               base_lr_.size()));
     if (plateau_factor_.size() != base_lr_.size()) plateau_factor_.assign(base_lr_.size(), plateau_factor(0));
     for (size_t g = 0; g < groups.size(); ++g) {
       if (!std::isnan(base_momentum_[g])) continue;
       if (o_.warmup_momentum >= 0)
-        throw std::invalid_argument(fmt::format("{}: warmup_momentum is set but param group {}'s optimizer has no "
+        throw std::invalid_argument(policytrain::detail::format("{}: warmup_momentum is set but param group {}'s optimizer has no "
                                                 "momentum (SGD, RMSprop) or beta1 (Adam, AdamW); unset warmup_momentum",
                                                 name, g));
       if (o_.kind == Kind::onecycle && o_.cycle_momentum)
-        throw std::invalid_argument(fmt::format("{}: onecycle cycles the momentum (cycle_momentum, as PyTorch's "
+        throw std::invalid_argument(policytrain::detail::format("{}: onecycle cycles the momentum (cycle_momentum, as PyTorch's "
                                                 "OneCycleLR) but param group {}'s optimizer has no momentum (SGD, "
                                                 "RMSprop) or beta1 (Adam, AdamW); set cycle_momentum = false", name, g));
     }
     for (size_t g : o_.bias_groups)
       if (g >= groups.size())
-        throw std::invalid_argument(fmt::format("{}: bias group {} but the optimizer has {} param groups", name, g,
+        throw std::invalid_argument(policytrain::detail::format("{}: bias group {} but the optimizer has {} param groups", name, g,
                                                 groups.size()));
   }
 
@@ -418,9 +419,9 @@ class Lr {
                 {"plateau/bad", scalar_tensor(bad_)},
                 {"plateau/cooldown_left", scalar_tensor(cooldown_left_)}};
     for (size_t g = 0; g < base_lr_.size(); ++g) {
-      d.emplace(fmt::format("base_lr/{}", g), scalar_tensor(base_lr_[g]));
-      d.emplace(fmt::format("base_momentum/{}", g), scalar_tensor(base_momentum_[g]));
-      d.emplace(fmt::format("plateau/factor/{}", g), scalar_tensor(plateau_factor(g)));
+      d.emplace(policytrain::detail::format("base_lr/{}", g), scalar_tensor(base_lr_[g]));
+      d.emplace(policytrain::detail::format("base_momentum/{}", g), scalar_tensor(base_momentum_[g]));
+      d.emplace(policytrain::detail::format("plateau/factor/{}", g), scalar_tensor(plateau_factor(g)));
     }
     return d;
   }
@@ -438,9 +439,9 @@ class Lr {
     base_momentum_.clear();
     plateau_factor_.clear();
     for (int64_t g = 0; g < n; ++g) {
-      base_lr_.push_back(state_double(d, fmt::format("base_lr/{}", g)));
-      base_momentum_.push_back(state_double(d, fmt::format("base_momentum/{}", g)));
-      const std::string pf = fmt::format("plateau/factor/{}", g);
+      base_lr_.push_back(state_double(d, policytrain::detail::format("base_lr/{}", g)));
+      base_momentum_.push_back(state_double(d, policytrain::detail::format("base_momentum/{}", g)));
+      const std::string pf = policytrain::detail::format("plateau/factor/{}", g);
       plateau_factor_.push_back(state_double(d, d.count(pf) ? pf : std::string("plateau/factor")));
     }
   }
@@ -469,28 +470,28 @@ class Lr {
       throw std::invalid_argument("policytrain::schedule::Lr: " + what);
     };
     if (o_.warmup_steps > 0 && o_.warmup_epochs > 0)
-      bad(fmt::format("warmup_steps {} and warmup_epochs {} are both set; give one of them", o_.warmup_steps, o_.warmup_epochs));
+      bad(policytrain::detail::format("warmup_steps {} and warmup_epochs {} are both set; give one of them", o_.warmup_steps, o_.warmup_epochs));
     if (o_.warmup_steps < 0 || o_.warmup_epochs < 0) bad("the warmup length is negative; expected >= 0");
-    if (o_.lrf < 0) bad(fmt::format("lrf is {}; expected >= 0", o_.lrf));
-    if (o_.kind == Kind::step && o_.step_size <= 0) bad(fmt::format("step_size is {}; expected > 0", o_.step_size));
+    if (o_.lrf < 0) bad(policytrain::detail::format("lrf is {}; expected >= 0", o_.lrf));
+    if (o_.kind == Kind::step && o_.step_size <= 0) bad(policytrain::detail::format("step_size is {}; expected > 0", o_.step_size));
     if (o_.kind == Kind::multistep && !std::is_sorted(o_.milestones.begin(), o_.milestones.end()))
       bad("milestones are not in ascending order; sort them");
     if (o_.kind == Kind::onecycle && (o_.pct_start < 0 || o_.pct_start >= 1 || o_.div_factor <= 0))
-      bad(fmt::format("pct_start {} and div_factor {}; expected 0 <= pct_start < 1 and div_factor > 0", o_.pct_start, o_.div_factor));
+      bad(policytrain::detail::format("pct_start {} and div_factor {}; expected 0 <= pct_start < 1 and div_factor > 0", o_.pct_start, o_.div_factor));
     if (o_.kind == Kind::onecycle && o_.three_phase && o_.pct_start > 0.5)
-      bad(fmt::format("three_phase with pct_start {}: the rise and the fall would overlap; expected pct_start <= 0.5",
+      bad(policytrain::detail::format("three_phase with pct_start {}: the rise and the fall would overlap; expected pct_start <= 0.5",
                       o_.pct_start));
     if (o_.kind == Kind::onecycle && o_.cycle_momentum &&
         !(o_.base_momentum >= 0 && o_.base_momentum <= o_.max_momentum && o_.max_momentum < 1))
-      bad(fmt::format("base_momentum {} and max_momentum {}; expected 0 <= base_momentum <= max_momentum < 1",
+      bad(policytrain::detail::format("base_momentum {} and max_momentum {}; expected 0 <= base_momentum <= max_momentum < 1",
                       o_.base_momentum, o_.max_momentum));
     if (o_.kind == Kind::wsd && (o_.decay_fraction <= 0 || o_.decay_fraction > 1))
-      bad(fmt::format("decay_fraction is {}; expected 0 < decay_fraction <= 1", o_.decay_fraction));
+      bad(policytrain::detail::format("decay_fraction is {}; expected 0 < decay_fraction <= 1", o_.decay_fraction));
     if (o_.kind == Kind::plateau && (o_.factor <= 0 || o_.factor >= 1 || o_.patience < 0 || o_.cooldown < 0))
-      bad(fmt::format("plateau factor {}, patience {}, cooldown {}; expected 0 < factor < 1, patience >= 0, cooldown >= 0",
+      bad(policytrain::detail::format("plateau factor {}, patience {}, cooldown {}; expected 0 < factor < 1, patience >= 0, cooldown >= 0",
                       o_.factor, o_.patience, o_.cooldown));
     if (o_.kind == Kind::plateau && (o_.threshold < 0 || o_.plateau_eps < 0))
-      bad(fmt::format("plateau threshold {} and plateau_eps {}; expected both >= 0", o_.threshold, o_.plateau_eps));
+      bad(policytrain::detail::format("plateau threshold {} and plateau_eps {}; expected both >= 0", o_.threshold, o_.plateau_eps));
   }
   /// The horizon from the fit: steps per epoch = ceil(batches / accumulate), total = epochs × that, capped by
   /// max_steps; total_steps overrides the total.
@@ -511,10 +512,10 @@ class Lr {
                                                          o_.kind == Kind::exponential)) ||
                              (o_.warmup_steps == 0 && o_.warmup_epochs > 0);
     if (h_.steps_per_epoch == 0 && epoch_units)
-      throw std::invalid_argument(fmt::format("{}: the schedule counts in epochs but the training data does not say "
+      throw std::invalid_argument(policytrain::detail::format("{}: the schedule counts in epochs but the training data does not say "
                                               "how many batches an epoch has; give the lengths in steps", name));
     if (h_.total_steps <= 0 && needs_total_steps(o_.kind))
-      throw std::invalid_argument(fmt::format("{}: the '{}' schedule decays over the run but its length is unknown "
+      throw std::invalid_argument(policytrain::detail::format("{}: the '{}' schedule decays over the run but its length is unknown "
                                               "(the training data has no size); set LrOptions::total_steps",
                                               name, to_string(o_.kind)));
     resolved_ = true;
