@@ -25,6 +25,7 @@
 #include <torch/types.h>
 
 #include <policytrain/core/parameters.hpp>
+#include <policytrain/detail/config.hpp>
 #include <policytrain/detail/format.hpp>
 
 namespace policytrain::callbacks {
@@ -32,7 +33,9 @@ namespace policytrain::callbacks {
 namespace detail {
 /// Scales `grads` in place so that their total p-norm is at most max_norm; returns the total norm before
 /// clipping (a 0-dim tensor on the gradients' device, float32 or wider). Never synchronises with the device.
-inline torch::Tensor clip_grad_norm_no_sync(const std::vector<torch::Tensor>& grads, double max_norm, double p) {
+POLICYTRAIN_DECL torch::Tensor clip_grad_norm_no_sync(const std::vector<torch::Tensor>& grads, double max_norm, double p)
+#if POLICYTRAIN_DEFINE
+{
   if (grads.empty()) return torch::zeros({});
   const bool inf = std::isinf(p);
   std::vector<torch::Tensor> norms;
@@ -58,6 +61,9 @@ inline torch::Tensor clip_grad_norm_no_sync(const std::vector<torch::Tensor>& gr
   for (const auto& g : grads) g.mul_(coef.to(g.scalar_type()));
   return total;
 }
+#else
+;
+#endif
 }  // namespace detail
 
 /// Clips the gradients by total norm or by value before the optimizer step (see the file comment).

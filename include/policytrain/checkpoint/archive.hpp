@@ -34,10 +34,13 @@
 #include <utility>
 #include <vector>
 
+#include <policytrain/detail/config.hpp>
+#if POLICYTRAIN_DEFINE  // only the definitions use them
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/Context.h>
 #include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
+#endif
+#include <ATen/Context.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/cuda.h>
@@ -50,6 +53,7 @@
 
 #include <policytrain/checkpoint/format.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/config.hpp>
 #include <policytrain/detail/format.hpp>
 
 namespace policytrain::checkpoint {
@@ -65,7 +69,9 @@ namespace detail {
 using torch::serialize::InputArchive;
 using torch::serialize::OutputArchive;
 
-inline std::string to_bytes(OutputArchive& a) {
+POLICYTRAIN_DECL std::string to_bytes(OutputArchive& a)
+#if POLICYTRAIN_DEFINE
+{
   std::string s;
   a.save_to([&](const void* p, size_t n) -> size_t {
     s.append(static_cast<const char*>(p), n);
@@ -73,12 +79,17 @@ inline std::string to_bytes(OutputArchive& a) {
   });
   return s;
 }
+#else
+;
+#endif
 inline void from_bytes(InputArchive& a, std::string_view s) { a.load_from(s.data(), s.size(), torch::Device(torch::kCPU)); }
 
 /// Walks one pickle of a LibTorch archive (the opcodes torch::jit::Unpickler reads) and checks that every
 /// argument, length-prefixed strings included, fits in the record. Stops at STOP or at an opcode the
 /// unpickler does not read (it refuses those itself). Throws CheckpointError naming the record and the byte.
-inline void check_pickle(std::string_view p, const std::string& record, const std::filesystem::path& file) {
+POLICYTRAIN_DECL void check_pickle(std::string_view p, const std::string& record, const std::filesystem::path& file)
+#if POLICYTRAIN_DEFINE
+{
   size_t i = 0;
   const auto need = [&](uint64_t n, const char* what) {
     if (n > p.size() - i)
@@ -134,10 +145,15 @@ inline void check_pickle(std::string_view p, const std::string& record, const st
     }
   }
 }
+#else
+;
+#endif
 
 /// Bounds a LibTorch archive read from disk before InputArchive parses it: every zip record lies inside the
 /// payload (so no record allocates more than the file holds) and every pickle passes check_pickle.
-inline void check_archive(std::string_view bytes, const std::filesystem::path& file) {
+POLICYTRAIN_DECL void check_archive(std::string_view bytes, const std::filesystem::path& file)
+#if POLICYTRAIN_DEFINE
+{
   std::vector<std::pair<std::string, std::string>> pickles;
   try {
     caffe2::serialize::PyTorchStreamReader reader(
@@ -160,14 +176,22 @@ inline void check_archive(std::string_view bytes, const std::filesystem::path& f
   }
   for (const auto& [name, p] : pickles) check_pickle(p, name, file);
 }
+#else
+;
+#endif
 
 /// The module's parameters, then its buffers, with their dotted names.
-inline std::vector<std::pair<std::string, torch::Tensor>> named_tensors(const torch::nn::Module& m) {
+POLICYTRAIN_DECL std::vector<std::pair<std::string, torch::Tensor>> named_tensors(const torch::nn::Module& m)
+#if POLICYTRAIN_DEFINE
+{
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (const auto& p : m.named_parameters(true)) out.emplace_back(p.key(), p.value());
   for (const auto& b : m.named_buffers(true)) out.emplace_back(b.key(), b.value());
   return out;
 }
+#else
+;
+#endif
 
 template <class Named>
 void write_named(OutputArchive& a, const std::string& section, const Named& items,
@@ -179,8 +203,10 @@ void write_named(OutputArchive& a, const std::string& section, const Named& item
   for (const auto& [k, v] : items) a.write(section + "/" + std::to_string(i++), c10::IValue(f(v.detach())));
 }
 
-inline std::vector<std::pair<std::string, torch::Tensor>> read_named(InputArchive& a, const std::string& section,
-                                                                     const std::filesystem::path& file) {
+POLICYTRAIN_DECL std::vector<std::pair<std::string, torch::Tensor>> read_named(InputArchive& a, const std::string& section,
+                                                                     const std::filesystem::path& file)
+#if POLICYTRAIN_DEFINE
+{
   c10::IValue names;
   if (!a.try_read(section + "/names", names) || !names.isList())
     fail(file, policytrain::detail::format("the payload has no '{}' section; it was not written by checkpoint::save", section));
@@ -196,9 +222,14 @@ inline std::vector<std::pair<std::string, torch::Tensor>> read_named(InputArchiv
   }
   return out;
 }
+#else
+;
+#endif
 
 /// Copies an archive, nested archives included, passing every tensor through `f`.
-inline void copy_archive(InputArchive& in, OutputArchive& out, const std::function<torch::Tensor(const torch::Tensor&)>& f) {
+POLICYTRAIN_DECL void copy_archive(InputArchive& in, OutputArchive& out, const std::function<torch::Tensor(const torch::Tensor&)>& f)
+#if POLICYTRAIN_DEFINE
+{
   for (const auto& k : in.keys()) {
     c10::IValue v;
     in.read(k, v);
@@ -215,28 +246,43 @@ inline void copy_archive(InputArchive& in, OutputArchive& out, const std::functi
     }
   }
 }
+#else
+;
+#endif
 
 inline torch::Tensor identity(const torch::Tensor& t) { return t; }
 inline std::string shape_str(const torch::Tensor& t) { return c10::str(t.sizes()); }
 inline std::string dtype_str(const torch::Tensor& t) { return std::string(t.dtype().name()); }
 
-inline std::vector<std::string> sorted_keys(InputArchive& a) {
+POLICYTRAIN_DECL std::vector<std::string> sorted_keys(InputArchive& a)
+#if POLICYTRAIN_DEFINE
+{
   auto k = a.keys();
   std::sort(k.begin(), k.end());
   return k;
 }
+#else
+;
+#endif
 
 /// Names of the optimizer's parameters, from the module (by identity), for messages.
-inline std::string param_name(const torch::nn::Module& m, const torch::Tensor& p) {
+POLICYTRAIN_DECL std::string param_name(const torch::nn::Module& m, const torch::Tensor& p)
+#if POLICYTRAIN_DEFINE
+{
   for (const auto& q : m.named_parameters(true))
     if (q.value().unsafeGetTensorImpl() == p.unsafeGetTensorImpl()) return q.key();
   return "(a parameter not in the model)";
 }
+#else
+;
+#endif
 
 /// Checks that `file_opt` (an Optimizer::save archive) fits `live`: same kind (its param-group options),
 /// same parameter groups, and state tensors shaped like their parameters.
-inline void validate_optimizer(InputArchive& file_opt, torch::optim::Optimizer& live, const torch::nn::Module& m,
-                               const std::filesystem::path& file) {
+POLICYTRAIN_DECL void validate_optimizer(InputArchive& file_opt, torch::optim::Optimizer& live, const torch::nn::Module& m,
+                               const std::filesystem::path& file)
+#if POLICYTRAIN_DEFINE
+{
   auto need = [&](InputArchive& a, const std::string& key, InputArchive& sub, const std::string& what) {
     if (!a.try_read(key, sub)) fail(file, policytrain::detail::format("the optimizer state lacks {}; it was not written by Optimizer::save", what));
   };
@@ -320,23 +366,38 @@ inline void validate_optimizer(InputArchive& file_opt, torch::optim::Optimizer& 
     }
   }
 }
+#else
+;
+#endif
 
-inline torch::Tensor rng_state_cpu() {
+POLICYTRAIN_DECL torch::Tensor rng_state_cpu()
+#if POLICYTRAIN_DEFINE
+{
   auto gen = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(gen.mutex());
   return gen.get_state();
 }
-inline void set_rng_state_cpu(const torch::Tensor& s) {
+#else
+;
+#endif
+POLICYTRAIN_DECL void set_rng_state_cpu(const torch::Tensor& s)
+#if POLICYTRAIN_DEFINE
+{
   auto gen = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(gen.mutex());
   gen.set_state(s);
 }
+#else
+;
+#endif
 
 }  // namespace detail
 
 /// The payload of a checkpoint: model, optimizer, `state` (Trainer::state_dict()) and RNG states.
-inline std::string make_payload(const torch::nn::Module& module, const torch::optim::Optimizer& optimizer,
-                                const StateDict& state, const SaveOptions& o = {}) {
+POLICYTRAIN_DECL std::string make_payload(const torch::nn::Module& module, const torch::optim::Optimizer& optimizer,
+                                const StateDict& state, const SaveOptions& o = {})
+#if POLICYTRAIN_DEFINE
+{
   using detail::OutputArchive;
   OutputArchive a;
   a.write("format", c10::IValue(static_cast<int64_t>(kFormatVersion)));
@@ -369,6 +430,9 @@ inline std::string make_payload(const torch::nn::Module& module, const torch::op
 #endif
   return detail::to_bytes(a);
 }
+#else
+;
+#endif
 
 /// A copy of a module's tensors, an optimizer's state, a Trainer state and the CPU generator: what `restore`
 /// puts back. Used to undo a failed load and by divergence rollback.
@@ -462,8 +526,10 @@ struct Loaded {
 namespace detail {
 /// The model section of a payload, checked against `module` (the same names, shapes and dtypes; fp16 where the
 /// file says its weights are half), in the live module's order. Throws CheckpointError.
-inline std::vector<torch::Tensor> read_model(InputArchive& a, const std::filesystem::path& file,
-                                             const torch::nn::Module& module, bool half_w) {
+POLICYTRAIN_DECL std::vector<torch::Tensor> read_model(InputArchive& a, const std::filesystem::path& file,
+                                             const torch::nn::Module& module, bool half_w)
+#if POLICYTRAIN_DEFINE
+{
   std::vector<torch::Tensor> model;
   auto saved = read_named(a, "model", file);
   std::map<std::string, torch::Tensor> by_name(saved.begin(), saved.end());
@@ -491,13 +557,18 @@ inline std::vector<torch::Tensor> read_model(InputArchive& a, const std::filesys
   }
   return model;
 }
+#else
+;
+#endif
 }  // namespace detail
 
 /// Parses a validated file's payload and checks it against the live module, optimizer and Trainer state
 /// (`live_state`: Trainer::state_dict() now). Every entry of `live_state` must be present with the same dtype
 /// (and be a scalar where it is one), and the checkpoint may hold no state of a policy this Trainer lacks. Throws CheckpointError.
-inline Loaded read_payload(const RawFile& raw, const std::filesystem::path& file, const torch::nn::Module& module,
-                           torch::optim::Optimizer& optimizer, const StateDict& live_state) {
+POLICYTRAIN_DECL Loaded read_payload(const RawFile& raw, const std::filesystem::path& file, const torch::nn::Module& module,
+                           torch::optim::Optimizer& optimizer, const StateDict& live_state)
+#if POLICYTRAIN_DEFINE
+{
   using detail::fail;
   Loaded r;
   r.file = file;
@@ -566,11 +637,16 @@ inline Loaded read_payload(const RawFile& raw, const std::filesystem::path& file
   }
   return r;
 }
+#else
+;
+#endif
 
 /// Loads only the model's weights (parameters and buffers) of checkpoint `file` into `module`: names, shapes and
 /// dtypes must match; the optimizer, the counters and the policies' state are not read. Validates everything
 /// before copying anything. Returns the file's metadata; throws CheckpointError naming the file and the problem.
-inline nlohmann::json load_weights(torch::nn::Module& module, const std::filesystem::path& file) {
+POLICYTRAIN_DECL nlohmann::json load_weights(torch::nn::Module& module, const std::filesystem::path& file)
+#if POLICYTRAIN_DEFINE
+{
   const RawFile raw = read_file(file);
   detail::check_archive(raw.payload(), file);
   detail::InputArchive a;
@@ -592,5 +668,8 @@ inline nlohmann::json load_weights(torch::nn::Module& module, const std::filesys
   for (size_t i = 0; i < live.size(); ++i) live[i].second.copy_(model[i]);
   return raw.meta;
 }
+#else
+;
+#endif
 
 }  // namespace policytrain::checkpoint

@@ -66,6 +66,7 @@
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/monitor.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/config.hpp>
 #include <policytrain/detail/format.hpp>
 #include <policytrain/detail/torch_compat.hpp>
 
@@ -98,7 +99,9 @@ struct Candidates {
   std::vector<std::pair<std::filesystem::path, std::string>> unreadable;
 };
 /// Lists the checkpoint files of `dir` (see Candidates); never throws for a bad file.
-inline Candidates list_checkpoints(const std::filesystem::path& dir) {
+POLICYTRAIN_DECL Candidates list_checkpoints(const std::filesystem::path& dir)
+#if POLICYTRAIN_DEFINE
+{
   namespace fs = std::filesystem;
   Candidates c;
   std::error_code ec;
@@ -122,6 +125,9 @@ inline Candidates list_checkpoints(const std::filesystem::path& dir) {
   std::stable_sort(c.readable.begin(), c.readable.end(), [&](const auto& a, const auto& b) { return key(a) > key(b); });
   return c;
 }
+#else
+;
+#endif
 
 /// What a run is, beyond its policies: a checkpoint resumes only a run whose fingerprint it matches. Fields left
 /// at 0 are not recorded (and not compared).
@@ -137,7 +143,9 @@ struct RunInfo {
 namespace detail {
 /// Hex SHA-256 of the module's architecture: every parameter's and buffer's name, shape and dtype, in
 /// registration order (not the values).
-inline std::string architecture_digest(const torch::nn::Module& m) {
+POLICYTRAIN_DECL std::string architecture_digest(const torch::nn::Module& m)
+#if POLICYTRAIN_DEFINE
+{
   std::string text;
   auto add = [&](const std::string& kind, const std::string& name, const torch::Tensor& t) {
     text += policytrain::detail::format("{} {} {} {}\n", kind, name, c10::str(t.sizes()), t.dtype().name());
@@ -157,15 +165,25 @@ inline std::string architecture_digest(const torch::nn::Module& m) {
   for (unsigned i = 0; i < len; ++i) hex += policytrain::detail::format("{:02x}", md[i]);
   return hex;
 }
+#else
+;
+#endif
 /// A new run id: 16 hex digits from std::random_device mixed with the clock (unique per fresh start, not secret).
-inline std::string new_run_id() {
+POLICYTRAIN_DECL std::string new_run_id()
+#if POLICYTRAIN_DEFINE
+{
   std::random_device rd;
   uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   v ^= static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull;
   return policytrain::detail::format("{:016x}", v);
 }
+#else
+;
+#endif
 /// The dynamic type of `opt`, demangled ("torch::optim::AdamW").
-inline std::string optimizer_kind(const torch::optim::Optimizer& opt) {
+POLICYTRAIN_DECL std::string optimizer_kind(const torch::optim::Optimizer& opt)
+#if POLICYTRAIN_DEFINE
+{
   const char* mangled = typeid(opt).name();
   int status = 0;
   char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
@@ -173,9 +191,14 @@ inline std::string optimizer_kind(const torch::optim::Optimizer& opt) {
   std::free(d);
   return r;
 }
+#else
+;
+#endif
 /// The family and hyper-parameters (all but the lr) of one parameter group's options: {} when the options are of
 /// a type not known here (the family is then the optimizer's C++ type).
-inline std::pair<std::string, nlohmann::json> optimizer_options(const torch::optim::OptimizerOptions& o) {
+POLICYTRAIN_DECL std::pair<std::string, nlohmann::json> optimizer_options(const torch::optim::OptimizerOptions& o)
+#if POLICYTRAIN_DEFINE
+{
   namespace opt = torch::optim;
   if (auto* a = dynamic_cast<const opt::AdamWOptions*>(&o))
     return {"adamw", {{"betas", {std::get<0>(a->betas()), std::get<1>(a->betas())}}, {"eps", a->eps()},
@@ -194,11 +217,16 @@ inline std::pair<std::string, nlohmann::json> optimizer_options(const torch::opt
                         {"initial_accumulator_value", g->initial_accumulator_value()}, {"eps", g->eps()}}};
   return {"", nlohmann::json::object()};
 }
+#else
+;
+#endif
 /// The optimizer's part of the run fingerprint: its family, named by its options' type, which a fused optimizer
 /// shares with LibTorch's (optim::FusedAdamW and torch::optim::AdamW are "adamw"; an optimizer with options of
 /// another type: its C++ type), and each parameter group's parameter count, element count and hyper-parameters
 /// other than the lr (the schedule's, restored from the checkpoint with the groups).
-inline nlohmann::json optimizer_fingerprint(const torch::optim::Optimizer& opt) {
+POLICYTRAIN_DECL nlohmann::json optimizer_fingerprint(const torch::optim::Optimizer& opt)
+#if POLICYTRAIN_DEFINE
+{
   std::string family;
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : opt.param_groups()) {
@@ -213,12 +241,17 @@ inline nlohmann::json optimizer_fingerprint(const torch::optim::Optimizer& opt) 
   if (family.empty()) family = optimizer_kind(opt);
   return {{"family", family}, {"param_groups", std::move(groups)}};
 }
+#else
+;
+#endif
 }  // namespace detail
 
 /// The fingerprint of a run (stored as the metadata's "fingerprint"): the model's architecture digest, its tensor
 /// and element counts, the optimizer's family and parameter groups (detail::optimizer_fingerprint), and the
 /// RunInfo fields that are set.
-inline nlohmann::json run_fingerprint(const torch::nn::Module& m, const torch::optim::Optimizer& opt, const RunInfo& run) {
+POLICYTRAIN_DECL nlohmann::json run_fingerprint(const torch::nn::Module& m, const torch::optim::Optimizer& opt, const RunInfo& run)
+#if POLICYTRAIN_DEFINE
+{
   int64_t tensors = 0, elements = 0;
   for (const auto& p : m.named_parameters(true)) ++tensors, elements += p.value().numel();
   for (const auto& b : m.named_buffers(true)) ++tensors, elements += b.value().numel();
@@ -231,6 +264,9 @@ inline nlohmann::json run_fingerprint(const torch::nn::Module& m, const torch::o
   if (run.data_size > 0) f["data_size"] = run.data_size;
   return f;
 }
+#else
+;
+#endif
 
 /// The background writer of asynchronous checkpoints: one thread, one job in flight at most, jobs in order.
 /// A job's failure is kept and rethrown by the next `submit` or `wait`. The destructor finishes the job in

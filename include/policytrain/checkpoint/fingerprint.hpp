@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <policytrain/checkpoint/format.hpp>
+#include <policytrain/detail/config.hpp>
 #include <policytrain/detail/format.hpp>
 
 namespace policytrain::checkpoint {
@@ -21,7 +22,9 @@ namespace policytrain::checkpoint {
 /// Checks the shape of a checkpoint's fingerprint (`saved`, the metadata's "fingerprint" of `file`) before it is
 /// compared: an object whose known fields have their types. Throws CheckpointError naming the file, the field, its
 /// value and what was expected.
-inline void check_fingerprint(const std::filesystem::path& file, const nlohmann::json& saved) {
+POLICYTRAIN_DECL void check_fingerprint(const std::filesystem::path& file, const nlohmann::json& saved)
+#if POLICYTRAIN_DEFINE
+{
   if (!saved.is_object()) detail::bad_meta_field(file, "fingerprint", saved, "an object (the run fingerprint)");
   const auto field = [&](const char* key, bool ok, std::string_view expected) {
     if (saved.contains(key) && !ok) detail::bad_meta_field(file, policytrain::detail::format("fingerprint.{}", key), saved[key], expected);
@@ -46,12 +49,17 @@ inline void check_fingerprint(const std::filesystem::path& file, const nlohmann:
                                "an object (the group's hyper-parameters)");
   }
 }
+#else
+;
+#endif
 
 namespace detail {
 /// The optimizer family of a fingerprint's "optimizer" field: its "family", or for a file written before families
 /// were recorded, the family of the C++ type it names (a fused optimizer's is its LibTorch twin's; another type:
 /// the type itself).
-inline std::string optimizer_family(const nlohmann::json& o) {
+POLICYTRAIN_DECL std::string optimizer_family(const nlohmann::json& o)
+#if POLICYTRAIN_DEFINE
+{
   if (o.is_object()) return o.contains("family") && o["family"].is_string() ? o["family"].get<std::string>() : "";
   if (!o.is_string()) return "";
   const std::string t = o.get<std::string>();
@@ -64,8 +72,13 @@ inline std::string optimizer_family(const nlohmann::json& o) {
     if (t == type) return family;
   return t;
 }
+#else
+;
+#endif
 /// What differs between two fingerprints' "optimizer" fields (see fingerprint_differences).
-inline void optimizer_differences(const nlohmann::json& saved, const nlohmann::json& now, std::vector<std::string>& out) {
+POLICYTRAIN_DECL void optimizer_differences(const nlohmann::json& saved, const nlohmann::json& now, std::vector<std::string>& out)
+#if POLICYTRAIN_DEFINE
+{
   const std::string a = optimizer_family(saved), b = optimizer_family(now);
   if (a != b) {
     out.push_back(policytrain::detail::format("optimizer: {} in the checkpoint, {} in this run", a, b));
@@ -93,12 +106,17 @@ inline void optimizer_differences(const nlohmann::json& saved, const nlohmann::j
     }
   }
 }
+#else
+;
+#endif
 }  // namespace detail
 
 /// What differs between a checkpoint's fingerprint (`saved`) and this run's (`now`), one phrase per field;
 /// empty when they agree. A field only one of them records is not compared (a file of an older version records none).
 /// `saved` must have passed check_fingerprint.
-inline std::vector<std::string> fingerprint_differences(const nlohmann::json& saved, const nlohmann::json& now) {
+POLICYTRAIN_DECL std::vector<std::string> fingerprint_differences(const nlohmann::json& saved, const nlohmann::json& now)
+#if POLICYTRAIN_DEFINE
+{
   std::vector<std::string> out;
   if (!saved.is_object() || !now.is_object())
     throw std::invalid_argument("policytrain::checkpoint::fingerprint_differences: a fingerprint is not an object; "
@@ -121,5 +139,8 @@ inline std::vector<std::string> fingerprint_differences(const nlohmann::json& sa
       out.push_back(policytrain::detail::format("{}: {} in the checkpoint, {} in this run", label, str(saved[key]), str(now[key])));
   return out;
 }
+#else
+;
+#endif
 
 }  // namespace policytrain::checkpoint

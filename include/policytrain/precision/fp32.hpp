@@ -19,6 +19,7 @@
 #include <torch/types.h>
 
 #include <policytrain/core/category.hpp>
+#include <policytrain/detail/config.hpp>
 #include <policytrain/detail/format.hpp>
 
 namespace policytrain {
@@ -180,13 +181,18 @@ class LossCheck {
   bool window_bad_ = false;
 };
 /// Why a precision policy acting on a non-finite loss as `action` says cannot run inside a captured step.
-inline std::string nonfinite_graph_refusal(std::string_view policy, NonFinite action) {
+POLICYTRAIN_DECL std::string nonfinite_graph_refusal(std::string_view policy, NonFinite action)
+#if POLICYTRAIN_DEFINE
+{
   if (action != NonFinite::skip && action != NonFinite::rollback) return {};
   return policytrain::detail::format("{} with NonFinite::{} reads the loss on the host every step to decide whether to step; under "
                      "step::CudaGraph use NonFinite::error (checked on the device, raised at the next read) or "
                      "NonFinite::ignore, or loss scaling with a fused optimizer (skips on the device)",
                      policy, action == NonFinite::skip ? "skip" : "rollback");
 }
+#else
+;
+#endif
 }  // namespace detail
 
 namespace precision {

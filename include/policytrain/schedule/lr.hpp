@@ -51,6 +51,7 @@
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/config.hpp>
 #include <policytrain/detail/format.hpp>
 
 namespace policytrain::schedule {
@@ -81,12 +82,17 @@ constexpr std::string_view to_string(Kind k) {
   return names[static_cast<int>(k)];
 }
 /// The Kind named `s` (as to_string writes it); throws std::invalid_argument listing the names.
-inline Kind kind_from_string(std::string_view s) {
+POLICYTRAIN_DECL Kind kind_from_string(std::string_view s)
+#if POLICYTRAIN_DEFINE
+{
   for (int i = 0; i <= static_cast<int>(Kind::plateau); ++i)
     if (to_string(static_cast<Kind>(i)) == s) return static_cast<Kind>(i);
   throw std::invalid_argument(policytrain::detail::format("policytrain::schedule: unknown schedule '{}'; expected one of constant, "
                                           "step, multistep, exponential, linear, cosine, onecycle, poly, wsd, plateau", s));
 }
+#else
+;
+#endif
 
 /// Settings of schedule::Lr: the kind, its parameters, warmup and plateau.
 struct LrOptions {
@@ -171,7 +177,9 @@ struct OneCyclePoint {
 /// PyTorch's OneCycleLR.get_lr at step t of a run of `total` steps (phases end at pct_start·T − 1, [2·pct_start·T
 /// − 2,] T − 1; the lr anneals 1/div_factor → 1 → lrf, the momentum max → base → max). Beyond the run it holds the
 /// last step's values (PyTorch raises).
-inline OneCyclePoint onecycle_at(const LrOptions& o, int64_t total, int64_t t) {
+POLICYTRAIN_DECL OneCyclePoint onecycle_at(const LrOptions& o, int64_t total, int64_t t)
+#if POLICYTRAIN_DEFINE
+{
   const int64_t Ti = std::max<int64_t>(total, 1);
   const double T = static_cast<double>(Ti);
   const double step = static_cast<double>(std::clamp<int64_t>(t, 0, Ti - 1));
@@ -195,6 +203,9 @@ inline OneCyclePoint onecycle_at(const LrOptions& o, int64_t total, int64_t t) {
   }
   return {o.lrf, hi};
 }
+#else
+;
+#endif
 
 /// The closed-form factor of `o.kind` at step t of horizon h (1 for constant and plateau; the warmup is applied
 /// on top); each is PyTorch's scheduler (right) stepped once per optimizer step:
@@ -207,7 +218,9 @@ inline OneCyclePoint onecycle_at(const LrOptions& o, int64_t total, int64_t t) {
 ///   poly         lrf + (1 − lrf) · (1 − p)^power                             PolynomialLR(L, power) when lrf = 0
 ///   wsd          1 until L − D, then 1 − (1 − lrf) · min((t − (L − D)) / D, 1)   D = max(1, round(decay_fraction · T))
 /// with u the unit in steps (1, or steps per epoch), L = decay_length (T − 1 by default: lrf on the last step).
-inline double lr_factor(const LrOptions& o, const Horizon& h, int64_t t) {
+POLICYTRAIN_DECL double lr_factor(const LrOptions& o, const Horizon& h, int64_t t)
+#if POLICYTRAIN_DEFINE
+{
   const double T = static_cast<double>(std::max<int64_t>(h.total_steps, 1));
   const double L = decay_length(o, h);
   const double p = std::min(static_cast<double>(t) / L, 1.0);
@@ -243,6 +256,9 @@ inline double lr_factor(const LrOptions& o, const Horizon& h, int64_t t) {
   }
   return 1.0;
 }
+#else
+;
+#endif
 
 /// Whether `k` decays over the run, and so needs the total number of steps.
 constexpr bool needs_total_steps(Kind k) {
@@ -250,20 +266,30 @@ constexpr bool needs_total_steps(Kind k) {
 }
 
 /// The momentum an optimizer's options use (SGD, RMSprop: momentum; Adam, AdamW: beta1); NaN for other types.
-inline double momentum_of(const torch::optim::OptimizerOptions& o) {
+POLICYTRAIN_DECL double momentum_of(const torch::optim::OptimizerOptions& o)
+#if POLICYTRAIN_DEFINE
+{
   if (auto* p = dynamic_cast<const torch::optim::SGDOptions*>(&o)) return p->momentum();
   if (auto* p = dynamic_cast<const torch::optim::AdamWOptions*>(&o)) return std::get<0>(p->betas());
   if (auto* p = dynamic_cast<const torch::optim::AdamOptions*>(&o)) return std::get<0>(p->betas());
   if (auto* p = dynamic_cast<const torch::optim::RMSpropOptions*>(&o)) return p->momentum();
   return std::numeric_limits<double>::quiet_NaN();
 }
+#else
+;
+#endif
 /// Sets the momentum (SGD, RMSprop) or beta1 (Adam, AdamW) of an optimizer's options; other types are left as they are.
-inline void set_momentum(torch::optim::OptimizerOptions& o, double m) {
+POLICYTRAIN_DECL void set_momentum(torch::optim::OptimizerOptions& o, double m)
+#if POLICYTRAIN_DEFINE
+{
   if (auto* p = dynamic_cast<torch::optim::SGDOptions*>(&o)) p->momentum(m);
   else if (auto* p = dynamic_cast<torch::optim::AdamWOptions*>(&o)) p->betas({m, std::get<1>(p->betas())});
   else if (auto* p = dynamic_cast<torch::optim::AdamOptions*>(&o)) p->betas({m, std::get<1>(p->betas())});
   else if (auto* p = dynamic_cast<torch::optim::RMSpropOptions*>(&o)) p->momentum(m);
 }
+#else
+;
+#endif
 
 /// The schedule policy (see the file comment).
 class Lr {
