@@ -18,6 +18,7 @@
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/monitor.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/config.hpp>
 #include <policytrain/detail/format.hpp>
 
 namespace policytrain::callbacks {
@@ -98,15 +99,9 @@ class EarlyStopping {
   }
 
   /// Best value, its epoch and the wait count.
-  StateDict state_dict() const {
-    return {{"best", scalar_tensor(best_)}, {"best_epoch", scalar_tensor(best_epoch_)}, {"wait", scalar_tensor(wait_)}};
-  }
+  StateDict state_dict() const;
   /// Restores what state_dict() saved.
-  void load_state_dict(const StateDict& d) {
-    best_ = state_double(d, "best");
-    best_epoch_ = state_int(d, "best_epoch");
-    wait_ = state_int(d, "wait");
-  }
+  void load_state_dict(const StateDict& d);
 
  private:
   Options o_;
@@ -116,5 +111,18 @@ class EarlyStopping {
   int64_t stopped_epoch_ = -1;
   std::string reason_;
 };
+
+// EarlyStopping's non-template members: defined here header-only, in <policytrain/src.hpp> with separate compilation.
+#if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL StateDict EarlyStopping::state_dict() const {
+  return {{"best", scalar_tensor(best_)}, {"best_epoch", scalar_tensor(best_epoch_)}, {"wait", scalar_tensor(wait_)}};
+}
+
+POLICYTRAIN_DECL void EarlyStopping::load_state_dict(const StateDict& d) {
+  best_ = state_double(d, "best");
+  best_epoch_ = state_int(d, "best_epoch");
+  wait_ = state_int(d, "wait");
+}
+#endif
 
 }  // namespace policytrain::callbacks

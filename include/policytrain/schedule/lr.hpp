@@ -436,41 +436,10 @@ class Lr {
   }
 
   /// Step, base lr and momentum of every group, the persistent scale and the plateau's state.
-  StateDict state_dict() const {
-    StateDict d{{"step", scalar_tensor(t_)},
-                {"groups", scalar_tensor(static_cast<int64_t>(base_lr_.size()))},
-                {"lr_scale", scalar_tensor(lr_scale_)},
-                {"plateau/factor", scalar_tensor(plateau_factor(0))},
-                {"plateau/best", scalar_tensor(best_)},
-                {"plateau/bad", scalar_tensor(bad_)},
-                {"plateau/cooldown_left", scalar_tensor(cooldown_left_)}};
-    for (size_t g = 0; g < base_lr_.size(); ++g) {
-      d.emplace(policytrain::detail::format("base_lr/{}", g), scalar_tensor(base_lr_[g]));
-      d.emplace(policytrain::detail::format("base_momentum/{}", g), scalar_tensor(base_momentum_[g]));
-      d.emplace(policytrain::detail::format("plateau/factor/{}", g), scalar_tensor(plateau_factor(g)));
-    }
-    return d;
-  }
+  StateDict state_dict() const;
   /// Restores what state_dict() saved (a state from before per-group plateau factors and lr_scale: every group
   /// gets "plateau/factor", the scale is 1).
-  void load_state_dict(const StateDict& d) {
-    t_ = state_int(d, "step");
-    lr_scale_ = d.count("lr_scale") ? state_double(d, "lr_scale") : 1.0;
-    best_ = state_double(d, "plateau/best");
-    if (std::isnan(best_)) best_ = worst();  // written by a version that started from NaN
-    bad_ = state_int(d, "plateau/bad");
-    cooldown_left_ = state_int(d, "plateau/cooldown_left");
-    const int64_t n = state_int(d, "groups");
-    base_lr_.clear();
-    base_momentum_.clear();
-    plateau_factor_.clear();
-    for (int64_t g = 0; g < n; ++g) {
-      base_lr_.push_back(state_double(d, policytrain::detail::format("base_lr/{}", g)));
-      base_momentum_.push_back(state_double(d, policytrain::detail::format("base_momentum/{}", g)));
-      const std::string pf = policytrain::detail::format("plateau/factor/{}", g);
-      plateau_factor_.push_back(state_double(d, d.count(pf) ? pf : std::string("plateau/factor")));
-    }
-  }
+  void load_state_dict(const StateDict& d);
 
  private:
   bool is_bias_group(size_t g) const {
@@ -491,34 +460,7 @@ class Lr {
     return rel ? v < best_ * (1.0 - o_.threshold) : v < best_ - o_.threshold;
   }
 
-  void validate() const {
-    auto bad = [](const std::string& what) {
-      throw std::invalid_argument("policytrain::schedule::Lr: " + what);
-    };
-    if (o_.warmup_steps > 0 && o_.warmup_epochs > 0)
-      bad(policytrain::detail::format("warmup_steps {} and warmup_epochs {} are both set; give one of them", o_.warmup_steps, o_.warmup_epochs));
-    if (o_.warmup_steps < 0 || o_.warmup_epochs < 0) bad("the warmup length is negative; expected >= 0");
-    if (o_.lrf < 0) bad(policytrain::detail::format("lrf is {}; expected >= 0", o_.lrf));
-    if (o_.kind == Kind::step && o_.step_size <= 0) bad(policytrain::detail::format("step_size is {}; expected > 0", o_.step_size));
-    if (o_.kind == Kind::multistep && !std::is_sorted(o_.milestones.begin(), o_.milestones.end()))
-      bad("milestones are not in ascending order; sort them");
-    if (o_.kind == Kind::onecycle && (o_.pct_start < 0 || o_.pct_start >= 1 || o_.div_factor <= 0))
-      bad(policytrain::detail::format("pct_start {} and div_factor {}; expected 0 <= pct_start < 1 and div_factor > 0", o_.pct_start, o_.div_factor));
-    if (o_.kind == Kind::onecycle && o_.three_phase && o_.pct_start > 0.5)
-      bad(policytrain::detail::format("three_phase with pct_start {}: the rise and the fall would overlap; expected pct_start <= 0.5",
-                      o_.pct_start));
-    if (o_.kind == Kind::onecycle && o_.cycle_momentum &&
-        !(o_.base_momentum >= 0 && o_.base_momentum <= o_.max_momentum && o_.max_momentum < 1))
-      bad(policytrain::detail::format("base_momentum {} and max_momentum {}; expected 0 <= base_momentum <= max_momentum < 1",
-                      o_.base_momentum, o_.max_momentum));
-    if (o_.kind == Kind::wsd && (o_.decay_fraction <= 0 || o_.decay_fraction > 1))
-      bad(policytrain::detail::format("decay_fraction is {}; expected 0 < decay_fraction <= 1", o_.decay_fraction));
-    if (o_.kind == Kind::plateau && (o_.factor <= 0 || o_.factor >= 1 || o_.patience < 0 || o_.cooldown < 0))
-      bad(policytrain::detail::format("plateau factor {}, patience {}, cooldown {}; expected 0 < factor < 1, patience >= 0, cooldown >= 0",
-                      o_.factor, o_.patience, o_.cooldown));
-    if (o_.kind == Kind::plateau && (o_.threshold < 0 || o_.plateau_eps < 0))
-      bad(policytrain::detail::format("plateau threshold {} and plateau_eps {}; expected both >= 0", o_.threshold, o_.plateau_eps));
-  }
+  void validate() const;
   /// The horizon from the fit: steps per epoch = ceil(batches / accumulate), total = epochs × that, capped by
   /// max_steps; total_steps overrides the total.
   template <class Ctx>
@@ -567,5 +509,72 @@ class Lr {
   double best_ = std::numeric_limits<double>::infinity();
   int64_t bad_ = 0, cooldown_left_ = 0;
 };
+
+// Lr's non-template members: defined here header-only, in <policytrain/src.hpp> with separate compilation.
+#if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL StateDict Lr::state_dict() const {
+  StateDict d{{"step", scalar_tensor(t_)},
+              {"groups", scalar_tensor(static_cast<int64_t>(base_lr_.size()))},
+              {"lr_scale", scalar_tensor(lr_scale_)},
+              {"plateau/factor", scalar_tensor(plateau_factor(0))},
+              {"plateau/best", scalar_tensor(best_)},
+              {"plateau/bad", scalar_tensor(bad_)},
+              {"plateau/cooldown_left", scalar_tensor(cooldown_left_)}};
+  for (size_t g = 0; g < base_lr_.size(); ++g) {
+    d.emplace(policytrain::detail::format("base_lr/{}", g), scalar_tensor(base_lr_[g]));
+    d.emplace(policytrain::detail::format("base_momentum/{}", g), scalar_tensor(base_momentum_[g]));
+    d.emplace(policytrain::detail::format("plateau/factor/{}", g), scalar_tensor(plateau_factor(g)));
+  }
+  return d;
+}
+
+POLICYTRAIN_DECL void Lr::load_state_dict(const StateDict& d) {
+  t_ = state_int(d, "step");
+  lr_scale_ = d.count("lr_scale") ? state_double(d, "lr_scale") : 1.0;
+  best_ = state_double(d, "plateau/best");
+  if (std::isnan(best_)) best_ = worst();  // written by a version that started from NaN
+  bad_ = state_int(d, "plateau/bad");
+  cooldown_left_ = state_int(d, "plateau/cooldown_left");
+  const int64_t n = state_int(d, "groups");
+  base_lr_.clear();
+  base_momentum_.clear();
+  plateau_factor_.clear();
+  for (int64_t g = 0; g < n; ++g) {
+    base_lr_.push_back(state_double(d, policytrain::detail::format("base_lr/{}", g)));
+    base_momentum_.push_back(state_double(d, policytrain::detail::format("base_momentum/{}", g)));
+    const std::string pf = policytrain::detail::format("plateau/factor/{}", g);
+    plateau_factor_.push_back(state_double(d, d.count(pf) ? pf : std::string("plateau/factor")));
+  }
+}
+
+POLICYTRAIN_DECL void Lr::validate() const {
+  auto bad = [](const std::string& what) {
+    throw std::invalid_argument("policytrain::schedule::Lr: " + what);
+  };
+  if (o_.warmup_steps > 0 && o_.warmup_epochs > 0)
+    bad(policytrain::detail::format("warmup_steps {} and warmup_epochs {} are both set; give one of them", o_.warmup_steps, o_.warmup_epochs));
+  if (o_.warmup_steps < 0 || o_.warmup_epochs < 0) bad("the warmup length is negative; expected >= 0");
+  if (o_.lrf < 0) bad(policytrain::detail::format("lrf is {}; expected >= 0", o_.lrf));
+  if (o_.kind == Kind::step && o_.step_size <= 0) bad(policytrain::detail::format("step_size is {}; expected > 0", o_.step_size));
+  if (o_.kind == Kind::multistep && !std::is_sorted(o_.milestones.begin(), o_.milestones.end()))
+    bad("milestones are not in ascending order; sort them");
+  if (o_.kind == Kind::onecycle && (o_.pct_start < 0 || o_.pct_start >= 1 || o_.div_factor <= 0))
+    bad(policytrain::detail::format("pct_start {} and div_factor {}; expected 0 <= pct_start < 1 and div_factor > 0", o_.pct_start, o_.div_factor));
+  if (o_.kind == Kind::onecycle && o_.three_phase && o_.pct_start > 0.5)
+    bad(policytrain::detail::format("three_phase with pct_start {}: the rise and the fall would overlap; expected pct_start <= 0.5",
+                    o_.pct_start));
+  if (o_.kind == Kind::onecycle && o_.cycle_momentum &&
+      !(o_.base_momentum >= 0 && o_.base_momentum <= o_.max_momentum && o_.max_momentum < 1))
+    bad(policytrain::detail::format("base_momentum {} and max_momentum {}; expected 0 <= base_momentum <= max_momentum < 1",
+                    o_.base_momentum, o_.max_momentum));
+  if (o_.kind == Kind::wsd && (o_.decay_fraction <= 0 || o_.decay_fraction > 1))
+    bad(policytrain::detail::format("decay_fraction is {}; expected 0 < decay_fraction <= 1", o_.decay_fraction));
+  if (o_.kind == Kind::plateau && (o_.factor <= 0 || o_.factor >= 1 || o_.patience < 0 || o_.cooldown < 0))
+    bad(policytrain::detail::format("plateau factor {}, patience {}, cooldown {}; expected 0 < factor < 1, patience >= 0, cooldown >= 0",
+                    o_.factor, o_.patience, o_.cooldown));
+  if (o_.kind == Kind::plateau && (o_.threshold < 0 || o_.plateau_eps < 0))
+    bad(policytrain::detail::format("plateau threshold {} and plateau_eps {}; expected both >= 0", o_.threshold, o_.plateau_eps));
+}
+#endif
 
 }  // namespace policytrain::schedule
