@@ -9,8 +9,10 @@
 #  error "<policytrain/src.hpp> must be included before any other policytrain header of its translation unit"
 #endif
 #ifndef POLICYTRAIN_SEPARATE_COMPILATION
+/// Separate compilation (detail/config.hpp): the headers declare the heavy functions; this unit defines them.
 #  define POLICYTRAIN_SEPARATE_COMPILATION 1
 #endif
+/// This translation unit is the one that defines them (POLICYTRAIN_DEFINE is 1 here).
 #define POLICYTRAIN_COMPILING_SOURCE 1
 
 #include <policytrain/all.hpp>
