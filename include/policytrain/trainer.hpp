@@ -45,6 +45,7 @@
 #include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/format.hpp>
 #include <policytrain/parallel/single.hpp>
 #include <policytrain/precision/fp32.hpp>
 #include <policytrain/schedule/constant.hpp>
@@ -400,7 +401,7 @@ class Trainer {
       if constexpr (requires { { p.monitored_metric() } -> std::convertible_to<std::string>; }) {
         const std::string metric = p.monitored_metric();
         if (metric.empty() || contains(known, metric)) return;
-        throw std::invalid_argument(fmt::format(
+        throw std::invalid_argument(policytrain::detail::format(
             "policytrain::Trainer: {} monitors the metric '{}', which the validation does not report; it reports: "
             "{}{}; monitor one of these",
             policy_name<P>(), metric, joined(known),

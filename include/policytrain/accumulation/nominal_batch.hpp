@@ -30,6 +30,7 @@
 #include <policytrain/accumulation/window_mean.hpp>
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain::accumulate {
 
@@ -102,7 +103,7 @@ class NominalBatch {
     if (base_wd_.empty())
       for (auto& g : groups) base_wd_.push_back(weight_decay_of(g.options(), name));
     if (base_wd_.size() != groups.size())
-      throw std::invalid_argument(fmt::format("{}: the optimizer has {} param groups but the state has {}; "
+      throw std::invalid_argument(policytrain::detail::format("{}: the optimizer has {} param groups but the state has {}; "
                                               "resume with the optimizer the state was saved with",
                                               name, groups.size(), base_wd_.size()));
     const double f = weight_decay_factor();
@@ -124,14 +125,14 @@ class NominalBatch {
   /// The groups' base weight decay.
   StateDict state_dict() const {
     StateDict d{{"groups", scalar_tensor(static_cast<int64_t>(base_wd_.size()))}};
-    for (size_t i = 0; i < base_wd_.size(); ++i) d.emplace(fmt::format("base_weight_decay/{}", i), scalar_tensor(base_wd_[i]));
+    for (size_t i = 0; i < base_wd_.size(); ++i) d.emplace(policytrain::detail::format("base_weight_decay/{}", i), scalar_tensor(base_wd_[i]));
     return d;
   }
   /// Restores what state_dict() saved.
   void load_state_dict(const StateDict& d) {
     const int64_t n = state_int(d, "groups");
     base_wd_.clear();
-    for (int64_t i = 0; i < n; ++i) base_wd_.push_back(state_double(d, fmt::format("base_weight_decay/{}", i)));
+    for (int64_t i = 0; i < n; ++i) base_wd_.push_back(state_double(d, policytrain::detail::format("base_weight_decay/{}", i)));
   }
 
  private:
@@ -148,10 +149,10 @@ class NominalBatch {
   }
   void validate() const {
     if (o_.warmup_batches < 0)
-      throw std::invalid_argument(fmt::format(
+      throw std::invalid_argument(policytrain::detail::format(
           "policytrain::accumulate::NominalBatch: warmup_batches {}; expected >= 0 (0: no ramp)", o_.warmup_batches));
     if (o_.nominal < 0 || (o_.nominal > 0 && o_.batch <= 0) || o_.steps < 1)
-      throw std::invalid_argument(fmt::format(
+      throw std::invalid_argument(policytrain::detail::format(
           "policytrain::accumulate::NominalBatch: nominal {}, batch {}, steps {}; expected nominal >= 0, "
           "batch > 0 when nominal > 0 (the loader's batch size), steps >= 1",
           o_.nominal, o_.batch, o_.steps));

@@ -33,6 +33,7 @@
 
 #include <policytrain/accumulation/window_mean.hpp>
 #include <policytrain/core/category.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain::accumulate {
 
@@ -66,7 +67,7 @@ class Steps {
  private:
   static void check(int64_t n) {
     if (n < 1)
-      throw std::invalid_argument(fmt::format("policytrain::accumulate::Steps: accumulate is {}; expected >= 1", n));
+      throw std::invalid_argument(policytrain::detail::format("policytrain::accumulate::Steps: accumulate is {}; expected >= 1", n));
   }
   int64_t n_ = 1;
   detail::WindowMean mean_;

@@ -14,6 +14,7 @@
 #include <torch/optim/optimizer.h>
 
 #include <policytrain/core/category.hpp>
+#include <policytrain/detail/config.hpp>
 #include <policytrain/optim/fused_common.hpp>
 
 namespace policytrain::callbacks {
@@ -46,18 +47,25 @@ RunFeatures run_features(Ctx& ctx) {
 namespace advice {
 
 /// "a, b or c".
-inline std::string either(const std::vector<std::string>& xs) {
+POLICYTRAIN_DECL std::string either(const std::vector<std::string>& xs)
+#if POLICYTRAIN_DEFINE
+{
   std::string s;
   for (size_t i = 0; i < xs.size(); ++i) s += (i == 0 ? "" : i + 1 == xs.size() ? " or " : ", ") + xs[i];
   return s;
 }
+#else
+;
+#endif
 /// For a step that waits for its data.
 inline std::string data_wait() {
   return "The step waits for data: add loader workers (data::PrefetchOptions::workers) and batches in flight "
          "(data::PrefetchOptions::prefetch), or do less per sample.";
 }
 /// What to try for compute-bound steps, less what `f` already uses; `convolutions`: channels-last applies.
-inline std::string compute(const RunFeatures& f, bool convolutions) {
+POLICYTRAIN_DECL std::string compute(const RunFeatures& f, bool convolutions)
+#if POLICYTRAIN_DEFINE
+{
   std::vector<std::string> t;
   if (!f.mixed_precision) t.emplace_back("mixed precision (precision::Autocast)");
   if (convolutions && !f.channels_last)
@@ -66,14 +74,22 @@ inline std::string compute(const RunFeatures& f, bool convolutions) {
   t.emplace_back("a larger batch");
   return "try " + either(t);
 }
+#else
+;
+#endif
 /// For an optimizer step that takes a large share of the time.
-inline std::string optimizer(const RunFeatures& f) {
+POLICYTRAIN_DECL std::string optimizer(const RunFeatures& f)
+#if POLICYTRAIN_DEFINE
+{
   if (f.fused_optimizer)
     return "The optimizer step is a large share, with a fused optimizer already: fewer, larger parameter tensors "
            "would help.";
   return "The optimizer step is a large share: use a fused optimizer (optim::FusedAdamW, optim::FusedAdam, "
          "optim::FusedSgd) or fewer parameter tensors.";
 }
+#else
+;
+#endif
 
 }  // namespace advice
 }  // namespace policytrain::callbacks

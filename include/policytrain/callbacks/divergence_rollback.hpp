@@ -25,6 +25,7 @@
 #include <policytrain/checkpoint/archive.hpp>
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/format.hpp>
 #include <policytrain/precision/fp32.hpp>
 
 namespace policytrain::callbacks {
@@ -56,7 +57,7 @@ class DivergenceRollback {
   /// Throws std::invalid_argument for lr_factor outside (0, 1] or snapshot_every < 1.
   explicit DivergenceRollback(Options o) : o_(o) {
     if (!(o_.lr_factor > 0 && o_.lr_factor <= 1))
-      throw std::invalid_argument(fmt::format("policytrain::callbacks::DivergenceRollback: lr_factor is {}, expected in (0, 1]", o_.lr_factor));
+      throw std::invalid_argument(policytrain::detail::format("policytrain::callbacks::DivergenceRollback: lr_factor is {}, expected in (0, 1]", o_.lr_factor));
     if (o_.snapshot_every < 1)
       throw std::invalid_argument("policytrain::callbacks::DivergenceRollback: snapshot_every must be >= 1");
   }
@@ -113,7 +114,7 @@ class DivergenceRollback {
   void roll_back(Ctx& ctx, double loss, bool spike) {
     const auto& s = ctx.state();
     if (rollbacks_ >= o_.max_rollbacks)
-      throw DivergenceError(fmt::format(
+      throw DivergenceError(policytrain::detail::format(
           "policytrain::callbacks::DivergenceRollback: the loss is {} at epoch {}, step {} after {} rollbacks (lr {:.3g}); "
           "lower the learning rate, {}or allow more rollbacks", loss, s.epoch, s.global_step,
           rollbacks_, ctx.lr(), policytrain::detail::clip_advice(ctx)));
@@ -129,7 +130,7 @@ class DivergenceRollback {
       std::fprintf(o_.log,
                    "policytrain::callbacks::DivergenceRollback: loss %g%s at epoch %lld, step %lld; rolled back to "
                    "step %lld, lr %.3g -> %.3g (rollback %lld of %lld)\n",
-                   loss, spike ? fmt::format(" (a spike above {:.3g}x its mean {:.4g})", o_.spike_factor, mean_).c_str() : "",
+                   loss, spike ? policytrain::detail::format(" (a spike above {:.3g}x its mean {:.4g})", o_.spike_factor, mean_).c_str() : "",
                    static_cast<long long>(s.epoch), static_cast<long long>(s.global_step),
                    static_cast<long long>(snapshot_step_), lrs.empty() ? 0.0 : lrs[0],
                    lrs.empty() ? 0.0 : lrs[0] * o_.lr_factor, static_cast<long long>(rollbacks_),

@@ -18,6 +18,8 @@
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/monitor.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/config.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain::callbacks {
 
@@ -42,7 +44,7 @@ class EarlyStopping {
   /// Throws std::invalid_argument for patience < 1.
   explicit EarlyStopping(Options o) : o_(std::move(o)) {
     if (o_.patience < 1)
-      throw std::invalid_argument(fmt::format("policytrain::callbacks::EarlyStopping: patience is {}, expected >= 1", o_.patience));
+      throw std::invalid_argument(policytrain::detail::format("policytrain::callbacks::EarlyStopping: patience is {}, expected >= 1", o_.patience));
   }
 
   /// The settings.
@@ -76,13 +78,13 @@ class EarlyStopping {
       ++wait_;
     }
     if (o_.check_finite && !std::isfinite(v))
-      why = fmt::format("{} is {}", mon.metric, v);
+      why = policytrain::detail::format("{} is {}", mon.metric, v);
     else if (o_.stopping_threshold && mon.better(v, *o_.stopping_threshold))
-      why = fmt::format("{} {:.6g} reached the stopping threshold {:.6g}", mon.metric, v, *o_.stopping_threshold);
+      why = policytrain::detail::format("{} {:.6g} reached the stopping threshold {:.6g}", mon.metric, v, *o_.stopping_threshold);
     else if (o_.divergence_threshold && mon.worse(v, *o_.divergence_threshold))
-      why = fmt::format("{} {:.6g} is beyond the divergence threshold {:.6g}", mon.metric, v, *o_.divergence_threshold);
+      why = policytrain::detail::format("{} {:.6g} is beyond the divergence threshold {:.6g}", mon.metric, v, *o_.divergence_threshold);
     else if (wait_ >= o_.patience)
-      why = fmt::format("{} did not improve for {} epochs (best {:.6g} at epoch {})", mon.metric, wait_, best_, best_epoch_);
+      why = policytrain::detail::format("{} did not improve for {} epochs (best {:.6g} at epoch {})", mon.metric, wait_, best_, best_epoch_);
     ctx.state().best_metric = best_;
     ctx.state().best_epoch = best_epoch_;
     if (why.empty()) return false;
@@ -97,15 +99,9 @@ class EarlyStopping {
   }
 
   /// Best value, its epoch and the wait count.
-  StateDict state_dict() const {
-    return {{"best", scalar_tensor(best_)}, {"best_epoch", scalar_tensor(best_epoch_)}, {"wait", scalar_tensor(wait_)}};
-  }
+  StateDict state_dict() const;
   /// Restores what state_dict() saved.
-  void load_state_dict(const StateDict& d) {
-    best_ = state_double(d, "best");
-    best_epoch_ = state_int(d, "best_epoch");
-    wait_ = state_int(d, "wait");
-  }
+  void load_state_dict(const StateDict& d);
 
  private:
   Options o_;
@@ -115,5 +111,18 @@ class EarlyStopping {
   int64_t stopped_epoch_ = -1;
   std::string reason_;
 };
+
+// EarlyStopping's non-template members: defined here header-only, in <policytrain/src.hpp> with separate compilation.
+#if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL StateDict EarlyStopping::state_dict() const {
+  return {{"best", scalar_tensor(best_)}, {"best_epoch", scalar_tensor(best_epoch_)}, {"wait", scalar_tensor(wait_)}};
+}
+
+POLICYTRAIN_DECL void EarlyStopping::load_state_dict(const StateDict& d) {
+  best_ = state_double(d, "best");
+  best_epoch_ = state_int(d, "best_epoch");
+  wait_ = state_int(d, "wait");
+}
+#endif
 
 }  // namespace policytrain::callbacks

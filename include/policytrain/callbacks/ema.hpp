@@ -32,6 +32,8 @@
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/config.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain::callbacks {
 
@@ -54,8 +56,8 @@ class Ema {
   /// Throws std::invalid_argument for a decay outside [0, 1) or tau < 0.
   explicit Ema(Options o) : o_(o) {
     if (!(o_.decay >= 0 && o_.decay < 1))
-      throw std::invalid_argument(fmt::format("policytrain::callbacks::Ema: decay is {}, expected 0 <= decay < 1", o_.decay));
-    if (o_.tau < 0) throw std::invalid_argument(fmt::format("policytrain::callbacks::Ema: tau is {}, expected >= 0", o_.tau));
+      throw std::invalid_argument(policytrain::detail::format("policytrain::callbacks::Ema: decay is {}, expected 0 <= decay < 1", o_.decay));
+    if (o_.tau < 0) throw std::invalid_argument(policytrain::detail::format("policytrain::callbacks::Ema: tau is {}, expected >= 0", o_.tau));
   }
 
   /// Whether the average is kept.
@@ -115,72 +117,17 @@ class Ema {
   }
 
   /// The update count and the average, by parameter name ("average/<name>") and buffer name ("buffer/<name>").
-  StateDict state_dict() const {
-    StateDict d{{"updates", scalar_tensor(updates_)}};
-    for (size_t i = 0; i < shadow_.size(); ++i) d.emplace("average/" + names_[i], shadow_[i]);
-    for (size_t i = 0; i < buffer_shadow_.size(); ++i) d.emplace("buffer/" + buffer_names_[i], buffer_shadow_[i]);
-    return d;
-  }
+  StateDict state_dict() const;
   /// Restores the count and the average; the average is matched to the module's parameters (and floating-point
   /// buffers) by name at the next fit (on_fit_begin), which throws when they differ.
-  void load_state_dict(const StateDict& d) {
-    updates_ = state_int(d, "updates");
-    pending_.clear();
-    pending_buffers_.clear();
-    for (const auto& [k, v] : sub_state(d, "average/")) pending_.emplace(k, v.detach().clone());
-    for (const auto& [k, v] : sub_state(d, "buffer/")) pending_buffers_.emplace(k, v.detach().clone());
-    if (!pending_.empty() && !params_.empty()) adopt_pending();
-  }
+  void load_state_dict(const StateDict& d);
 
  private:
   /// Takes the module's parameters (each tensor once) and floating-point buffers; the average starts as their
   /// copy (or as a loaded average).
-  void bind(torch::nn::Module& m) {
-    params_.clear();
-    names_.clear();
-    buffers_.clear();
-    buffer_names_.clear();
-    for (auto& [name, p] : unique_named_parameters(m)) {
-      names_.push_back(name);
-      params_.push_back(p);
-    }
-    if (o_.average_buffers)
-      for (auto& [name, b] : unique_named_buffers(m))
-        if (b.is_floating_point()) {
-          buffer_names_.push_back(name);
-          buffers_.push_back(b);
-        }
-    if (!pending_.empty()) {
-      adopt_pending();
-    } else if (shadow_.size() != params_.size() || buffer_shadow_.size() != buffers_.size()) {
-      torch::NoGradGuard g;
-      shadow_.clear();
-      buffer_shadow_.clear();
-      for (const auto& p : params_) shadow_.push_back(p.detach().clone());
-      for (const auto& b : buffers_) buffer_shadow_.push_back(b.detach().clone());
-    }
-  }
+  void bind(torch::nn::Module& m);
   static std::vector<torch::Tensor> match(const std::vector<std::string>& names, const std::vector<torch::Tensor>& live,
-                                          std::map<std::string, torch::Tensor>& pending, const char* what) {
-    std::vector<torch::Tensor> s;
-    for (size_t i = 0; i < names.size(); ++i) {
-      auto it = pending.find(names[i]);
-      if (it == pending.end() || it->second.sizes() != live[i].sizes())
-        throw std::invalid_argument(fmt::format(
-            "policytrain::callbacks::Ema: the loaded average {} {} '{}' of this model; load the state of the same "
-            "model{}",
-            it == pending.end() ? "lacks the" : "has another shape for the", what, names[i],
-            std::string_view(what) == "buffer" ? " (a state saved with average_buffers = false needs it false)" : ""));
-      s.push_back(it->second.to(live[i].device(), live[i].scalar_type()));
-    }
-    if (pending.size() != names.size())
-      throw std::invalid_argument(fmt::format(
-          "policytrain::callbacks::Ema: the loaded average has {} {}s, this model {}; load the state of the same model{}",
-          pending.size(), what, names.size(),
-          std::string_view(what) == "buffer" ? " (a state saved with average_buffers = true needs it true)" : ""));
-    pending.clear();
-    return s;
-  }
+                                          std::map<std::string, torch::Tensor>& pending, const char* what);
   void adopt_pending() {
     auto s = match(names_, params_, pending_, "parameter");
     auto b = match(buffer_names_, buffers_, pending_buffers_, "buffer");
@@ -207,5 +154,72 @@ class Ema {
   std::vector<torch::Tensor> params_, shadow_, buffers_, buffer_shadow_;
   std::map<std::string, torch::Tensor> pending_, pending_buffers_;
 };
+
+// Ema's non-template members: defined here header-only, in <policytrain/src.hpp> with separate compilation.
+#if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL StateDict Ema::state_dict() const {
+  StateDict d{{"updates", scalar_tensor(updates_)}};
+  for (size_t i = 0; i < shadow_.size(); ++i) d.emplace("average/" + names_[i], shadow_[i]);
+  for (size_t i = 0; i < buffer_shadow_.size(); ++i) d.emplace("buffer/" + buffer_names_[i], buffer_shadow_[i]);
+  return d;
+}
+
+POLICYTRAIN_DECL void Ema::load_state_dict(const StateDict& d) {
+  updates_ = state_int(d, "updates");
+  pending_.clear();
+  pending_buffers_.clear();
+  for (const auto& [k, v] : sub_state(d, "average/")) pending_.emplace(k, v.detach().clone());
+  for (const auto& [k, v] : sub_state(d, "buffer/")) pending_buffers_.emplace(k, v.detach().clone());
+  if (!pending_.empty() && !params_.empty()) adopt_pending();
+}
+
+POLICYTRAIN_DECL void Ema::bind(torch::nn::Module& m) {
+  params_.clear();
+  names_.clear();
+  buffers_.clear();
+  buffer_names_.clear();
+  for (auto& [name, p] : unique_named_parameters(m)) {
+    names_.push_back(name);
+    params_.push_back(p);
+  }
+  if (o_.average_buffers)
+    for (auto& [name, b] : unique_named_buffers(m))
+      if (b.is_floating_point()) {
+        buffer_names_.push_back(name);
+        buffers_.push_back(b);
+      }
+  if (!pending_.empty()) {
+    adopt_pending();
+  } else if (shadow_.size() != params_.size() || buffer_shadow_.size() != buffers_.size()) {
+    torch::NoGradGuard g;
+    shadow_.clear();
+    buffer_shadow_.clear();
+    for (const auto& p : params_) shadow_.push_back(p.detach().clone());
+    for (const auto& b : buffers_) buffer_shadow_.push_back(b.detach().clone());
+  }
+}
+
+POLICYTRAIN_DECL std::vector<torch::Tensor> Ema::match(const std::vector<std::string>& names, const std::vector<torch::Tensor>& live,
+                                        std::map<std::string, torch::Tensor>& pending, const char* what) {
+  std::vector<torch::Tensor> s;
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto it = pending.find(names[i]);
+    if (it == pending.end() || it->second.sizes() != live[i].sizes())
+      throw std::invalid_argument(policytrain::detail::format(
+          "policytrain::callbacks::Ema: the loaded average {} {} '{}' of this model; load the state of the same "
+          "model{}",
+          it == pending.end() ? "lacks the" : "has another shape for the", what, names[i],
+          std::string_view(what) == "buffer" ? " (a state saved with average_buffers = false needs it false)" : ""));
+    s.push_back(it->second.to(live[i].device(), live[i].scalar_type()));
+  }
+  if (pending.size() != names.size())
+    throw std::invalid_argument(policytrain::detail::format(
+        "policytrain::callbacks::Ema: the loaded average has {} {}s, this model {}; load the state of the same model{}",
+        pending.size(), what, names.size(),
+        std::string_view(what) == "buffer" ? " (a state saved with average_buffers = true needs it true)" : ""));
+  pending.clear();
+  return s;
+}
+#endif
 
 }  // namespace policytrain::callbacks

@@ -26,6 +26,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -42,6 +43,8 @@
 #include <policytrain/callbacks/step_phases.hpp>
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metrics.hpp>
+#include <policytrain/detail/config.hpp>
+#include <policytrain/detail/format.hpp>
 #include <policytrain/memory/peak.hpp>
 
 namespace policytrain::callbacks {
@@ -73,55 +76,7 @@ class MetricsLog {
     steps_ = 0;
     samples_ = 0;
     if (o_.dir.empty() || !ctx.is_main()) return;
-    std::filesystem::create_directories(o_.dir);
-    // A resumed run (or a second fit) continues the logs of the run it continues: rows up to its state are kept,
-    // later ones (written after the checkpoint it resumed from, or by an epoch cut short) are dropped.
-    const int64_t step0 = ctx.state().global_step, epoch0 = ctx.state().epoch;
-    const bool fresh = step0 == 0 && epoch0 == 0;
-    auto field = [](const std::string& line, size_t i) -> std::optional<int64_t> {
-      size_t b = 0;
-      for (size_t k = 0; k < i; ++k) {
-        b = line.find(',', b);
-        if (b == std::string::npos) return std::nullopt;
-        ++b;
-      }
-      try {
-        size_t used = 0;
-        const int64_t v = std::stoll(line.substr(b, line.find(',', b) - b), &used);
-        return used > 0 ? std::optional<int64_t>(v) : std::nullopt;
-      } catch (const std::exception&) {
-        return std::nullopt;
-      }
-    };
-    auto key = [](const std::string& line, const char* k) -> std::optional<int64_t> {
-      auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (!j.is_object() || !j.contains(k) || !j[k].is_number_integer()) return std::nullopt;
-      return j[k].get<int64_t>();
-    };
-    const std::string steps_header = "epoch,step,batch_in_epoch,loss,lr,loss_scale,grad_norm,samples,samples_per_s,"
-                                     "step_s,data_s,forward_s,backward_s,optimizer_s,stepped,peak_rss_mib,peak_cuda_mib";
-    const std::string epochs_header = "epoch,train_loss,val_loss,val_accuracy,seconds,samples_per_s,data_wait_fraction";
-    open_log(steps_csv_, o_.dir / "steps.csv", steps_header, fresh,
-             [&](const std::string& l) { auto v = field(l, 1); return v && *v <= step0; });
-    // The rows kept of an epoch resumed in its middle carry its training loss so far, read back exactly (JSON
-    // holds every digit), so that its epoch row equals an uninterrupted run's.
-    carry_loss_sum_ = 0;
-    carry_loss_n_ = 0;
-    open_log(steps_jsonl_, o_.dir / "steps.jsonl", "", fresh, [&](const std::string& l) {
-      auto j = nlohmann::json::parse(l, nullptr, /*allow_exceptions=*/false);
-      if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() || j["step"].get<int64_t>() > step0)
-        return false;
-      if (ctx.state().batch_in_epoch > 0 && j.contains("epoch") && j["epoch"] == epoch0 && j.contains("loss") &&
-          j["loss"].is_number()) {
-        carry_loss_sum_ += j["loss"].get<double>();
-        ++carry_loss_n_;
-      }
-      return true;
-    });
-    open_log(epochs_csv_, o_.dir / "epochs.csv", epochs_header, fresh,
-             [&](const std::string& l) { auto v = field(l, 0); return v && *v < epoch0; });
-    open_log(epochs_jsonl_, o_.dir / "epochs.jsonl", "", fresh,
-             [&](const std::string& l) { auto v = key(l, "epoch"); return v && *v < epoch0; });
+    open_logs(ctx.state().global_step, ctx.state().epoch, ctx.state().batch_in_epoch > 0);
   }
   /// Starts the epoch's timing and clears its totals.
   template <class Ctx>
@@ -182,23 +137,8 @@ class MetricsLog {
       auto& clip = ctx.template get<GradClip>();
       if (clip.clips_by_norm() && clip.last_norm_tensor().defined()) norm = clip.last_norm();
     }
-    const double total = t.total();
-    const double rate = total > 0 ? n / total : 0.0;
-    auto opt = [](const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : std::string(); };
-    steps_csv_ << fmt::format("{},{},{},{:.6g},{:.6g},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{}\n",
-                              ctx.state().epoch, ctx.state().global_step, ctx.state().batch_in_epoch, loss, step_lr_,
-                              opt(scale), opt(norm), n, rate, total, t.data, t.forward, t.backward, t.step,
-                              stepped ? 1 : 0, opt(mb(mem.rss)), opt(mb(mem.cuda)));
-    nlohmann::json j{{"epoch", ctx.state().epoch}, {"step", ctx.state().global_step},
-                     {"batch_in_epoch", ctx.state().batch_in_epoch}, {"loss", finite_or_null(loss)},
-                     {"lr", step_lr_}, {"samples", n}, {"samples_per_s", rate}, {"step_s", total},
-                     {"data_s", t.data}, {"forward_s", t.forward}, {"backward_s", t.backward},
-                     {"optimizer_s", t.step}, {"stepped", stepped}};
-    if (scale) j["loss_scale"] = *scale;
-    if (norm) j["grad_norm"] = finite_or_null(*norm);
-    if (mem.rss) j["peak_rss_mib"] = *mb(mem.rss);
-    if (mem.cuda) j["peak_cuda_mib"] = *mb(mem.cuda);
-    steps_jsonl_ << j.dump() << "\n";
+    write_step_row(ctx.state().epoch, ctx.state().global_step, ctx.state().batch_in_epoch, loss, n, t, mem, scale, norm,
+                   stepped);
   }
 
   /// Keeps the epoch's validation metrics for its row.
@@ -210,47 +150,22 @@ class MetricsLog {
   /// (a kill -9 loses what a process buffers, not what it has handed to the system).
   template <class Ctx>
   void before_checkpoint(Ctx& ctx, bool epoch_end) {
-    if (epoch_end && !epoch_row_written_) write_epoch_row(ctx);
+    if (epoch_end && !epoch_row_written_) write_epoch_row(ctx.state().epoch);
     flush();
   }
 
   /// Writes the epoch's row (unless a checkpoint ending the epoch had it written) and flushes the logs.
   template <class Ctx>
   void on_epoch_end(Ctx& ctx) {
-    if (!epoch_row_written_) write_epoch_row(ctx);
+    if (!epoch_row_written_) write_epoch_row(ctx.state().epoch);
     flush();
   }
 
   /// Hands every row written so far to the system.
-  void flush() {
-    for (auto* f : {&steps_csv_, &steps_jsonl_, &epochs_csv_, &epochs_jsonl_})
-      if (f->is_open()) f->flush();
-  }
+  void flush();
 
  private:
-  template <class Ctx>
-  void write_epoch_row(Ctx& ctx) {
-    epoch_row_written_ = true;
-    if (!epochs_csv_.is_open()) return;
-    const double train_loss = epoch_loss_n_ ? epoch_loss_sum_ / epoch_loss_n_ : std::numeric_limits<double>::quiet_NaN();
-    const double secs = epoch_.total();
-    const double wait = secs > 0 ? epoch_.data / secs : 0.0;
-    const double rate = secs > 0 ? epoch_samples_ / secs : 0.0;
-    const double vl = val_ ? val_->loss : std::numeric_limits<double>::quiet_NaN();
-    const bool has_acc = val_ && val_->has_accuracy();
-    const double va = has_acc ? val_->accuracy : std::numeric_limits<double>::quiet_NaN();
-    epochs_csv_ << fmt::format("{},{:.6g},{},{},{:.6g},{:.6g},{:.6g}\n", ctx.state().epoch, train_loss,
-                               val_ ? fmt::format("{:.6g}", vl) : "", has_acc ? fmt::format("{:.6g}", va) : "", secs,
-                               rate, wait);
-    nlohmann::json j{{"epoch", ctx.state().epoch}, {"train_loss", finite_or_null(train_loss)}, {"seconds", secs},
-                     {"samples_per_s", rate}, {"data_wait_fraction", wait}};
-    if (val_) {
-      j["val_loss"] = finite_or_null(vl);
-      if (has_acc) j["val_accuracy"] = va;
-      for (const auto& [k, v] : val_->extra) j["val_" + k] = finite_or_null(v);  // the task's own metrics
-    }
-    epochs_jsonl_ << j.dump() << "\n";
-  }
+  void write_epoch_row(int64_t epoch);
 
  public:
 
@@ -270,86 +185,29 @@ class MetricsLog {
   /// Fraction of the fit's time spent waiting for data.
   double data_wait_fraction() const { return totals_.total() > 0 ? totals_.data / totals_.total() : 0.0; }
   /// For summary.json: data_wait_fraction and step_seconds by phase (totals and per optimizer step).
-  nlohmann::json summary() const {
-    const double k = steps_ > 0 ? 1.0 / steps_ : 0.0;
-    return {{"data_wait_fraction", data_wait_fraction()},
-            {"optimizer_steps", steps_},
-            {"step_seconds",
-             {{"data", totals_.data}, {"forward", totals_.forward}, {"backward", totals_.backward},
-              {"step", totals_.step}, {"total", totals_.total()}}},
-            {"step_seconds_mean",
-             {{"data", totals_.data * k}, {"forward", totals_.forward * k}, {"backward", totals_.backward * k},
-              {"step", totals_.step * k}, {"total", totals_.total() * k}}},
-            {"peak_memory", peak_memory_json()}};
-  }
+  nlohmann::json summary() const;
   /// The highest per-step peaks of the fit (bytes; `rss_whole_process`: the RSS peak could not be reset).
   const memory::PeakReading& peak_memory() const { return peak_max_; }
   /// The printed summary: where the time went and what to try next.
-  std::string summary_text() const {
-    const double tot = totals_.total();
-    auto pct = [&](double v) { return tot > 0 ? 100.0 * v / tot : 0.0; };
-    std::string s = fmt::format(
-        "Time per phase over {} steps ({:.2f} s): data wait {:.1f}%, forward {:.1f}%, backward {:.1f}%, "
-        "optimizer {:.1f}%\n",
-        steps_, tot, pct(totals_.data), pct(totals_.forward), pct(totals_.backward), pct(totals_.step));
-    if (peak_max_.rss)
-      s += fmt::format("Peak memory of a step: {:.0f} MiB resident (VmHWM{}){}\n", *mb(peak_max_.rss),
-                       peak_max_.rss_whole_process ? ", not resettable here: the whole process's peak" : "",
-                       peak_max_.cuda ? fmt::format(", {:.0f} MiB CUDA allocated", *mb(peak_max_.cuda)) : "");
-    const double w = data_wait_fraction();
-    if (w > 0.2)
-      s += advice::data_wait();
-    else if (w > 0.05)
-      s += "Some time goes to waiting for data: more loader workers or batches in flight (data::PrefetchOptions::"
-           "workers, data::PrefetchOptions::prefetch) may help a little.";
-    else
-      s += "The step is compute-bound: " + advice::compute(features_, features_.convolutions) + " before the loader.";
-    return s;
-  }
+  std::string summary_text() const;
 
  private:
   /// Opens `file` for writing rows. Fresh: truncated (and the CSV header written). Otherwise the complete lines of an
   /// existing file that `keep` accepts stay (a torn last line, from a killed process, is dropped), then new rows
   /// are appended (the file is rewritten with them, so the dropped rows go); a missing file starts with its header.
-  template <class Keep>
-  void open_log(std::ofstream& f, const std::filesystem::path& file, const std::string& header, bool fresh, Keep&& keep) {
-    std::string kept;
-    if (!fresh) {
-      std::ifstream in(file, std::ios::binary);
-      std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      size_t b = 0;
-      for (size_t e; (e = content.find('\n', b)) != std::string::npos; b = e + 1) {
-        const std::string line = content.substr(b, e - b);
-        if (!header.empty() && b == 0) {
-          if (line != header)
-            throw std::runtime_error(fmt::format(
-                "policytrain::callbacks::MetricsLog: '{}' starts with '{}', expected the header '{}'; resume into the "
-                "run directory this version wrote, or into a new one", file.string(), line, header));
-        } else if (keep(line)) {
-          kept += line + "\n";
-        }
-      }
-    }
-    f.open(file, std::ios::out | std::ios::trunc);
-    if (!f)
-      throw std::runtime_error(fmt::format("policytrain::callbacks::MetricsLog: cannot write the log '{}'; "
-                                           "check that the directory is writable", file.string()));
-    if (!header.empty()) f << header << "\n";
-    f << kept;
-    f.flush();
-  }
+  void open_log(std::ofstream& f, const std::filesystem::path& file, const std::string& header, bool fresh,
+                const std::function<bool(const std::string&)>& keep);
+  /// on_fit_begin's files (main rank): opens the four logs, keeping the rows up to (step0, epoch0) of a resumed run;
+  /// `mid_epoch`: it resumes in the middle of epoch0, whose training loss so far is read back from steps.jsonl.
+  void open_logs(int64_t step0, int64_t epoch0, bool mid_epoch);
+  /// after_step's rows (steps.csv, steps.jsonl).
+  void write_step_row(int64_t epoch, int64_t step, int64_t batch_in_epoch, double loss, int64_t n, const PhaseTimes& t,
+                      const memory::PeakReading& mem, std::optional<double> scale, std::optional<double> norm,
+                      bool stepped);
   static std::optional<double> mb(std::optional<int64_t> bytes) {
     return bytes ? std::optional<double>(static_cast<double>(*bytes) / (1024.0 * 1024.0)) : std::nullopt;
   }
-  nlohmann::json peak_memory_json() const {
-    nlohmann::json j = nlohmann::json::object();
-    j["rss_source"] = std::string(peak_max_.rss_whole_process
-                                      ? "VmHWM of the whole process (/proc/self/status)"
-                                      : "VmHWM per step (/proc/self/status, reset via /proc/self/clear_refs)");
-    j["rss_mib"] = peak_max_.rss ? nlohmann::json(*mb(peak_max_.rss)) : nlohmann::json(nullptr);
-    if (peak_max_.cuda) j["cuda_allocated_mib"] = *mb(peak_max_.cuda);
-    return j;
-  }
+  nlohmann::json peak_memory_json() const;
   static nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
   Options o_;
@@ -368,5 +226,182 @@ class MetricsLog {
   bool peak_pending_ = false;
   std::ofstream steps_csv_, steps_jsonl_, epochs_csv_, epochs_jsonl_;
 };
+
+// MetricsLog's non-template members: defined here header-only, in <policytrain/src.hpp> with separate compilation.
+#if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL void MetricsLog::open_logs(int64_t step0, int64_t epoch0, bool mid_epoch) {
+  std::filesystem::create_directories(o_.dir);
+  // A resumed run (or a second fit) continues the logs of the run it continues: rows up to its state are kept,
+  // later ones (written after the checkpoint it resumed from, or by an epoch cut short) are dropped.
+  const bool fresh = step0 == 0 && epoch0 == 0;
+  auto field = [](const std::string& line, size_t i) -> std::optional<int64_t> {
+    size_t b = 0;
+    for (size_t k = 0; k < i; ++k) {
+      b = line.find(',', b);
+      if (b == std::string::npos) return std::nullopt;
+      ++b;
+    }
+    try {
+      size_t used = 0;
+      const int64_t v = std::stoll(line.substr(b, line.find(',', b) - b), &used);
+      return used > 0 ? std::optional<int64_t>(v) : std::nullopt;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  };
+  auto key = [](const std::string& line, const char* k) -> std::optional<int64_t> {
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains(k) || !j[k].is_number_integer()) return std::nullopt;
+    return j[k].get<int64_t>();
+  };
+  const std::string steps_header = "epoch,step,batch_in_epoch,loss,lr,loss_scale,grad_norm,samples,samples_per_s,"
+                                   "step_s,data_s,forward_s,backward_s,optimizer_s,stepped,peak_rss_mib,peak_cuda_mib";
+  const std::string epochs_header = "epoch,train_loss,val_loss,val_accuracy,seconds,samples_per_s,data_wait_fraction";
+  open_log(steps_csv_, o_.dir / "steps.csv", steps_header, fresh,
+           [&](const std::string& l) { auto v = field(l, 1); return v && *v <= step0; });
+  // The rows kept of an epoch resumed in its middle carry its training loss so far, read back exactly (JSON
+  // holds every digit), so that its epoch row equals an uninterrupted run's.
+  carry_loss_sum_ = 0;
+  carry_loss_n_ = 0;
+  open_log(steps_jsonl_, o_.dir / "steps.jsonl", "", fresh, [&](const std::string& l) {
+    auto j = nlohmann::json::parse(l, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() || j["step"].get<int64_t>() > step0)
+      return false;
+    if (mid_epoch && j.contains("epoch") && j["epoch"] == epoch0 && j.contains("loss") &&
+        j["loss"].is_number()) {
+      carry_loss_sum_ += j["loss"].get<double>();
+      ++carry_loss_n_;
+    }
+    return true;
+  });
+  open_log(epochs_csv_, o_.dir / "epochs.csv", epochs_header, fresh,
+           [&](const std::string& l) { auto v = field(l, 0); return v && *v < epoch0; });
+  open_log(epochs_jsonl_, o_.dir / "epochs.jsonl", "", fresh,
+           [&](const std::string& l) { auto v = key(l, "epoch"); return v && *v < epoch0; });
+}
+
+POLICYTRAIN_DECL void MetricsLog::write_step_row(int64_t epoch, int64_t step, int64_t batch_in_epoch, double loss, int64_t n,
+                                                const PhaseTimes& t, const memory::PeakReading& mem,
+                                                std::optional<double> scale, std::optional<double> norm, bool stepped) {
+  const double total = t.total();
+  const double rate = total > 0 ? n / total : 0.0;
+  auto opt = [](const std::optional<double>& v) { return v ? policytrain::detail::format("{:.6g}", *v) : std::string(); };
+  steps_csv_ << policytrain::detail::format("{},{},{},{:.6g},{:.6g},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{}\n",
+                            epoch, step, batch_in_epoch, loss, step_lr_,
+                            opt(scale), opt(norm), n, rate, total, t.data, t.forward, t.backward, t.step,
+                            stepped ? 1 : 0, opt(mb(mem.rss)), opt(mb(mem.cuda)));
+  nlohmann::json j{{"epoch", epoch}, {"step", step},
+                   {"batch_in_epoch", batch_in_epoch}, {"loss", finite_or_null(loss)},
+                   {"lr", step_lr_}, {"samples", n}, {"samples_per_s", rate}, {"step_s", total},
+                   {"data_s", t.data}, {"forward_s", t.forward}, {"backward_s", t.backward},
+                   {"optimizer_s", t.step}, {"stepped", stepped}};
+  if (scale) j["loss_scale"] = *scale;
+  if (norm) j["grad_norm"] = finite_or_null(*norm);
+  if (mem.rss) j["peak_rss_mib"] = *mb(mem.rss);
+  if (mem.cuda) j["peak_cuda_mib"] = *mb(mem.cuda);
+  steps_jsonl_ << j.dump() << "\n";
+}
+
+POLICYTRAIN_DECL void MetricsLog::write_epoch_row(int64_t epoch) {
+  epoch_row_written_ = true;
+  if (!epochs_csv_.is_open()) return;
+  const double train_loss = epoch_loss_n_ ? epoch_loss_sum_ / epoch_loss_n_ : std::numeric_limits<double>::quiet_NaN();
+  const double secs = epoch_.total();
+  const double wait = secs > 0 ? epoch_.data / secs : 0.0;
+  const double rate = secs > 0 ? epoch_samples_ / secs : 0.0;
+  const double vl = val_ ? val_->loss : std::numeric_limits<double>::quiet_NaN();
+  const bool has_acc = val_ && val_->has_accuracy();
+  const double va = has_acc ? val_->accuracy : std::numeric_limits<double>::quiet_NaN();
+  epochs_csv_ << policytrain::detail::format("{},{:.6g},{},{},{:.6g},{:.6g},{:.6g}\n", epoch, train_loss,
+                             val_ ? policytrain::detail::format("{:.6g}", vl) : "", has_acc ? policytrain::detail::format("{:.6g}", va) : "", secs,
+                             rate, wait);
+  nlohmann::json j{{"epoch", epoch}, {"train_loss", finite_or_null(train_loss)}, {"seconds", secs},
+                   {"samples_per_s", rate}, {"data_wait_fraction", wait}};
+  if (val_) {
+    j["val_loss"] = finite_or_null(vl);
+    if (has_acc) j["val_accuracy"] = va;
+    for (const auto& [k, v] : val_->extra) j["val_" + k] = finite_or_null(v);  // the task's own metrics
+  }
+  epochs_jsonl_ << j.dump() << "\n";
+}
+
+POLICYTRAIN_DECL void MetricsLog::flush() {
+  for (auto* f : {&steps_csv_, &steps_jsonl_, &epochs_csv_, &epochs_jsonl_})
+    if (f->is_open()) f->flush();
+}
+
+POLICYTRAIN_DECL nlohmann::json MetricsLog::summary() const {
+  const double k = steps_ > 0 ? 1.0 / steps_ : 0.0;
+  return {{"data_wait_fraction", data_wait_fraction()},
+          {"optimizer_steps", steps_},
+          {"step_seconds",
+           {{"data", totals_.data}, {"forward", totals_.forward}, {"backward", totals_.backward},
+            {"step", totals_.step}, {"total", totals_.total()}}},
+          {"step_seconds_mean",
+           {{"data", totals_.data * k}, {"forward", totals_.forward * k}, {"backward", totals_.backward * k},
+            {"step", totals_.step * k}, {"total", totals_.total() * k}}},
+          {"peak_memory", peak_memory_json()}};
+}
+
+POLICYTRAIN_DECL std::string MetricsLog::summary_text() const {
+  const double tot = totals_.total();
+  auto pct = [&](double v) { return tot > 0 ? 100.0 * v / tot : 0.0; };
+  std::string s = policytrain::detail::format(
+      "Time per phase over {} steps ({:.2f} s): data wait {:.1f}%, forward {:.1f}%, backward {:.1f}%, "
+      "optimizer {:.1f}%\n",
+      steps_, tot, pct(totals_.data), pct(totals_.forward), pct(totals_.backward), pct(totals_.step));
+  if (peak_max_.rss)
+    s += policytrain::detail::format("Peak memory of a step: {:.0f} MiB resident (VmHWM{}){}\n", *mb(peak_max_.rss),
+                     peak_max_.rss_whole_process ? ", not resettable here: the whole process's peak" : "",
+                     peak_max_.cuda ? policytrain::detail::format(", {:.0f} MiB CUDA allocated", *mb(peak_max_.cuda)) : "");
+  const double w = data_wait_fraction();
+  if (w > 0.2)
+    s += advice::data_wait();
+  else if (w > 0.05)
+    s += "Some time goes to waiting for data: more loader workers or batches in flight (data::PrefetchOptions::"
+         "workers, data::PrefetchOptions::prefetch) may help a little.";
+  else
+    s += "The step is compute-bound: " + advice::compute(features_, features_.convolutions) + " before the loader.";
+  return s;
+}
+
+POLICYTRAIN_DECL void MetricsLog::open_log(std::ofstream& f, const std::filesystem::path& file, const std::string& header,
+                                          bool fresh, const std::function<bool(const std::string&)>& keep) {
+  std::string kept;
+  if (!fresh) {
+    std::ifstream in(file, std::ios::binary);
+    std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t b = 0;
+    for (size_t e; (e = content.find('\n', b)) != std::string::npos; b = e + 1) {
+      const std::string line = content.substr(b, e - b);
+      if (!header.empty() && b == 0) {
+        if (line != header)
+          throw std::runtime_error(policytrain::detail::format(
+              "policytrain::callbacks::MetricsLog: '{}' starts with '{}', expected the header '{}'; resume into the "
+              "run directory this version wrote, or into a new one", file.string(), line, header));
+      } else if (keep(line)) {
+        kept += line + "\n";
+      }
+    }
+  }
+  f.open(file, std::ios::out | std::ios::trunc);
+  if (!f)
+    throw std::runtime_error(policytrain::detail::format("policytrain::callbacks::MetricsLog: cannot write the log '{}'; "
+                                         "check that the directory is writable", file.string()));
+  if (!header.empty()) f << header << "\n";
+  f << kept;
+  f.flush();
+}
+
+POLICYTRAIN_DECL nlohmann::json MetricsLog::peak_memory_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  j["rss_source"] = std::string(peak_max_.rss_whole_process
+                                    ? "VmHWM of the whole process (/proc/self/status)"
+                                    : "VmHWM per step (/proc/self/status, reset via /proc/self/clear_refs)");
+  j["rss_mib"] = peak_max_.rss ? nlohmann::json(*mb(peak_max_.rss)) : nlohmann::json(nullptr);
+  if (peak_max_.cuda) j["cuda_allocated_mib"] = *mb(peak_max_.cuda);
+  return j;
+}
+#endif
 
 }  // namespace policytrain::callbacks

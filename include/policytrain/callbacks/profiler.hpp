@@ -41,6 +41,7 @@
 
 #include <policytrain/callbacks/advice.hpp>
 #include <policytrain/callbacks/step_phases.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain::callbacks {
 
@@ -89,7 +90,7 @@ class Profiler {
   /// Throws std::invalid_argument for wait, warmup or repeat < 0, or active < 1.
   explicit Profiler(Options o) : o_(std::move(o)) {
     if (o_.wait < 0 || o_.warmup < 0 || o_.active < 1 || o_.repeat < 0)
-      throw std::invalid_argument(fmt::format(
+      throw std::invalid_argument(policytrain::detail::format(
           "policytrain::callbacks::Profiler: wait {}, warmup {}, active {}, repeat {}; expected wait, warmup, "
           "repeat >= 0 and active >= 1",
           o_.wait, o_.warmup, o_.active, o_.repeat));
@@ -126,7 +127,7 @@ class Profiler {
   bool window_open() const { return recording(); }
   /// The trace file of cycle `k` (written when its active steps end).
   std::filesystem::path trace_path(int64_t k = 0) const {
-    return o_.dir / (k == 0 ? std::string("trace.json") : fmt::format("trace_cycle{}.json", k));
+    return o_.dir / (k == 0 ? std::string("trace.json") : policytrain::detail::format("trace_cycle{}.json", k));
   }
 
   /// What torch.profiler.schedule(wait, warmup, active, repeat) returns for step `s` (0-based).
@@ -221,28 +222,28 @@ class Profiler {
     for (const auto& s : v) self_total += s.self_cpu_us;
     bool device = false;
     for (const auto& s : v) device = device || s.device_us > 0;
-    auto t = [](double us) { return us >= 1e6 ? fmt::format("{:.3f}s", us / 1e6)
-                                    : us >= 1e3 ? fmt::format("{:.3f}ms", us / 1e3) : fmt::format("{:.3f}us", us); };
+    auto t = [](double us) { return us >= 1e6 ? policytrain::detail::format("{:.3f}s", us / 1e6)
+                                    : us >= 1e3 ? policytrain::detail::format("{:.3f}ms", us / 1e3) : policytrain::detail::format("{:.3f}us", us); };
     auto mem = [](int64_t b) {
       const double a = std::abs(static_cast<double>(b));
-      return a >= 1 << 20 ? fmt::format("{:.2f} MB", b / 1048576.0)
-             : a >= 1 << 10 ? fmt::format("{:.2f} KB", b / 1024.0) : fmt::format("{} B", b);
+      return a >= 1 << 20 ? policytrain::detail::format("{:.2f} MB", b / 1048576.0)
+             : a >= 1 << 10 ? policytrain::detail::format("{:.2f} KB", b / 1024.0) : policytrain::detail::format("{} B", b);
     };
-    std::string s = fmt::format("{:<50} {:>11} {:>11} {:>11} {:>11} {:>12} {:>10} {:>13}{}\n", "Name", "Self CPU %",
+    std::string s = policytrain::detail::format("{:<50} {:>11} {:>11} {:>11} {:>11} {:>12} {:>10} {:>13}{}\n", "Name", "Self CPU %",
                                 "Self CPU", "CPU total %", "CPU total", "CPU time avg", "# of Calls", "Self CPU Mem",
-                                device ? fmt::format(" {:>12}", "CUDA total") : "");
+                                device ? policytrain::detail::format(" {:>12}", "CUDA total") : "");
     s += std::string(s.size() - 1, '-') + "\n";
     const size_t rows = std::min<size_t>(v.size(), static_cast<size_t>(std::max<int64_t>(o_.table_rows, 0)));
     for (size_t i = 0; i < rows; ++i) {
       const auto& r = v[i];
       const std::string n = r.name.size() > 50 ? r.name.substr(0, 47) + "..." : r.name;
-      s += fmt::format("{:<50} {:>10.2f}% {:>11} {:>10.2f}% {:>11} {:>12} {:>10} {:>13}{}\n", n,
+      s += policytrain::detail::format("{:<50} {:>10.2f}% {:>11} {:>10.2f}% {:>11} {:>12} {:>10} {:>13}{}\n", n,
                        self_total > 0 ? 100 * r.self_cpu_us / self_total : 0.0, t(r.self_cpu_us),
                        self_total > 0 ? 100 * r.cpu_total_us / self_total : 0.0, t(r.cpu_total_us),
                        t(r.calls ? r.cpu_total_us / r.calls : 0.0), r.calls, mem(r.self_cpu_mem),
-                       device ? fmt::format(" {:>12}", t(r.device_us)) : "");
+                       device ? policytrain::detail::format(" {:>12}", t(r.device_us)) : "");
     }
-    s += fmt::format("Self CPU time total: {}; {} recorded steps", t(self_total), recorded_steps_);
+    s += policytrain::detail::format("Self CPU time total: {}; {} recorded steps", t(self_total), recorded_steps_);
     return s;
   }
   /// Where the recorded steps' time went (the phases' share of their steps) and what to try first.
@@ -254,7 +255,7 @@ class Profiler {
     std::string top;
     for (const auto& r : key_averages())
       if (!r.annotation) { top = r.name; break; }
-    std::string s = fmt::format("Recorded steps: data {:.1f}%, forward {:.1f}%, backward {:.1f}%, step {:.1f}%; "
+    std::string s = policytrain::detail::format("Recorded steps: data {:.1f}%, forward {:.1f}%, backward {:.1f}%, step {:.1f}%; "
                                 "top operator by self CPU time: {}.\n",
                                 100 * d / all, 100 * f / all, 100 * b / all, 100 * st / all, top);
     if (d / all > 0.2)
@@ -349,7 +350,7 @@ class Profiler {
     if (recording()) {
       ++recorded_steps_;
       // RecordFunction keeps a view of the name: it lives in step_name_ while the range is open.
-      step_name_ = fmt::format("ProfilerStep#{}", ctx.state().global_step + 1);
+      step_name_ = policytrain::detail::format("ProfilerStep#{}", ctx.state().global_step + 1);
       step_rf_ = begin_range(step_name_.c_str());
       data_ = begin_range("data");
     }
@@ -364,7 +365,7 @@ class Profiler {
     const auto path = trace_path(cycle_++);
     result->save(path.string());
     if (!std::filesystem::exists(path))
-      throw std::runtime_error(fmt::format("policytrain::callbacks::Profiler: the trace '{}' was not written; check "
+      throw std::runtime_error(policytrain::detail::format("policytrain::callbacks::Profiler: the trace '{}' was not written; check "
                                            "that the directory is writable", path.string()));
     accumulate(*result);
   }

@@ -17,6 +17,7 @@
 
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metrics.hpp>
+#include <policytrain/detail/format.hpp>
 #include <policytrain/memory/peak.hpp>
 
 namespace policytrain::callbacks {
@@ -71,9 +72,9 @@ class ProgressBar {
   template <class Ctx>
   void on_validation_end(Ctx& ctx, const Metrics& m) {
     // Only the metrics this validation has: a regression has no accuracy; a task's own metrics follow.
-    val_ = fmt::format("  val_loss {:.4f}", m.loss);
-    if (m.has_accuracy()) val_ += fmt::format("  val_acc {:.4f}", m.accuracy);
-    for (const auto& [k, v] : m.extra) val_ += fmt::format("  val_{} {:.4g}", k, v);
+    val_ = policytrain::detail::format("  val_loss {:.4f}", m.loss);
+    if (m.has_accuracy()) val_ += policytrain::detail::format("  val_acc {:.4f}", m.accuracy);
+    for (const auto& [k, v] : m.extra) val_ += policytrain::detail::format("  val_{} {:.4g}", k, v);
   }
   template <class Ctx>
   void on_epoch_end(Ctx& ctx) {
@@ -96,23 +97,23 @@ class ProgressBar {
     const int64_t done = ctx.state().batch_in_epoch;
     const double secs = std::chrono::duration<double>(now - t0_).count();
     const double rate = secs > 0 ? done / secs : 0.0;
-    std::string s = fmt::format("epoch {}/{} ", ctx.state().epoch, ctx.options().epochs - 1);
+    std::string s = policytrain::detail::format("epoch {}/{} ", ctx.state().epoch, ctx.options().epochs - 1);
     if (batches_ > 0) {
       constexpr int width = 24;
       const int filled = static_cast<int>(width * done / batches_);
-      s += fmt::format("[{}{}] {}/{} ", std::string(filled, '#'), std::string(width - filled, '.'), done, batches_);
+      s += policytrain::detail::format("[{}{}] {}/{} ", std::string(filled, '#'), std::string(width - filled, '.'), done, batches_);
       const double eta = rate > 0 ? (batches_ - done) / rate : 0.0;
-      s += fmt::format("{:.1f} it/s ETA {}:{:02d} ", rate, static_cast<int>(eta) / 60, static_cast<int>(eta) % 60);
+      s += policytrain::detail::format("{:.1f} it/s ETA {}:{:02d} ", rate, static_cast<int>(eta) / 60, static_cast<int>(eta) % 60);
     } else {
-      s += fmt::format("{} {:.1f} it/s ", done, rate);
+      s += policytrain::detail::format("{} {:.1f} it/s ", done, rate);
     }
-    s += fmt::format("loss {:.4f} lr {:.3g}", ctx.state().loss_value(), ctx.lr());
+    s += policytrain::detail::format("loss {:.4f} lr {:.3g}", ctx.state().loss_value(), ctx.lr());
     if constexpr (requires { ctx.template policy<Category::precision>().loss_scale(); }) {
       const double scale = ctx.template policy<Category::precision>().loss_scale();
-      if (scale > 0) s += fmt::format(" scale {:g}", scale);
+      if (scale > 0) s += policytrain::detail::format(" scale {:g}", scale);
     }
-    if (const auto rss = memory::peak_rss_bytes()) s += fmt::format(" mem {:.0f}MiB", *rss / 1048576.0);
-    if (const auto cuda = memory::cuda_peak_allocated_bytes()) s += fmt::format(" cuda {:.0f}MiB", *cuda / 1048576.0);
+    if (const auto rss = memory::peak_rss_bytes()) s += policytrain::detail::format(" mem {:.0f}MiB", *rss / 1048576.0);
+    if (const auto cuda = memory::cuda_peak_allocated_bytes()) s += policytrain::detail::format(" cuda {:.0f}MiB", *cuda / 1048576.0);
     return s;
   }
 

@@ -40,6 +40,7 @@
 #include <policytrain/callbacks/step_phases.hpp>
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metrics.hpp>
+#include <policytrain/detail/format.hpp>
 #include <policytrain/detail/tensorboard_events.hpp>
 
 namespace policytrain::callbacks {
@@ -66,7 +67,7 @@ class TensorBoard {
   /// Throws std::invalid_argument for every < 1, histogram_every < 0 or hparams not an object of scalars.
   explicit TensorBoard(Options o) : o_(std::move(o)) {
     if (o_.every < 1 || o_.histogram_every < 0)
-      throw std::invalid_argument(fmt::format("policytrain::callbacks::TensorBoard: every {}, histogram_every {}; "
+      throw std::invalid_argument(policytrain::detail::format("policytrain::callbacks::TensorBoard: every {}, histogram_every {}; "
                                               "expected every >= 1 and histogram_every >= 0 (0: no histograms)",
                                               o_.every, o_.histogram_every));
     if (!o_.hparams.is_object())
@@ -74,7 +75,7 @@ class TensorBoard {
                                   "{\"name\": value, ...}");
     for (const auto& [k, v] : o_.hparams.items())
       if (!v.is_number() && !v.is_string() && !v.is_boolean())
-        throw std::invalid_argument(fmt::format("policytrain::callbacks::TensorBoard: hparam '{}' is {}; expected a "
+        throw std::invalid_argument(policytrain::detail::format("policytrain::callbacks::TensorBoard: hparam '{}' is {}; expected a "
                                                 "number, a string or a boolean", k, v.dump()));
   }
 
@@ -97,7 +98,7 @@ class TensorBoard {
     if (fresh) path_ = o_.dir / new_file_name();
     f_.open(path_, std::ios::binary | std::ios::app);
     if (!f_)
-      throw std::runtime_error(fmt::format("policytrain::callbacks::TensorBoard: cannot write '{}'; check that the "
+      throw std::runtime_error(policytrain::detail::format("policytrain::callbacks::TensorBoard: cannot write '{}'; check that the "
                                            "directory is writable", path_.string()));
     if (fresh) write(tb_events::event(now(), 0).bytes(3, "brain.Event:2"));
     if (!o_.settings.empty()) write_text(s0, "settings", o_.settings);
@@ -127,7 +128,7 @@ class TensorBoard {
       auto add = [&](const std::string& tag, double v) { summary.msg(1, scalar(tag, v)); };
       add("train/loss", ctx.state().loss_value());
       const auto& groups = ctx.optimizer().param_groups();
-      for (size_t g = 0; g < groups.size(); ++g) add(fmt::format("train/lr/group{}", g), ctx.lr(g));
+      for (size_t g = 0; g < groups.size(); ++g) add(policytrain::detail::format("train/lr/group{}", g), ctx.lr(g));
       if constexpr (requires { ctx.template policy<Category::precision>().loss_scale(); }) {
         const double s = ctx.template policy<Category::precision>().loss_scale();
         if (s > 0) add("train/loss_scale", s);
@@ -195,7 +196,7 @@ class TensorBoard {
   static std::string new_file_name() {
     char host[256] = "localhost";
     ::gethostname(host, sizeof host - 1);
-    return fmt::format("events.out.tfevents.{}.{}.{}.0", static_cast<long long>(std::time(nullptr)), host,
+    return policytrain::detail::format("events.out.tfevents.{}.{}.{}.0", static_cast<long long>(std::time(nullptr)), host,
                        static_cast<int>(::getpid()));
   }
   void write(const tb_events::Message& event) { f_ << tb_events::record(event.str()); }
@@ -306,7 +307,7 @@ class TensorBoard {
         std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
         f << kept;
         if (!f)
-          throw std::runtime_error(fmt::format("policytrain::callbacks::TensorBoard: cannot rewrite '{}'; check that "
+          throw std::runtime_error(policytrain::detail::format("policytrain::callbacks::TensorBoard: cannot rewrite '{}'; check that "
                                                "the directory is writable", p.string()));
       }
       std::filesystem::rename(tmp, p);

@@ -34,10 +34,13 @@
 #include <utility>
 #include <vector>
 
+#include <policytrain/detail/config.hpp>
+#if POLICYTRAIN_DEFINE  // only the definitions use them
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/Context.h>
 #include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
+#endif
+#include <ATen/Context.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/cuda.h>
@@ -50,6 +53,8 @@
 
 #include <policytrain/checkpoint/format.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/config.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain::checkpoint {
 
@@ -64,7 +69,9 @@ namespace detail {
 using torch::serialize::InputArchive;
 using torch::serialize::OutputArchive;
 
-inline std::string to_bytes(OutputArchive& a) {
+POLICYTRAIN_DECL std::string to_bytes(OutputArchive& a)
+#if POLICYTRAIN_DEFINE
+{
   std::string s;
   a.save_to([&](const void* p, size_t n) -> size_t {
     s.append(static_cast<const char*>(p), n);
@@ -72,16 +79,21 @@ inline std::string to_bytes(OutputArchive& a) {
   });
   return s;
 }
+#else
+;
+#endif
 inline void from_bytes(InputArchive& a, std::string_view s) { a.load_from(s.data(), s.size(), torch::Device(torch::kCPU)); }
 
 /// Walks one pickle of a LibTorch archive (the opcodes torch::jit::Unpickler reads) and checks that every
 /// argument, length-prefixed strings included, fits in the record. Stops at STOP or at an opcode the
 /// unpickler does not read (it refuses those itself). Throws CheckpointError naming the record and the byte.
-inline void check_pickle(std::string_view p, const std::string& record, const std::filesystem::path& file) {
+POLICYTRAIN_DECL void check_pickle(std::string_view p, const std::string& record, const std::filesystem::path& file)
+#if POLICYTRAIN_DEFINE
+{
   size_t i = 0;
   const auto need = [&](uint64_t n, const char* what) {
     if (n > p.size() - i)
-      fail(file, fmt::format("the archive's record '{}' declares {} of {} bytes at byte {} where {} remain; "
+      fail(file, policytrain::detail::format("the archive's record '{}' declares {} of {} bytes at byte {} where {} remain; "
                              "the payload is forged or damaged",
                              record, what, n, i, p.size() - i));
   };
@@ -120,7 +132,7 @@ inline void check_pickle(std::string_view p, const std::string& record, const st
         for (int k = 0; k < 2; ++k) {
           const auto nl = p.find('\n', i);
           if (nl == std::string_view::npos)
-            fail(file, fmt::format("the archive's record '{}' holds a name at byte {} that never ends (no newline); "
+            fail(file, policytrain::detail::format("the archive's record '{}' holds a name at byte {} that never ends (no newline); "
                                    "the payload is forged or damaged", record, i));
           i = nl + 1;
         }
@@ -133,10 +145,15 @@ inline void check_pickle(std::string_view p, const std::string& record, const st
     }
   }
 }
+#else
+;
+#endif
 
 /// Bounds a LibTorch archive read from disk before InputArchive parses it: every zip record lies inside the
 /// payload (so no record allocates more than the file holds) and every pickle passes check_pickle.
-inline void check_archive(std::string_view bytes, const std::filesystem::path& file) {
+POLICYTRAIN_DECL void check_archive(std::string_view bytes, const std::filesystem::path& file)
+#if POLICYTRAIN_DEFINE
+{
   std::vector<std::pair<std::string, std::string>> pickles;
   try {
     caffe2::serialize::PyTorchStreamReader reader(
@@ -144,7 +161,7 @@ inline void check_archive(std::string_view bytes, const std::filesystem::path& f
     for (const auto& name : reader.getAllRecords()) {
       const uint64_t size = reader.getRecordSize(name), offset = reader.getRecordOffset(name);
       if (offset > bytes.size() || size > bytes.size() - offset)
-        fail(file, fmt::format("the archive's record '{}' declares {} bytes at offset {}, past the payload's end "
+        fail(file, policytrain::detail::format("the archive's record '{}' declares {} bytes at offset {}, past the payload's end "
                                "({} bytes); the payload is forged or damaged",
                                name, size, offset, bytes.size()));
       if (name.ends_with(".pkl")) {
@@ -155,18 +172,26 @@ inline void check_archive(std::string_view bytes, const std::filesystem::path& f
   } catch (const CheckpointError&) {
     throw;
   } catch (const std::exception& e) {
-    fail(file, fmt::format("the payload is not a readable LibTorch archive: {}", e.what()));
+    fail(file, policytrain::detail::format("the payload is not a readable LibTorch archive: {}", e.what()));
   }
   for (const auto& [name, p] : pickles) check_pickle(p, name, file);
 }
+#else
+;
+#endif
 
 /// The module's parameters, then its buffers, with their dotted names.
-inline std::vector<std::pair<std::string, torch::Tensor>> named_tensors(const torch::nn::Module& m) {
+POLICYTRAIN_DECL std::vector<std::pair<std::string, torch::Tensor>> named_tensors(const torch::nn::Module& m)
+#if POLICYTRAIN_DEFINE
+{
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (const auto& p : m.named_parameters(true)) out.emplace_back(p.key(), p.value());
   for (const auto& b : m.named_buffers(true)) out.emplace_back(b.key(), b.value());
   return out;
 }
+#else
+;
+#endif
 
 template <class Named>
 void write_named(OutputArchive& a, const std::string& section, const Named& items,
@@ -178,26 +203,33 @@ void write_named(OutputArchive& a, const std::string& section, const Named& item
   for (const auto& [k, v] : items) a.write(section + "/" + std::to_string(i++), c10::IValue(f(v.detach())));
 }
 
-inline std::vector<std::pair<std::string, torch::Tensor>> read_named(InputArchive& a, const std::string& section,
-                                                                     const std::filesystem::path& file) {
+POLICYTRAIN_DECL std::vector<std::pair<std::string, torch::Tensor>> read_named(InputArchive& a, const std::string& section,
+                                                                     const std::filesystem::path& file)
+#if POLICYTRAIN_DEFINE
+{
   c10::IValue names;
   if (!a.try_read(section + "/names", names) || !names.isList())
-    fail(file, fmt::format("the payload has no '{}' section; it was not written by checkpoint::save", section));
+    fail(file, policytrain::detail::format("the payload has no '{}' section; it was not written by checkpoint::save", section));
   std::vector<std::pair<std::string, torch::Tensor>> out;
   int64_t i = 0;
   for (const auto& n : names.toListRef()) {
-    if (!n.isString()) fail(file, fmt::format("the '{}' section's names are not strings", section));
+    if (!n.isString()) fail(file, policytrain::detail::format("the '{}' section's names are not strings", section));
     c10::IValue v;
     if (!a.try_read(section + "/" + std::to_string(i), v) || !v.isTensor())
-      fail(file, fmt::format("the '{}' section lacks the tensor of '{}'", section, n.toStringRef()));
+      fail(file, policytrain::detail::format("the '{}' section lacks the tensor of '{}'", section, n.toStringRef()));
     out.emplace_back(n.toStringRef(), v.toTensor());
     ++i;
   }
   return out;
 }
+#else
+;
+#endif
 
 /// Copies an archive, nested archives included, passing every tensor through `f`.
-inline void copy_archive(InputArchive& in, OutputArchive& out, const std::function<torch::Tensor(const torch::Tensor&)>& f) {
+POLICYTRAIN_DECL void copy_archive(InputArchive& in, OutputArchive& out, const std::function<torch::Tensor(const torch::Tensor&)>& f)
+#if POLICYTRAIN_DEFINE
+{
   for (const auto& k : in.keys()) {
     c10::IValue v;
     in.read(k, v);
@@ -214,35 +246,50 @@ inline void copy_archive(InputArchive& in, OutputArchive& out, const std::functi
     }
   }
 }
+#else
+;
+#endif
 
 inline torch::Tensor identity(const torch::Tensor& t) { return t; }
 inline std::string shape_str(const torch::Tensor& t) { return c10::str(t.sizes()); }
 inline std::string dtype_str(const torch::Tensor& t) { return std::string(t.dtype().name()); }
 
-inline std::vector<std::string> sorted_keys(InputArchive& a) {
+POLICYTRAIN_DECL std::vector<std::string> sorted_keys(InputArchive& a)
+#if POLICYTRAIN_DEFINE
+{
   auto k = a.keys();
   std::sort(k.begin(), k.end());
   return k;
 }
+#else
+;
+#endif
 
 /// Names of the optimizer's parameters, from the module (by identity), for messages.
-inline std::string param_name(const torch::nn::Module& m, const torch::Tensor& p) {
+POLICYTRAIN_DECL std::string param_name(const torch::nn::Module& m, const torch::Tensor& p)
+#if POLICYTRAIN_DEFINE
+{
   for (const auto& q : m.named_parameters(true))
     if (q.value().unsafeGetTensorImpl() == p.unsafeGetTensorImpl()) return q.key();
   return "(a parameter not in the model)";
 }
+#else
+;
+#endif
 
 /// Checks that `file_opt` (an Optimizer::save archive) fits `live`: same kind (its param-group options),
 /// same parameter groups, and state tensors shaped like their parameters.
-inline void validate_optimizer(InputArchive& file_opt, torch::optim::Optimizer& live, const torch::nn::Module& m,
-                               const std::filesystem::path& file) {
+POLICYTRAIN_DECL void validate_optimizer(InputArchive& file_opt, torch::optim::Optimizer& live, const torch::nn::Module& m,
+                               const std::filesystem::path& file)
+#if POLICYTRAIN_DEFINE
+{
   auto need = [&](InputArchive& a, const std::string& key, InputArchive& sub, const std::string& what) {
-    if (!a.try_read(key, sub)) fail(file, fmt::format("the optimizer state lacks {}; it was not written by Optimizer::save", what));
+    if (!a.try_read(key, sub)) fail(file, policytrain::detail::format("the optimizer state lacks {}; it was not written by Optimizer::save", what));
   };
   auto need_int = [&](InputArchive& a, const std::string& key, const std::string& what) -> int64_t {
     c10::IValue v;
     if (!a.try_read(key, v) || !v.isTensor() || v.toTensor().numel() != 1)
-      fail(file, fmt::format("the optimizer state lacks {}", what));
+      fail(file, policytrain::detail::format("the optimizer state lacks {}", what));
     return v.toTensor().item<int64_t>();
   };
   c10::IValue version;
@@ -272,29 +319,29 @@ inline void validate_optimizer(InputArchive& file_opt, torch::optim::Optimizer& 
   const auto& live_groups = live.param_groups();
   const int64_t n_groups = need_int(groups, "param_groups/size", "the number of parameter groups");
   if (n_groups != static_cast<int64_t>(live_groups.size()))
-    fail(file, fmt::format("the optimizer has {} parameter groups in the checkpoint, {} here; build the optimizer as the "
+    fail(file, policytrain::detail::format("the optimizer has {} parameter groups in the checkpoint, {} here; build the optimizer as the "
                            "run that wrote the checkpoint did", n_groups, live_groups.size()));
   std::map<std::string, torch::Tensor> by_key;  // the saved parameter keys -> live parameters, by position
   for (int64_t g = 0; g < n_groups; ++g) {
     InputArchive grp, tmpl_grp, opts, tmpl_opts;
-    need(groups, "param_groups/" + std::to_string(g), grp, fmt::format("parameter group {}", g));
+    need(groups, "param_groups/" + std::to_string(g), grp, policytrain::detail::format("parameter group {}", g));
     tmpl_groups.read("param_groups/" + std::to_string(g), tmpl_grp);
-    need(grp, "options", opts, fmt::format("the options of parameter group {}", g));
+    need(grp, "options", opts, policytrain::detail::format("the options of parameter group {}", g));
     tmpl_grp.read("options", tmpl_opts);
     const auto have = sorted_keys(opts), want = sorted_keys(tmpl_opts);
     if (have != want)
-      fail(file, fmt::format("the optimizer is of another kind: the checkpoint's parameter-group options are [{}], "
+      fail(file, policytrain::detail::format("the optimizer is of another kind: the checkpoint's parameter-group options are [{}], "
                              "this optimizer's are [{}]; build the same optimizer as the run that wrote it",
                              fmt::join(have, ", "), fmt::join(want, ", ")));
     const auto& params = live_groups[static_cast<size_t>(g)].params();
-    const int64_t n = need_int(grp, "params/size", fmt::format("the size of parameter group {}", g));
+    const int64_t n = need_int(grp, "params/size", policytrain::detail::format("the size of parameter group {}", g));
     if (n != static_cast<int64_t>(params.size()))
-      fail(file, fmt::format("parameter group {} of the optimizer has {} parameters in the checkpoint, {} here", g, n,
+      fail(file, policytrain::detail::format("parameter group {} of the optimizer has {} parameters in the checkpoint, {} here", g, n,
                              params.size()));
     for (int64_t i = 0; i < n; ++i) {
       c10::IValue key;
       if (!grp.try_read("params/" + std::to_string(i), key) || !key.isString())
-        fail(file, fmt::format("parameter {} of group {} of the optimizer has no key", i, g));
+        fail(file, policytrain::detail::format("parameter {} of group {} of the optimizer has no key", i, g));
       by_key[key.toStringRef()] = params[static_cast<size_t>(i)];
     }
   }
@@ -311,31 +358,46 @@ inline void validate_optimizer(InputArchive& file_opt, torch::optim::Optimizer& 
       const torch::Tensor t = v.toTensor();
       if (t.dim() == 0 || (t.numel() == 1 && p.numel() != 1)) continue;  // step counters
       if (t.sizes() != p.sizes())
-        fail(file, fmt::format("the optimizer's '{}' of parameter '{}' has shape {} in the checkpoint, the parameter has "
+        fail(file, policytrain::detail::format("the optimizer's '{}' of parameter '{}' has shape {} in the checkpoint, the parameter has "
                                "{}; the checkpoint belongs to another model", sk, param_name(m, p), shape_str(t), shape_str(p)));
       if (t.is_floating_point() && t.scalar_type() != p.scalar_type())
-        fail(file, fmt::format("the optimizer's '{}' of parameter '{}' is {} in the checkpoint, the parameter is {}", sk,
+        fail(file, policytrain::detail::format("the optimizer's '{}' of parameter '{}' is {} in the checkpoint, the parameter is {}", sk,
                                param_name(m, p), dtype_str(t), dtype_str(p)));
     }
   }
 }
+#else
+;
+#endif
 
-inline torch::Tensor rng_state_cpu() {
+POLICYTRAIN_DECL torch::Tensor rng_state_cpu()
+#if POLICYTRAIN_DEFINE
+{
   auto gen = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(gen.mutex());
   return gen.get_state();
 }
-inline void set_rng_state_cpu(const torch::Tensor& s) {
+#else
+;
+#endif
+POLICYTRAIN_DECL void set_rng_state_cpu(const torch::Tensor& s)
+#if POLICYTRAIN_DEFINE
+{
   auto gen = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(gen.mutex());
   gen.set_state(s);
 }
+#else
+;
+#endif
 
 }  // namespace detail
 
 /// The payload of a checkpoint: model, optimizer, `state` (Trainer::state_dict()) and RNG states.
-inline std::string make_payload(const torch::nn::Module& module, const torch::optim::Optimizer& optimizer,
-                                const StateDict& state, const SaveOptions& o = {}) {
+POLICYTRAIN_DECL std::string make_payload(const torch::nn::Module& module, const torch::optim::Optimizer& optimizer,
+                                const StateDict& state, const SaveOptions& o = {})
+#if POLICYTRAIN_DEFINE
+{
   using detail::OutputArchive;
   OutputArchive a;
   a.write("format", c10::IValue(static_cast<int64_t>(kFormatVersion)));
@@ -368,6 +430,9 @@ inline std::string make_payload(const torch::nn::Module& module, const torch::op
 #endif
   return detail::to_bytes(a);
 }
+#else
+;
+#endif
 
 /// A copy of a module's tensors, an optimizer's state, a Trainer state and the CPU generator: what `restore`
 /// puts back. Used to undo a failed load and by divergence rollback.
@@ -453,7 +518,7 @@ struct Loaded {
     } catch (const std::exception& e) {
       before.restore(m, opt);
       load_state(*before.state());
-      detail::fail(file, fmt::format("cannot be applied ({}); nothing was changed", e.what()));
+      detail::fail(file, policytrain::detail::format("cannot be applied ({}); nothing was changed", e.what()));
     }
   }
 };
@@ -461,8 +526,10 @@ struct Loaded {
 namespace detail {
 /// The model section of a payload, checked against `module` (the same names, shapes and dtypes; fp16 where the
 /// file says its weights are half), in the live module's order. Throws CheckpointError.
-inline std::vector<torch::Tensor> read_model(InputArchive& a, const std::filesystem::path& file,
-                                             const torch::nn::Module& module, bool half_w) {
+POLICYTRAIN_DECL std::vector<torch::Tensor> read_model(InputArchive& a, const std::filesystem::path& file,
+                                             const torch::nn::Module& module, bool half_w)
+#if POLICYTRAIN_DEFINE
+{
   std::vector<torch::Tensor> model;
   auto saved = read_named(a, "model", file);
   std::map<std::string, torch::Tensor> by_name(saved.begin(), saved.end());
@@ -470,33 +537,38 @@ inline std::vector<torch::Tensor> read_model(InputArchive& a, const std::filesys
   for (const auto& [name, t] : live) {
     auto it = by_name.find(name);
     if (it == by_name.end())
-      fail(file, fmt::format("the checkpoint has no '{}': it belongs to another model (it holds {} tensors, this "
+      fail(file, policytrain::detail::format("the checkpoint has no '{}': it belongs to another model (it holds {} tensors, this "
                              "model {})", name, saved.size(), live.size()));
     const torch::Tensor& s = it->second;
     if (s.sizes() != t.sizes())
-      fail(file, fmt::format("'{}' has shape {} in the checkpoint, {} in this model: it belongs to another model",
+      fail(file, policytrain::detail::format("'{}' has shape {} in the checkpoint, {} in this model: it belongs to another model",
                              name, shape_str(s), shape_str(t)));
     const bool dtype_ok = s.scalar_type() == t.scalar_type() ||
                           (half_w && s.scalar_type() == torch::kHalf && t.is_floating_point());
     if (!dtype_ok)
-      fail(file, fmt::format("'{}' is {} in the checkpoint, {} in this model", name, dtype_str(s), dtype_str(t)));
+      fail(file, policytrain::detail::format("'{}' is {} in the checkpoint, {} in this model", name, dtype_str(s), dtype_str(t)));
     model.push_back(s);
   }
   if (saved.size() != live.size()) {
     std::set<std::string> live_names;
     for (const auto& [n, t] : live) live_names.insert(n);
     for (const auto& [n, t] : saved)
-      if (!live_names.count(n)) fail(file, fmt::format("the checkpoint holds '{}', which this model lacks: it belongs to another model", n));
+      if (!live_names.count(n)) fail(file, policytrain::detail::format("the checkpoint holds '{}', which this model lacks: it belongs to another model", n));
   }
   return model;
 }
+#else
+;
+#endif
 }  // namespace detail
 
 /// Parses a validated file's payload and checks it against the live module, optimizer and Trainer state
 /// (`live_state`: Trainer::state_dict() now). Every entry of `live_state` must be present with the same dtype
 /// (and be a scalar where it is one), and the checkpoint may hold no state of a policy this Trainer lacks. Throws CheckpointError.
-inline Loaded read_payload(const RawFile& raw, const std::filesystem::path& file, const torch::nn::Module& module,
-                           torch::optim::Optimizer& optimizer, const StateDict& live_state) {
+POLICYTRAIN_DECL Loaded read_payload(const RawFile& raw, const std::filesystem::path& file, const torch::nn::Module& module,
+                           torch::optim::Optimizer& optimizer, const StateDict& live_state)
+#if POLICYTRAIN_DEFINE
+{
   using detail::fail;
   Loaded r;
   r.file = file;
@@ -508,7 +580,7 @@ inline Loaded read_payload(const RawFile& raw, const std::filesystem::path& file
   try {
     detail::from_bytes(a, raw.payload());
   } catch (const std::exception& e) {
-    fail(file, fmt::format("the payload is not a readable LibTorch archive: {}", e.what()));
+    fail(file, policytrain::detail::format("the payload is not a readable LibTorch archive: {}", e.what()));
   }
   try {
     r.model = detail::read_model(a, file, module, half_w);
@@ -532,16 +604,16 @@ inline Loaded read_payload(const RawFile& raw, const std::filesystem::path& file
     for (const auto& [k, v] : live_state) live_prefixes.insert(k.substr(0, k.find('/')));
     for (const auto& [k, v] : r.state)
       if (!live_prefixes.count(k.substr(0, k.find('/'))))
-        fail(file, fmt::format("the checkpoint holds state of '{}', which this Trainer does not compose; compose the "
+        fail(file, policytrain::detail::format("the checkpoint holds state of '{}', which this Trainer does not compose; compose the "
                                "same policies as the run that wrote it", k.substr(0, k.find('/'))));
     for (const auto& [k, v] : live_state) {
       auto it = r.state.find(k);
       if (it == r.state.end())
-        fail(file, fmt::format("the checkpoint lacks the state entry '{}'; it was written by a Trainer with other "
+        fail(file, policytrain::detail::format("the checkpoint lacks the state entry '{}'; it was written by a Trainer with other "
                                "policies or settings", k));
       // Scalars must stay scalars; tensors may grow (histories) and are checked by their policy.
       if (v.defined() && (it->second.scalar_type() != v.scalar_type() || (v.dim() == 0 && it->second.dim() != 0)))
-        fail(file, fmt::format("the state entry '{}' is {} {} in the checkpoint, {} {} here", k,
+        fail(file, policytrain::detail::format("the state entry '{}' is {} {} in the checkpoint, {} {} here", k,
                                detail::dtype_str(it->second), detail::shape_str(it->second), detail::dtype_str(v),
                                detail::shape_str(v)));
     }
@@ -550,7 +622,7 @@ inline Loaded read_payload(const RawFile& raw, const std::filesystem::path& file
     if (!a.try_read("rng/cpu", rng) || !rng.isTensor()) fail(file, "the payload has no CPU generator state");
     r.rng_cpu = rng.toTensor();
     if (r.rng_cpu.sizes() != detail::rng_state_cpu().sizes())
-      fail(file, fmt::format("the CPU generator state has shape {}, this LibTorch's has {}", detail::shape_str(r.rng_cpu),
+      fail(file, policytrain::detail::format("the CPU generator state has shape {}, this LibTorch's has {}", detail::shape_str(r.rng_cpu),
                              detail::shape_str(detail::rng_state_cpu())));
     c10::IValue n_cuda;
     if (a.try_read("rng/cuda/count", n_cuda) && n_cuda.isInt())
@@ -561,22 +633,27 @@ inline Loaded read_payload(const RawFile& raw, const std::filesystem::path& file
   } catch (const CheckpointError&) {
     throw;
   } catch (const std::exception& e) {
-    fail(file, fmt::format("the payload is malformed: {}", e.what()));
+    fail(file, policytrain::detail::format("the payload is malformed: {}", e.what()));
   }
   return r;
 }
+#else
+;
+#endif
 
 /// Loads only the model's weights (parameters and buffers) of checkpoint `file` into `module`: names, shapes and
 /// dtypes must match; the optimizer, the counters and the policies' state are not read. Validates everything
 /// before copying anything. Returns the file's metadata; throws CheckpointError naming the file and the problem.
-inline nlohmann::json load_weights(torch::nn::Module& module, const std::filesystem::path& file) {
+POLICYTRAIN_DECL nlohmann::json load_weights(torch::nn::Module& module, const std::filesystem::path& file)
+#if POLICYTRAIN_DEFINE
+{
   const RawFile raw = read_file(file);
   detail::check_archive(raw.payload(), file);
   detail::InputArchive a;
   try {
     detail::from_bytes(a, raw.payload());
   } catch (const std::exception& e) {
-    detail::fail(file, fmt::format("the payload is not a readable LibTorch archive: {}", e.what()));
+    detail::fail(file, policytrain::detail::format("the payload is not a readable LibTorch archive: {}", e.what()));
   }
   std::vector<torch::Tensor> model;
   try {
@@ -584,12 +661,15 @@ inline nlohmann::json load_weights(torch::nn::Module& module, const std::filesys
   } catch (const CheckpointError&) {
     throw;
   } catch (const std::exception& e) {
-    detail::fail(file, fmt::format("the payload is malformed: {}", e.what()));
+    detail::fail(file, policytrain::detail::format("the payload is malformed: {}", e.what()));
   }
   torch::NoGradGuard g;
   auto live = detail::named_tensors(module);
   for (size_t i = 0; i < live.size(); ++i) live[i].second.copy_(model[i]);
   return raw.meta;
 }
+#else
+;
+#endif
 
 }  // namespace policytrain::checkpoint

@@ -65,7 +65,10 @@
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/monitor.hpp>
+#include <policytrain/core/state.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/config.hpp>
+#include <policytrain/detail/format.hpp>
 #include <policytrain/detail/torch_compat.hpp>
 
 namespace policytrain::callbacks {
@@ -97,7 +100,9 @@ struct Candidates {
   std::vector<std::pair<std::filesystem::path, std::string>> unreadable;
 };
 /// Lists the checkpoint files of `dir` (see Candidates); never throws for a bad file.
-inline Candidates list_checkpoints(const std::filesystem::path& dir) {
+POLICYTRAIN_DECL Candidates list_checkpoints(const std::filesystem::path& dir)
+#if POLICYTRAIN_DEFINE
+{
   namespace fs = std::filesystem;
   Candidates c;
   std::error_code ec;
@@ -121,6 +126,9 @@ inline Candidates list_checkpoints(const std::filesystem::path& dir) {
   std::stable_sort(c.readable.begin(), c.readable.end(), [&](const auto& a, const auto& b) { return key(a) > key(b); });
   return c;
 }
+#else
+;
+#endif
 
 /// What a run is, beyond its policies: a checkpoint resumes only a run whose fingerprint it matches. Fields left
 /// at 0 are not recorded (and not compared).
@@ -136,10 +144,12 @@ struct RunInfo {
 namespace detail {
 /// Hex SHA-256 of the module's architecture: every parameter's and buffer's name, shape and dtype, in
 /// registration order (not the values).
-inline std::string architecture_digest(const torch::nn::Module& m) {
+POLICYTRAIN_DECL std::string architecture_digest(const torch::nn::Module& m)
+#if POLICYTRAIN_DEFINE
+{
   std::string text;
   auto add = [&](const std::string& kind, const std::string& name, const torch::Tensor& t) {
-    text += fmt::format("{} {} {} {}\n", kind, name, c10::str(t.sizes()), t.dtype().name());
+    text += policytrain::detail::format("{} {} {} {}\n", kind, name, c10::str(t.sizes()), t.dtype().name());
   };
   for (const auto& p : m.named_parameters(true)) add("param", p.key(), p.value());
   for (const auto& b : m.named_buffers(true)) add("buffer", b.key(), b.value());
@@ -153,18 +163,28 @@ inline std::string architecture_digest(const torch::nn::Module& m) {
   }
   EVP_MD_CTX_free(c);
   std::string hex;
-  for (unsigned i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
+  for (unsigned i = 0; i < len; ++i) hex += policytrain::detail::format("{:02x}", md[i]);
   return hex;
 }
+#else
+;
+#endif
 /// A new run id: 16 hex digits from std::random_device mixed with the clock (unique per fresh start, not secret).
-inline std::string new_run_id() {
+POLICYTRAIN_DECL std::string new_run_id()
+#if POLICYTRAIN_DEFINE
+{
   std::random_device rd;
   uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   v ^= static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull;
-  return fmt::format("{:016x}", v);
+  return policytrain::detail::format("{:016x}", v);
 }
+#else
+;
+#endif
 /// The dynamic type of `opt`, demangled ("torch::optim::AdamW").
-inline std::string optimizer_kind(const torch::optim::Optimizer& opt) {
+POLICYTRAIN_DECL std::string optimizer_kind(const torch::optim::Optimizer& opt)
+#if POLICYTRAIN_DEFINE
+{
   const char* mangled = typeid(opt).name();
   int status = 0;
   char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
@@ -172,9 +192,14 @@ inline std::string optimizer_kind(const torch::optim::Optimizer& opt) {
   std::free(d);
   return r;
 }
+#else
+;
+#endif
 /// The family and hyper-parameters (all but the lr) of one parameter group's options: {} when the options are of
 /// a type not known here (the family is then the optimizer's C++ type).
-inline std::pair<std::string, nlohmann::json> optimizer_options(const torch::optim::OptimizerOptions& o) {
+POLICYTRAIN_DECL std::pair<std::string, nlohmann::json> optimizer_options(const torch::optim::OptimizerOptions& o)
+#if POLICYTRAIN_DEFINE
+{
   namespace opt = torch::optim;
   if (auto* a = dynamic_cast<const opt::AdamWOptions*>(&o))
     return {"adamw", {{"betas", {std::get<0>(a->betas()), std::get<1>(a->betas())}}, {"eps", a->eps()},
@@ -193,11 +218,16 @@ inline std::pair<std::string, nlohmann::json> optimizer_options(const torch::opt
                         {"initial_accumulator_value", g->initial_accumulator_value()}, {"eps", g->eps()}}};
   return {"", nlohmann::json::object()};
 }
+#else
+;
+#endif
 /// The optimizer's part of the run fingerprint: its family, named by its options' type, which a fused optimizer
 /// shares with LibTorch's (optim::FusedAdamW and torch::optim::AdamW are "adamw"; an optimizer with options of
 /// another type: its C++ type), and each parameter group's parameter count, element count and hyper-parameters
 /// other than the lr (the schedule's, restored from the checkpoint with the groups).
-inline nlohmann::json optimizer_fingerprint(const torch::optim::Optimizer& opt) {
+POLICYTRAIN_DECL nlohmann::json optimizer_fingerprint(const torch::optim::Optimizer& opt)
+#if POLICYTRAIN_DEFINE
+{
   std::string family;
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : opt.param_groups()) {
@@ -212,12 +242,17 @@ inline nlohmann::json optimizer_fingerprint(const torch::optim::Optimizer& opt) 
   if (family.empty()) family = optimizer_kind(opt);
   return {{"family", family}, {"param_groups", std::move(groups)}};
 }
+#else
+;
+#endif
 }  // namespace detail
 
 /// The fingerprint of a run (stored as the metadata's "fingerprint"): the model's architecture digest, its tensor
 /// and element counts, the optimizer's family and parameter groups (detail::optimizer_fingerprint), and the
 /// RunInfo fields that are set.
-inline nlohmann::json run_fingerprint(const torch::nn::Module& m, const torch::optim::Optimizer& opt, const RunInfo& run) {
+POLICYTRAIN_DECL nlohmann::json run_fingerprint(const torch::nn::Module& m, const torch::optim::Optimizer& opt, const RunInfo& run)
+#if POLICYTRAIN_DEFINE
+{
   int64_t tensors = 0, elements = 0;
   for (const auto& p : m.named_parameters(true)) ++tensors, elements += p.value().numel();
   for (const auto& b : m.named_buffers(true)) ++tensors, elements += b.value().numel();
@@ -230,6 +265,9 @@ inline nlohmann::json run_fingerprint(const torch::nn::Module& m, const torch::o
   if (run.data_size > 0) f["data_size"] = run.data_size;
   return f;
 }
+#else
+;
+#endif
 
 /// The background writer of asynchronous checkpoints: one thread, one job in flight at most, jobs in order.
 /// A job's failure is kept and rethrown by the next `submit` or `wait`. The destructor finishes the job in
@@ -344,15 +382,7 @@ class Disk {
 
   Disk() = default;
   /// Validates `o.settings` as JSON nested at most kMaxMetaDepth - 1 deep; throws std::invalid_argument otherwise.
-  explicit Disk(Options o) : o_(std::move(o)) {
-    if (!o_.settings.empty() && !nlohmann::json::accept(o_.settings))
-      throw std::invalid_argument("policytrain::checkpoint::Disk: settings is not valid JSON; pass a JSON object as text");
-    // The settings sit one level inside the metadata, whose depth a reader bounds (kMaxMetaDepth).
-    if (detail::json_too_deep(o_.settings, kMaxMetaDepth - 1) != std::string_view::npos)
-      throw std::invalid_argument(fmt::format("policytrain::checkpoint::Disk: settings nests arrays and objects more "
-                                              "than {} levels deep; a checkpoint reader refuses metadata deeper than {}",
-                                              kMaxMetaDepth - 1, kMaxMetaDepth));
-  }
+  explicit Disk(Options o);
 
   /// The settings.
   const Options& options() const { return o_; }
@@ -397,31 +427,9 @@ class Disk {
   }
 
   /// Best metric, best epoch, metric history and the top-k list, for resume.
-  StateDict state_dict() const {
-    auto hist = torch::zeros({static_cast<int64_t>(history_.size()), 2}, torch::kDouble);
-    for (size_t i = 0; i < history_.size(); ++i) {
-      hist[static_cast<int64_t>(i)][0] = history_[i].first;
-      hist[static_cast<int64_t>(i)][1] = history_[i].second;
-    }
-    auto top = torch::zeros({static_cast<int64_t>(top_.size()), 2}, torch::kDouble);
-    for (size_t i = 0; i < top_.size(); ++i) {
-      top[static_cast<int64_t>(i)][0] = top_[i].first;
-      top[static_cast<int64_t>(i)][1] = static_cast<double>(top_[i].second);
-    }
-    return {{"best_metric", scalar_tensor(best_metric_)}, {"best_epoch", scalar_tensor(best_epoch_)},
-            {"history", hist}, {"top_k", top}};
-  }
+  StateDict state_dict() const;
   /// Restores what state_dict() saved.
-  void load_state_dict(const StateDict& d) {
-    best_metric_ = state_double(d, "best_metric");
-    best_epoch_ = state_int(d, "best_epoch");
-    auto hist = state_at(d, "history").to(torch::kDouble).contiguous();
-    history_.clear();
-    for (int64_t i = 0; i < hist.size(0); ++i) history_.emplace_back(hist[i][0].item<double>(), hist[i][1].item<double>());
-    auto top = state_at(d, "top_k").to(torch::kDouble).contiguous();
-    top_.clear();
-    for (int64_t i = 0; i < top.size(0); ++i) top_.emplace_back(top[i][0].item<double>(), static_cast<int64_t>(top[i][1].item<double>()));
-  }
+  void load_state_dict(const StateDict& d);
 
   // --- hooks ---
   /// Creates the directory, removes leftover temporary files, and resumes when `resume` is set.
@@ -429,17 +437,7 @@ class Disk {
   void on_fit_begin(Ctx& ctx) {
     last_write_ = Clock::now();
     if (!enabled()) return;
-    namespace fs = std::filesystem;
-    if (ctx.is_main()) {
-      std::error_code ec;
-      fs::create_directories(o_.directory, ec);
-      if (ec) throw CheckpointError(fmt::format("policytrain::checkpoint: cannot create the directory {}: {}",
-                                                o_.directory.string(), ec.message()));
-      // Temporary files of a write that was killed: never a checkpoint, safe to remove.
-      for (const auto& e : fs::directory_iterator(o_.directory, ec))
-        if (e.path().filename().string().starts_with(".") && e.path().filename().string().find(".tmp-") != std::string::npos)
-          fs::remove(e.path(), ec);
-    }
+    if (ctx.is_main()) prepare_directory();
     // Once per policy: a later fit of the same Trainer keeps the run's fingerprint (a schedule has moved the
     // optimizer's momentum meanwhile; the run is the same).
     if (fingerprint_.is_null()) fingerprint_ = fingerprint(ctx);
@@ -449,10 +447,10 @@ class Disk {
     // new run from step 0 that loaded nothing must not share the directory with another run's files. (Weights
     // only: the file named may be in the directory; it stays, and auto-resume tells the runs apart by their ids.)
     bool continued = false;
-    if (!o_.resume.empty()) continued = resume(ctx);
+    if (!o_.resume.empty()) continued = resume(access(ctx));
     if (!continued && run_id_.empty()) {
       run_id_ = detail::new_run_id();
-      if (at_zero && resumed_from_.empty()) set_aside_other_runs(ctx);
+      if (at_zero && resumed_from_.empty() && ctx.is_main()) set_aside_other_runs();
     }
     last_saved_step_ = ctx.state().global_step;
   }
@@ -463,7 +461,7 @@ class Disk {
     if (!enabled()) return;
     const int64_t step = ctx.state().global_step;
     if (o_.every_steps > 0 && step % o_.every_steps == 0) {
-      save(ctx, {{fmt::format("step-{:08d}.ckpt", step), "step"}}, false, [this] { rotate(); });
+      save(ctx, {{policytrain::detail::format("step-{:08d}.ckpt", step), "step"}}, false, [this] { rotate(); });
     } else if (o_.every_seconds > 0 && o_.last &&
                ctx.agree_any(std::chrono::duration<double>(Clock::now() - last_write_).count() >= o_.every_seconds)) {
       // Agreed: every rank saves at the same step (a sharded optimizer's state is gathered by all of them).
@@ -504,14 +502,14 @@ class Disk {
     if (std::exchange(pending_best_, false)) files.emplace_back("best.ckpt", "best");
     std::string dropped;
     if (std::exchange(pending_top_, false)) {
-      files.emplace_back(fmt::format("best-e{:04d}.ckpt", epoch + 1), "best");
+      files.emplace_back(policytrain::detail::format("best-e{:04d}.ckpt", epoch + 1), "best");
       if (static_cast<int64_t>(top_.size()) > o_.top_k) {
-        dropped = fmt::format("best-e{:04d}.ckpt", top_.back().second + 1);
+        dropped = policytrain::detail::format("best-e{:04d}.ckpt", top_.back().second + 1);
         top_.pop_back();
       }
     }
     const bool periodic = o_.every_epochs > 0 && (epoch + 1) % o_.every_epochs == 0;
-    if (periodic) files.emplace_back(fmt::format("epoch-{:04d}.ckpt", epoch + 1), "epoch");
+    if (periodic) files.emplace_back(policytrain::detail::format("epoch-{:04d}.ckpt", epoch + 1), "epoch");
     if (files.empty()) return;
     // An epoch cut short (max_steps) is saved mid-epoch; a finished one resumes at the next epoch.
     const bool finished = ctx.epoch_batches() < 0 || ctx.state().batch_in_epoch >= ctx.epoch_batches();
@@ -580,180 +578,56 @@ class Disk {
     st["trainer/epoch"] = scalar_tensor(epoch);
     st["trainer/batch_in_epoch"] = scalar_tensor(batch);
     std::string payload = make_payload(ctx.module(), ctx.optimizer(), st, o_.save);
-    nlohmann::json meta{{"library", "policytrain"},
-                        {"library_version", kLibraryVersion},
-                        {"torch_version", policytrain::detail::torch_version()},
-                        {"format", kFormatVersion},
-                        {"epoch", epoch},
-                        {"batch_in_epoch", batch},
-                        {"global_step", s.global_step},
-                        {"samples_seen", s.samples_seen},
-                        {"half_weights", o_.save.half_weights},
-                        {"half_optimizer", o_.save.half_optimizer},
-                        {"created_unix_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                std::chrono::system_clock::now().time_since_epoch()).count()}};
-    nlohmann::json hist = nlohmann::json::array();
-    for (const auto& [l, a] : history_) hist.push_back({{"loss", l}, {"accuracy", a}});
-    meta["history"] = hist;
-    if (o_.best) meta["best"] = {{"metric", o_.monitor.metric}, {"mode", to_string(o_.monitor.effective_mode())},
-                                 {"value", std::isfinite(best_metric_) ? nlohmann::json(best_metric_) : nlohmann::json()},
-                                 {"epoch", best_epoch_}};
-    if (!o_.settings.empty()) meta["settings"] = nlohmann::json::parse(o_.settings);
-    if (run_id_.empty()) run_id_ = detail::new_run_id();  // a save outside fit
-    meta["run_id"] = run_id_;
-    meta["fingerprint"] = fingerprint_.is_null() ? fingerprint(ctx) : fingerprint_;
-    if (!o_.async) {
-      write_files(files, meta, payload, epoch, s.global_step, nullptr);
-      files_written_ += static_cast<int64_t>(files.size());
-      if (after) after();
-    } else {
-      if (!writer_) {
-        writer_ = std::make_shared<AsyncWriter>();
-        written_ = std::make_shared<std::atomic<int64_t>>(0);
-      }
-      writer_->submit([this, files, meta = std::move(meta), payload = std::move(payload), epoch,
-                       step = s.global_step, after = std::move(after), written = written_]() mutable {
-        write_files(files, meta, payload, epoch, step, written.get());
-        if (after) after();
-      });
-    }
-    last_write_ = Clock::now();
-    last_saved_step_ = s.global_step;
-    last_save_seconds_ = std::chrono::duration<double>(last_write_ - t0).count();
+    write_checkpoint(files, epoch, batch, s, std::move(payload), fingerprint_.is_null() ? fingerprint(ctx) : nlohmann::json(),
+                     std::move(after), t0);
   }
 
  private:
   using Clock = std::chrono::steady_clock;
 
-  void write_files(const std::vector<std::pair<std::string, std::string>>& files, nlohmann::json& meta,
-                   const std::string& payload, int64_t epoch, int64_t step, std::atomic<int64_t>* written) const {
-    for (const auto& [file, kind] : files) {
-      meta["kind"] = kind;
-      write_file(o_.directory / file, meta, payload);
-      if (written) ++*written;
-      if (o_.verbose) say("policytrain::checkpoint: wrote {} (epoch {}, step {})", (o_.directory / file).string(), epoch, step);
-    }
+  // The context as the non-template members see it (compiled once with separate compilation, whatever the
+  // Trainer): the model, the optimizer, and the Trainer's state dict.
+  struct Access {
+    torch::nn::Module& module;
+    torch::optim::Optimizer& optimizer;
+    std::function<StateDict()> state_dict;
+    std::function<void(const StateDict&)> load_state_dict;
+  };
+  template <class Ctx>
+  static Access access(Ctx& ctx) {
+    return {ctx.module(), ctx.optimizer(), [&ctx] { return ctx.state_dict(); },
+            [&ctx](const StateDict& d) { ctx.load_state_dict(d); }};
   }
+
+  /// Creates the directory and removes the temporary files of a killed write (main rank).
+  void prepare_directory();
+  /// save's work past the payload: the metadata, then the files (or the asynchronous writer's job).
+  void write_checkpoint(const std::vector<std::pair<std::string, std::string>>& files, int64_t epoch, int64_t batch,
+                        const TrainState& s, std::string payload, nlohmann::json fresh_fingerprint,
+                        std::function<void()> after, Clock::time_point t0);
+
+  void write_files(const std::vector<std::pair<std::string, std::string>>& files, nlohmann::json& meta,
+                   const std::string& payload, int64_t epoch, int64_t step, std::atomic<int64_t>* written) const;
 
   template <class... A>
   void say(fmt::format_string<A...> f, A&&... a) const {
     if (!o_.log) return;
-    std::fprintf(o_.log, "%s\n", fmt::format(f, std::forward<A>(a)...).c_str());
+    std::fprintf(o_.log, "%s\n", policytrain::detail::format(f, std::forward<A>(a)...).c_str());
     std::fflush(o_.log);
   }
 
   /// Why `file` (metadata `meta`) is another run's, or "" when its fingerprint matches this run's (or it has none).
-  std::string other_run(const std::filesystem::path& file, const nlohmann::json& meta) const {
-    if (!meta.contains("fingerprint")) {
-      say("policytrain::checkpoint: {} records no run fingerprint (written before policytrain recorded one); its "
-          "settings cannot be compared", file.string());
-      return "";
-    }
-    check_fingerprint(file, meta["fingerprint"]);
-    const auto diff = fingerprint_differences(meta["fingerprint"], fingerprint_);
-    if (diff.empty()) return "";
-    return fmt::format("policytrain::checkpoint: {}: belongs to another run: {}; to start a new run from its weights, "
-                       "resume with weights only (checkpoint::Disk::Options::weights_only)",
-                       file.string(), fmt::join(diff, "; "));
-  }
+  std::string other_run(const std::filesystem::path& file, const nlohmann::json& meta) const;
 
   /// Whether `file`'s fingerprint matches this run's (or it records none); quiet, never throws (a malformed
   /// fingerprint does not match; load_one reports it).
-  bool same_fingerprint(const std::filesystem::path& file, const nlohmann::json& meta) const {
-    if (!meta.contains("fingerprint")) return true;
-    try {
-      check_fingerprint(file, meta["fingerprint"]);
-      return fingerprint_differences(meta["fingerprint"], fingerprint_).empty();
-    } catch (const CheckpointError&) {
-      return false;
-    }
-  }
+  bool same_fingerprint(const std::filesystem::path& file, const nlohmann::json& meta) const;
 
   /// Loads `file` (metadata `meta`): everything, or the weights only. Throws CheckpointError.
-  template <class Ctx>
-  void load_one(Ctx& ctx, const std::filesystem::path& file, const nlohmann::json& meta) {
-    if (o_.weights_only) {
-      load_weights(ctx.module(), file);
-      resumed_from_ = file;
-      say("policytrain::checkpoint: loaded the weights of {} (step {}); a new run starts at step 0", file.string(),
-          meta_int(file, meta, "global_step", 0));
-      return;
-    }
-    if (const std::string why = other_run(file, meta); !why.empty()) throw CheckpointError(why);
-    load(ctx, file);
-    resumed_from_ = file;
-    // The run continues under its id (a file written before run ids were recorded: a new one).
-    const std::string id = meta_string(file, meta, "run_id", "");
-    run_id_ = id.empty() ? detail::new_run_id() : id;
-  }
+  void load_one(const Access& a, const std::filesystem::path& file, const nlohmann::json& meta);
 
   /// Returns whether a full checkpoint was loaded (the run continues; false: weights only, or nothing to load).
-  template <class Ctx>
-  bool resume(Ctx& ctx) {
-    namespace fs = std::filesystem;
-    const fs::path target = o_.resume == "auto" ? o_.directory : fs::path(o_.resume);
-    std::error_code ec;
-    auto resumed = [&](const fs::path& file, const nlohmann::json& meta, bool fell_back) {
-      if (o_.weights_only) return;
-      say("policytrain::checkpoint: resumed from {} (epoch {}, batch {}, step {}){}", file.string(),
-          meta_int(file, meta, "epoch", 0), meta_int(file, meta, "batch_in_epoch", 0),
-          meta_int(file, meta, "global_step", 0), fell_back ? ", the newest usable checkpoint" : "");
-    };
-    if (fs::is_regular_file(target, ec)) {  // a named file: no fallback
-      const auto meta = read_meta(target);
-      load_one(ctx, target, meta);
-      resumed(target, meta, false);
-      return !o_.weights_only;
-    }
-    if (!fs::is_directory(target, ec)) {
-      if (o_.resume != "auto")
-        throw CheckpointError(fmt::format("policytrain::checkpoint: {}: no such file or directory to resume from", target.string()));
-      say("policytrain::checkpoint: no checkpoint in {}; starting from scratch", target.string());
-      return false;
-    }
-    Candidates c = list_checkpoints(target);
-    for (const auto& [file, why] : c.unreadable) say("{}; skipping it", why);
-    std::vector<std::string> errors;
-    for (const auto& [file, why] : c.unreadable) errors.push_back(why);
-    // Of the files this run's fingerprint matches, only those of the run that wrote last are continued: the run id
-    // of the newest such file by creation time. Another run of the same program is never a candidate, however far
-    // its steps go (a fresh run's step 63 beats an older run's 740). Files of another fingerprint go on to
-    // load_one, which reports how they differ.
-    std::optional<std::string> latest;
-    int64_t newest = std::numeric_limits<int64_t>::min();
-    for (const auto& [file, meta] : c.readable)
-      if (const int64_t t = meta_int(file, meta, "created_unix_ns", 0); t > newest && same_fingerprint(file, meta)) {
-        newest = t;
-        latest = meta_string(file, meta, "run_id", "");
-      }
-    for (const auto& [file, meta] : c.readable) {
-      const std::string id = meta_string(file, meta, "run_id", "");
-      if (latest && id != *latest && same_fingerprint(file, meta)) {
-        const std::string why = fmt::format(
-            "policytrain::checkpoint: {}: written by another run (run {}, step {}) than the one that wrote last "
-            "(run {}); not continued (a fresh run moves such files to previous-<run id>/, "
-            "checkpoint::Disk::Options::existing)", file.string(), id.empty() ? "without id" : id,
-            meta_int(file, meta, "global_step", 0), latest->empty() ? "without id" : *latest);
-        say("{}; skipping it", why);
-        errors.push_back(why);
-        continue;
-      }
-      try {
-        load_one(ctx, file, meta);
-        resumed(file, meta, !errors.empty());
-        return !o_.weights_only;
-      } catch (const CheckpointError& e) {
-        say("{}; falling back to the previous checkpoint", e.what());
-        errors.push_back(e.what());
-      }
-    }
-    if (errors.empty()) {
-      say("policytrain::checkpoint: no checkpoint in {}; starting from scratch", target.string());
-      return false;
-    }
-    throw CheckpointError(fmt::format("policytrain::checkpoint: no usable checkpoint in {}:\n  {}", target.string(),
-                                      fmt::join(errors, "\n  ")));
-  }
+  bool resume(const Access& a);
 
   /// A fresh run (new run id, step 0): the checkpoint files (*.ckpt, final.pt) already in the directory are another
   /// run's. `existing`: rotate moves them to `previous-<run id>/` (the id of the newest readable one; a time stamp
@@ -761,86 +635,10 @@ class Disk {
   /// here, since ranks with rank-local directories may resume differently (the parallel policy's agreement on the
   /// starting state, which comes later, reports that); a refusal on the main rank stops the others at their next
   /// collective, as any error of the main rank's.
-  template <class Ctx>
-  void set_aside_other_runs(Ctx& ctx) {
-    namespace fs = std::filesystem;
-    if (!ctx.is_main()) return;
-    std::vector<fs::path> files;
-    std::string id;
-    int64_t step = 0, newest = std::numeric_limits<int64_t>::min();
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(o_.directory, ec)) {
-      const auto n = e.path().filename().string();
-      if (!e.is_regular_file() || n.front() == '.' || (e.path().extension() != ".ckpt" && n != "final.pt")) continue;
-      files.push_back(e.path());
-    }
-    std::sort(files.begin(), files.end());
-    const Candidates c = list_checkpoints(o_.directory);
-    for (const auto& [file, meta] : c.readable)
-      if (const int64_t t = meta_int(file, meta, "created_unix_ns", 0); t > newest) {
-        newest = t;
-        id = meta_string(file, meta, "run_id", "");
-        step = meta_int(file, meta, "global_step", 0);
-      }
-    if (!files.empty() && o_.existing == Existing::refuse) {
-      std::vector<std::string> names;
-      for (size_t i = 0; i < files.size() && i < 5; ++i) names.push_back(files[i].filename().string());
-      if (files.size() > 5) names.push_back(fmt::format("and {} more", files.size() - 5));
-      throw CheckpointError(fmt::format(
-          "policytrain::checkpoint: {} holds {} checkpoint file(s) of another run (run {}, newest step {}: {}), and "
-          "this run starts fresh; continue that run (resume = \"auto\"), choose another directory, remove them, or "
-          "set checkpoint::Disk::Options::existing = Existing::rotate to move them to previous-<run id>/ "
-          "(existing is refuse)", o_.directory.string(), files.size(), id.empty() ? "without id" : id, step,
-          fmt::join(names, ", ")));
-    }
-    if (files.empty()) return;
-    // The id names a folder: only letters, digits, '-' and '_' (a forged file's id could hold "../").
-    const bool plain = !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char ch) {
-      return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '-' || ch == '_';
-    });
-    std::string base = "previous-" + (plain ? id : std::string());
-    if (!plain) {  // files written before run ids were recorded: named by the time they are moved (UTC)
-      char stamp[32] = {};
-      const std::time_t now = std::time(nullptr);
-      std::tm tm{};
-      gmtime_r(&now, &tm);
-      std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-      base += stamp;
-    }
-    fs::path dest = o_.directory / base;
-    for (int i = 2; fs::exists(dest); ++i) dest = o_.directory / fmt::format("{}-{}", base, i);
-    fs::create_directories(dest, ec);
-    if (ec) throw CheckpointError(fmt::format("policytrain::checkpoint: cannot create {} to move another run's files "
-                                              "into: {}", dest.string(), ec.message()));
-    for (const auto& f : files) {
-      fs::rename(f, dest / f.filename(), ec);
-      if (ec) throw CheckpointError(fmt::format("policytrain::checkpoint: cannot move {} to {}: {}", f.string(),
-                                                dest.string(), ec.message()));
-    }
-    say("policytrain::checkpoint: {} held {} file(s) of another run (run {}, newest step {}); moved them to {} so "
-        "that this run (run {}) does not mix with them (checkpoint::Disk::Options::existing = rotate; refuse stops "
-        "instead)", o_.directory.string(), files.size(), id.empty() ? "without id" : id, step, dest.string(), run_id_);
-  }
+  void set_aside_other_runs();
 
   /// Keeps the newest `keep` epoch-/step- files.
-  void rotate() {
-    if (o_.keep <= 0) return;
-    namespace fs = std::filesystem;
-    std::vector<std::pair<std::tuple<int64_t, int64_t>, fs::path>> periodic;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(o_.directory, ec)) {
-      const auto n = e.path().filename().string();
-      if (e.path().extension() != ".ckpt" || !(n.starts_with("epoch-") || n.starts_with("step-"))) continue;
-      try {
-        const auto m = read_meta(e.path());
-        periodic.push_back({{meta_int(e.path(), m, "global_step", 0), meta_int(e.path(), m, "epoch", 0)}, e.path()});
-      } catch (const CheckpointError&) {
-        periodic.push_back({{-1, -1}, e.path()});  // unreadable: the first to go
-      }
-    }
-    std::sort(periodic.begin(), periodic.end(), [](auto& a, auto& b) { return a.first > b.first; });
-    for (size_t i = static_cast<size_t>(o_.keep); i < periodic.size(); ++i) fs::remove(periodic[i].second, ec);
-  }
+  void rotate();
 
   Options o_;
   std::vector<std::pair<double, double>> history_;
@@ -858,5 +656,300 @@ class Disk {
   std::shared_ptr<std::atomic<int64_t>> written_;   // files the writer has written
   double last_save_seconds_ = 0;
 };
+
+// Disk's non-template members: defined here header-only, in <policytrain/src.hpp> with separate compilation.
+#if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL Disk::Disk(Options o) : o_(std::move(o)) {
+  if (!o_.settings.empty() && !nlohmann::json::accept(o_.settings))
+    throw std::invalid_argument("policytrain::checkpoint::Disk: settings is not valid JSON; pass a JSON object as text");
+  // The settings sit one level inside the metadata, whose depth a reader bounds (kMaxMetaDepth).
+  if (detail::json_too_deep(o_.settings, kMaxMetaDepth - 1) != std::string_view::npos)
+    throw std::invalid_argument(policytrain::detail::format("policytrain::checkpoint::Disk: settings nests arrays and objects more "
+                                            "than {} levels deep; a checkpoint reader refuses metadata deeper than {}",
+                                            kMaxMetaDepth - 1, kMaxMetaDepth));
+}
+
+POLICYTRAIN_DECL StateDict Disk::state_dict() const {
+  auto hist = torch::zeros({static_cast<int64_t>(history_.size()), 2}, torch::kDouble);
+  for (size_t i = 0; i < history_.size(); ++i) {
+    hist[static_cast<int64_t>(i)][0] = history_[i].first;
+    hist[static_cast<int64_t>(i)][1] = history_[i].second;
+  }
+  auto top = torch::zeros({static_cast<int64_t>(top_.size()), 2}, torch::kDouble);
+  for (size_t i = 0; i < top_.size(); ++i) {
+    top[static_cast<int64_t>(i)][0] = top_[i].first;
+    top[static_cast<int64_t>(i)][1] = static_cast<double>(top_[i].second);
+  }
+  return {{"best_metric", scalar_tensor(best_metric_)}, {"best_epoch", scalar_tensor(best_epoch_)},
+          {"history", hist}, {"top_k", top}};
+}
+
+POLICYTRAIN_DECL void Disk::load_state_dict(const StateDict& d) {
+  best_metric_ = state_double(d, "best_metric");
+  best_epoch_ = state_int(d, "best_epoch");
+  auto hist = state_at(d, "history").to(torch::kDouble).contiguous();
+  history_.clear();
+  for (int64_t i = 0; i < hist.size(0); ++i) history_.emplace_back(hist[i][0].item<double>(), hist[i][1].item<double>());
+  auto top = state_at(d, "top_k").to(torch::kDouble).contiguous();
+  top_.clear();
+  for (int64_t i = 0; i < top.size(0); ++i) top_.emplace_back(top[i][0].item<double>(), static_cast<int64_t>(top[i][1].item<double>()));
+}
+
+POLICYTRAIN_DECL void Disk::write_files(const std::vector<std::pair<std::string, std::string>>& files, nlohmann::json& meta,
+                                   const std::string& payload, int64_t epoch, int64_t step,
+                                   std::atomic<int64_t>* written) const {
+  for (const auto& [file, kind] : files) {
+    meta["kind"] = kind;
+    write_file(o_.directory / file, meta, payload);
+    if (written) ++*written;
+    if (o_.verbose) say("policytrain::checkpoint: wrote {} (epoch {}, step {})", (o_.directory / file).string(), epoch, step);
+  }
+}
+
+POLICYTRAIN_DECL std::string Disk::other_run(const std::filesystem::path& file, const nlohmann::json& meta) const {
+  if (!meta.contains("fingerprint")) {
+    say("policytrain::checkpoint: {} records no run fingerprint (written before policytrain recorded one); its "
+        "settings cannot be compared", file.string());
+    return "";
+  }
+  check_fingerprint(file, meta["fingerprint"]);
+  const auto diff = fingerprint_differences(meta["fingerprint"], fingerprint_);
+  if (diff.empty()) return "";
+  return policytrain::detail::format("policytrain::checkpoint: {}: belongs to another run: {}; to start a new run from its weights, "
+                     "resume with weights only (checkpoint::Disk::Options::weights_only)",
+                     file.string(), fmt::join(diff, "; "));
+}
+
+POLICYTRAIN_DECL bool Disk::same_fingerprint(const std::filesystem::path& file, const nlohmann::json& meta) const {
+  if (!meta.contains("fingerprint")) return true;
+  try {
+    check_fingerprint(file, meta["fingerprint"]);
+    return fingerprint_differences(meta["fingerprint"], fingerprint_).empty();
+  } catch (const CheckpointError&) {
+    return false;
+  }
+}
+
+POLICYTRAIN_DECL void Disk::load_one(const Access& a, const std::filesystem::path& file, const nlohmann::json& meta) {
+  if (o_.weights_only) {
+    load_weights(a.module, file);
+    resumed_from_ = file;
+    say("policytrain::checkpoint: loaded the weights of {} (step {}); a new run starts at step 0", file.string(),
+        meta_int(file, meta, "global_step", 0));
+    return;
+  }
+  if (const std::string why = other_run(file, meta); !why.empty()) throw CheckpointError(why);
+  const RawFile raw = read_file(file);  // checkpoint::load, for the context behind `a`
+  const StateDict live = a.state_dict();
+  Loaded l = read_payload(raw, file, a.module, a.optimizer, live);
+  l.apply(a.module, a.optimizer, live, a.load_state_dict);
+  resumed_from_ = file;
+  // The run continues under its id (a file written before run ids were recorded: a new one).
+  const std::string id = meta_string(file, meta, "run_id", "");
+  run_id_ = id.empty() ? detail::new_run_id() : id;
+}
+
+POLICYTRAIN_DECL bool Disk::resume(const Access& a) {
+  namespace fs = std::filesystem;
+  const fs::path target = o_.resume == "auto" ? o_.directory : fs::path(o_.resume);
+  std::error_code ec;
+  auto resumed = [&](const fs::path& file, const nlohmann::json& meta, bool fell_back) {
+    if (o_.weights_only) return;
+    say("policytrain::checkpoint: resumed from {} (epoch {}, batch {}, step {}){}", file.string(),
+        meta_int(file, meta, "epoch", 0), meta_int(file, meta, "batch_in_epoch", 0),
+        meta_int(file, meta, "global_step", 0), fell_back ? ", the newest usable checkpoint" : "");
+  };
+  if (fs::is_regular_file(target, ec)) {  // a named file: no fallback
+    const auto meta = read_meta(target);
+    load_one(a, target, meta);
+    resumed(target, meta, false);
+    return !o_.weights_only;
+  }
+  if (!fs::is_directory(target, ec)) {
+    if (o_.resume != "auto")
+      throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: {}: no such file or directory to resume from", target.string()));
+    say("policytrain::checkpoint: no checkpoint in {}; starting from scratch", target.string());
+    return false;
+  }
+  Candidates c = list_checkpoints(target);
+  for (const auto& [file, why] : c.unreadable) say("{}; skipping it", why);
+  std::vector<std::string> errors;
+  for (const auto& [file, why] : c.unreadable) errors.push_back(why);
+  // Of the files this run's fingerprint matches, only those of the run that wrote last are continued: the run id
+  // of the newest such file by creation time. Another run of the same program is never a candidate, however far
+  // its steps go (a fresh run's step 63 beats an older run's 740). Files of another fingerprint go on to
+  // load_one, which reports how they differ.
+  std::optional<std::string> latest;
+  int64_t newest = std::numeric_limits<int64_t>::min();
+  for (const auto& [file, meta] : c.readable)
+    if (const int64_t t = meta_int(file, meta, "created_unix_ns", 0); t > newest && same_fingerprint(file, meta)) {
+      newest = t;
+      latest = meta_string(file, meta, "run_id", "");
+    }
+  for (const auto& [file, meta] : c.readable) {
+    const std::string id = meta_string(file, meta, "run_id", "");
+    if (latest && id != *latest && same_fingerprint(file, meta)) {
+      const std::string why = policytrain::detail::format(
+          "policytrain::checkpoint: {}: written by another run (run {}, step {}) than the one that wrote last "
+          "(run {}); not continued (a fresh run moves such files to previous-<run id>/, "
+          "checkpoint::Disk::Options::existing)", file.string(), id.empty() ? "without id" : id,
+          meta_int(file, meta, "global_step", 0), latest->empty() ? "without id" : *latest);
+      say("{}; skipping it", why);
+      errors.push_back(why);
+      continue;
+    }
+    try {
+      load_one(a, file, meta);
+      resumed(file, meta, !errors.empty());
+      return !o_.weights_only;
+    } catch (const CheckpointError& e) {
+      say("{}; falling back to the previous checkpoint", e.what());
+      errors.push_back(e.what());
+    }
+  }
+  if (errors.empty()) {
+    say("policytrain::checkpoint: no checkpoint in {}; starting from scratch", target.string());
+    return false;
+  }
+  throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: no usable checkpoint in {}:\n  {}", target.string(),
+                                    fmt::join(errors, "\n  ")));
+}
+
+POLICYTRAIN_DECL void Disk::set_aside_other_runs() {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> files;
+  std::string id;
+  int64_t step = 0, newest = std::numeric_limits<int64_t>::min();
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(o_.directory, ec)) {
+    const auto n = e.path().filename().string();
+    if (!e.is_regular_file() || n.front() == '.' || (e.path().extension() != ".ckpt" && n != "final.pt")) continue;
+    files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  const Candidates c = list_checkpoints(o_.directory);
+  for (const auto& [file, meta] : c.readable)
+    if (const int64_t t = meta_int(file, meta, "created_unix_ns", 0); t > newest) {
+      newest = t;
+      id = meta_string(file, meta, "run_id", "");
+      step = meta_int(file, meta, "global_step", 0);
+    }
+  if (!files.empty() && o_.existing == Existing::refuse) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < files.size() && i < 5; ++i) names.push_back(files[i].filename().string());
+    if (files.size() > 5) names.push_back(policytrain::detail::format("and {} more", files.size() - 5));
+    throw CheckpointError(policytrain::detail::format(
+        "policytrain::checkpoint: {} holds {} checkpoint file(s) of another run (run {}, newest step {}: {}), and "
+        "this run starts fresh; continue that run (resume = \"auto\"), choose another directory, remove them, or "
+        "set checkpoint::Disk::Options::existing = Existing::rotate to move them to previous-<run id>/ "
+        "(existing is refuse)", o_.directory.string(), files.size(), id.empty() ? "without id" : id, step,
+        fmt::join(names, ", ")));
+  }
+  if (files.empty()) return;
+  // The id names a folder: only letters, digits, '-' and '_' (a forged file's id could hold "../").
+  const bool plain = !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char ch) {
+    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '-' || ch == '_';
+  });
+  std::string base = "previous-" + (plain ? id : std::string());
+  if (!plain) {  // files written before run ids were recorded: named by the time they are moved (UTC)
+    char stamp[32] = {};
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    base += stamp;
+  }
+  fs::path dest = o_.directory / base;
+  for (int i = 2; fs::exists(dest); ++i) dest = o_.directory / policytrain::detail::format("{}-{}", base, i);
+  fs::create_directories(dest, ec);
+  if (ec) throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: cannot create {} to move another run's files "
+                                            "into: {}", dest.string(), ec.message()));
+  for (const auto& f : files) {
+    fs::rename(f, dest / f.filename(), ec);
+    if (ec) throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: cannot move {} to {}: {}", f.string(),
+                                              dest.string(), ec.message()));
+  }
+  say("policytrain::checkpoint: {} held {} file(s) of another run (run {}, newest step {}); moved them to {} so "
+      "that this run (run {}) does not mix with them (checkpoint::Disk::Options::existing = rotate; refuse stops "
+      "instead)", o_.directory.string(), files.size(), id.empty() ? "without id" : id, step, dest.string(), run_id_);
+}
+
+POLICYTRAIN_DECL void Disk::rotate() {
+  if (o_.keep <= 0) return;
+  namespace fs = std::filesystem;
+  std::vector<std::pair<std::tuple<int64_t, int64_t>, fs::path>> periodic;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(o_.directory, ec)) {
+    const auto n = e.path().filename().string();
+    if (e.path().extension() != ".ckpt" || !(n.starts_with("epoch-") || n.starts_with("step-"))) continue;
+    try {
+      const auto m = read_meta(e.path());
+      periodic.push_back({{meta_int(e.path(), m, "global_step", 0), meta_int(e.path(), m, "epoch", 0)}, e.path()});
+    } catch (const CheckpointError&) {
+      periodic.push_back({{-1, -1}, e.path()});  // unreadable: the first to go
+    }
+  }
+  std::sort(periodic.begin(), periodic.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  for (size_t i = static_cast<size_t>(o_.keep); i < periodic.size(); ++i) fs::remove(periodic[i].second, ec);
+}
+
+POLICYTRAIN_DECL void Disk::prepare_directory() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(o_.directory, ec);
+  if (ec) throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: cannot create the directory {}: {}",
+                                                            o_.directory.string(), ec.message()));
+  // Temporary files of a write that was killed: never a checkpoint, safe to remove.
+  for (const auto& e : fs::directory_iterator(o_.directory, ec))
+    if (e.path().filename().string().starts_with(".") && e.path().filename().string().find(".tmp-") != std::string::npos)
+      fs::remove(e.path(), ec);
+}
+
+POLICYTRAIN_DECL void Disk::write_checkpoint(const std::vector<std::pair<std::string, std::string>>& files, int64_t epoch,
+                                             int64_t batch, const TrainState& s, std::string payload,
+                                             nlohmann::json fresh_fingerprint, std::function<void()> after,
+                                             Clock::time_point t0) {
+  nlohmann::json meta{{"library", "policytrain"},
+                      {"library_version", kLibraryVersion},
+                      {"torch_version", policytrain::detail::torch_version()},
+                      {"format", kFormatVersion},
+                      {"epoch", epoch},
+                      {"batch_in_epoch", batch},
+                      {"global_step", s.global_step},
+                      {"samples_seen", s.samples_seen},
+                      {"half_weights", o_.save.half_weights},
+                      {"half_optimizer", o_.save.half_optimizer},
+                      {"created_unix_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                              std::chrono::system_clock::now().time_since_epoch()).count()}};
+  nlohmann::json hist = nlohmann::json::array();
+  for (const auto& [l, a] : history_) hist.push_back({{"loss", l}, {"accuracy", a}});
+  meta["history"] = hist;
+  if (o_.best) meta["best"] = {{"metric", o_.monitor.metric}, {"mode", to_string(o_.monitor.effective_mode())},
+                               {"value", std::isfinite(best_metric_) ? nlohmann::json(best_metric_) : nlohmann::json()},
+                               {"epoch", best_epoch_}};
+  if (!o_.settings.empty()) meta["settings"] = nlohmann::json::parse(o_.settings);
+  if (run_id_.empty()) run_id_ = detail::new_run_id();  // a save outside fit
+  meta["run_id"] = run_id_;
+  meta["fingerprint"] = fingerprint_.is_null() ? std::move(fresh_fingerprint) : fingerprint_;
+  if (!o_.async) {
+    write_files(files, meta, payload, epoch, s.global_step, nullptr);
+    files_written_ += static_cast<int64_t>(files.size());
+    if (after) after();
+  } else {
+    if (!writer_) {
+      writer_ = std::make_shared<AsyncWriter>();
+      written_ = std::make_shared<std::atomic<int64_t>>(0);
+    }
+    writer_->submit([this, files, meta = std::move(meta), payload = std::move(payload), epoch,
+                     step = s.global_step, after = std::move(after), written = written_]() mutable {
+      write_files(files, meta, payload, epoch, step, written.get());
+      if (after) after();
+    });
+  }
+  last_write_ = Clock::now();
+  last_saved_step_ = s.global_step;
+  last_save_seconds_ = std::chrono::duration<double>(last_write_ - t0).count();
+}
+#endif
 
 }  // namespace policytrain::checkpoint

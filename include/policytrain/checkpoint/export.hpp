@@ -9,19 +9,25 @@
 #include <filesystem>
 #include <string_view>
 
+#include <policytrain/detail/config.hpp>
+#if POLICYTRAIN_DEFINE  // only the definitions use them
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickler.h>
+#endif
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
 #include <policytrain/checkpoint/archive.hpp>
 #include <policytrain/checkpoint/format.hpp>
+#include <policytrain/detail/config.hpp>
 
 namespace policytrain::checkpoint {
 
 /// Writes every named parameter and buffer of `m` (fp16 floating-point tensors when `half`) to `file`.
-inline void export_weights(const torch::nn::Module& m, const std::filesystem::path& file, bool half = false) {
+POLICYTRAIN_DECL void export_weights(const torch::nn::Module& m, const std::filesystem::path& file, bool half = false)
+#if POLICYTRAIN_DEFINE
+{
   c10::Dict<std::string, torch::Tensor> d;
   for (const auto& [k, v] : detail::named_tensors(m)) {
     auto t = v.detach().to(torch::kCPU).contiguous();
@@ -42,5 +48,8 @@ inline void export_weights(const torch::nn::Module& m, const std::filesystem::pa
   writer.writeEndOfFile();
   write_atomic(file, {bytes});
 }
+#else
+;
+#endif
 
 }  // namespace policytrain::checkpoint

@@ -14,16 +14,20 @@
 #include <nlohmann/json.hpp>
 
 #include <policytrain/checkpoint/format.hpp>
+#include <policytrain/detail/config.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain::checkpoint {
 
 /// Checks the shape of a checkpoint's fingerprint (`saved`, the metadata's "fingerprint" of `file`) before it is
 /// compared: an object whose known fields have their types. Throws CheckpointError naming the file, the field, its
 /// value and what was expected.
-inline void check_fingerprint(const std::filesystem::path& file, const nlohmann::json& saved) {
+POLICYTRAIN_DECL void check_fingerprint(const std::filesystem::path& file, const nlohmann::json& saved)
+#if POLICYTRAIN_DEFINE
+{
   if (!saved.is_object()) detail::bad_meta_field(file, "fingerprint", saved, "an object (the run fingerprint)");
   const auto field = [&](const char* key, bool ok, std::string_view expected) {
-    if (saved.contains(key) && !ok) detail::bad_meta_field(file, fmt::format("fingerprint.{}", key), saved[key], expected);
+    if (saved.contains(key) && !ok) detail::bad_meta_field(file, policytrain::detail::format("fingerprint.{}", key), saved[key], expected);
   };
   field("model", saved.contains("model") && saved["model"].is_string(), "a string (the architecture digest)");
   for (const char* k : {"model_tensors", "model_elements", "world_size", "batch_size", "data_size"})
@@ -41,16 +45,21 @@ inline void check_fingerprint(const std::filesystem::path& file, const nlohmann:
       detail::bad_meta_field(file, "fingerprint.optimizer.param_groups", groups, "an array (one object per group)");
     for (size_t g = 0; g < groups.size(); ++g)
       if (!groups[g].is_object())
-        detail::bad_meta_field(file, fmt::format("fingerprint.optimizer.param_groups[{}]", g), groups[g],
+        detail::bad_meta_field(file, policytrain::detail::format("fingerprint.optimizer.param_groups[{}]", g), groups[g],
                                "an object (the group's hyper-parameters)");
   }
 }
+#else
+;
+#endif
 
 namespace detail {
 /// The optimizer family of a fingerprint's "optimizer" field: its "family", or for a file written before families
 /// were recorded, the family of the C++ type it names (a fused optimizer's is its LibTorch twin's; another type:
 /// the type itself).
-inline std::string optimizer_family(const nlohmann::json& o) {
+POLICYTRAIN_DECL std::string optimizer_family(const nlohmann::json& o)
+#if POLICYTRAIN_DEFINE
+{
   if (o.is_object()) return o.contains("family") && o["family"].is_string() ? o["family"].get<std::string>() : "";
   if (!o.is_string()) return "";
   const std::string t = o.get<std::string>();
@@ -63,18 +72,23 @@ inline std::string optimizer_family(const nlohmann::json& o) {
     if (t == type) return family;
   return t;
 }
+#else
+;
+#endif
 /// What differs between two fingerprints' "optimizer" fields (see fingerprint_differences).
-inline void optimizer_differences(const nlohmann::json& saved, const nlohmann::json& now, std::vector<std::string>& out) {
+POLICYTRAIN_DECL void optimizer_differences(const nlohmann::json& saved, const nlohmann::json& now, std::vector<std::string>& out)
+#if POLICYTRAIN_DEFINE
+{
   const std::string a = optimizer_family(saved), b = optimizer_family(now);
   if (a != b) {
-    out.push_back(fmt::format("optimizer: {} in the checkpoint, {} in this run", a, b));
+    out.push_back(policytrain::detail::format("optimizer: {} in the checkpoint, {} in this run", a, b));
     return;
   }
   // A file written before the groups were recorded names the type only: the family is all there is to compare.
   if (!saved.is_object() || !now.is_object() || !saved.contains("param_groups") || !now.contains("param_groups")) return;
   const auto &gs = saved["param_groups"], &gn = now["param_groups"];
   if (gs.size() != gn.size()) {
-    out.push_back(fmt::format("optimizer parameter groups: {} in the checkpoint, {} in this run", gs.size(), gn.size()));
+    out.push_back(policytrain::detail::format("optimizer parameter groups: {} in the checkpoint, {} in this run", gs.size(), gn.size()));
     return;
   }
   for (size_t g = 0; g < gs.size(); ++g) {
@@ -87,17 +101,22 @@ inline void optimizer_differences(const nlohmann::json& saved, const nlohmann::j
       const auto& x = gs[g].contains(k) ? gs[g][k] : missing;
       const auto& y = gn[g].contains(k) ? gn[g][k] : missing;
       if (x != y)
-        out.push_back(fmt::format("optimizer parameter group {} {}: {} in the checkpoint, {} in this run", g, k,
+        out.push_back(policytrain::detail::format("optimizer parameter group {} {}: {} in the checkpoint, {} in this run", g, k,
                                   json_excerpt(x), json_excerpt(y)));
     }
   }
 }
+#else
+;
+#endif
 }  // namespace detail
 
 /// What differs between a checkpoint's fingerprint (`saved`) and this run's (`now`), one phrase per field;
 /// empty when they agree. A field only one of them records is not compared (a file of an older version records none).
 /// `saved` must have passed check_fingerprint.
-inline std::vector<std::string> fingerprint_differences(const nlohmann::json& saved, const nlohmann::json& now) {
+POLICYTRAIN_DECL std::vector<std::string> fingerprint_differences(const nlohmann::json& saved, const nlohmann::json& now)
+#if POLICYTRAIN_DEFINE
+{
   std::vector<std::string> out;
   if (!saved.is_object() || !now.is_object())
     throw std::invalid_argument("policytrain::checkpoint::fingerprint_differences: a fingerprint is not an object; "
@@ -106,7 +125,7 @@ inline std::vector<std::string> fingerprint_differences(const nlohmann::json& sa
   if (saved.contains("model") && now.contains("model") && saved["model"] != now["model"]) {
     std::string what = "model architecture (parameter names, shapes or dtypes)";
     if (saved.contains("model_tensors") && saved.contains("model_elements") && now.contains("model_tensors"))
-      what += fmt::format(": {} tensors of {} elements in the checkpoint, {} tensors of {} elements in this run",
+      what += policytrain::detail::format(": {} tensors of {} elements in the checkpoint, {} tensors of {} elements in this run",
                           str(saved["model_tensors"]), str(saved["model_elements"]), str(now["model_tensors"]),
                           str(now["model_elements"]));
     out.push_back(what);
@@ -117,8 +136,11 @@ inline std::vector<std::string> fingerprint_differences(const nlohmann::json& sa
       {"world_size", "world size"}, {"batch_size", "batch size"}, {"data_size", "data size"}};
   for (const auto& [key, label] : fields)
     if (saved.contains(key) && now.contains(key) && saved[key] != now[key])
-      out.push_back(fmt::format("{}: {} in the checkpoint, {} in this run", label, str(saved[key]), str(now[key])));
+      out.push_back(policytrain::detail::format("{}: {} in the checkpoint, {} in this run", label, str(saved[key]), str(now[key])));
   return out;
 }
+#else
+;
+#endif
 
 }  // namespace policytrain::checkpoint

@@ -40,6 +40,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <policytrain/detail/config.hpp>
+#include <policytrain/detail/format.hpp>
+
 namespace policytrain::checkpoint {
 
 /// A checkpoint that cannot be written or read. The message names the file and what is wrong.
@@ -67,19 +70,26 @@ inline uint32_t crc32(std::string_view s) {
 inline void put_le(std::string& out, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
-inline uint64_t get_le(const char* p, int bytes) {
+POLICYTRAIN_DECL uint64_t get_le(const char* p, int bytes)
+#if POLICYTRAIN_DEFINE
+{
   uint64_t v = 0;
   for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
   return v;
 }
+#else
+;
+#endif
 [[noreturn]] inline void fail(const std::filesystem::path& file, const std::string& what) {
-  throw CheckpointError(fmt::format("policytrain::checkpoint: {}: {}", file.string(), what));
+  throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: {}: {}", file.string(), what));
 }
 
 }  // namespace detail
 
 /// The 36 header bytes for a metadata block and a payload.
-inline std::string make_header(std::string_view meta, std::string_view payload, uint32_t version = kFormatVersion) {
+POLICYTRAIN_DECL std::string make_header(std::string_view meta, std::string_view payload, uint32_t version = kFormatVersion)
+#if POLICYTRAIN_DEFINE
+{
   std::string h(reinterpret_cast<const char*>(kMagic.data()), kMagic.size());
   detail::put_le(h, version, 4);
   detail::put_le(h, meta.size(), 4);
@@ -89,6 +99,9 @@ inline std::string make_header(std::string_view meta, std::string_view payload, 
   detail::put_le(h, detail::crc32(h), 4);
   return h;
 }
+#else
+;
+#endif
 
 /// The parsed, validated header.
 struct Header {
@@ -106,7 +119,9 @@ struct Header {
 
 /// Validates the header of `file` (whose size is `file_size`): magic, header checksum, version, and that the
 /// file is exactly as long as the header announces. Throws CheckpointError naming the file and the problem.
-inline Header parse_header(const std::filesystem::path& file, std::string_view h, uint64_t file_size) {
+POLICYTRAIN_DECL Header parse_header(const std::filesystem::path& file, std::string_view h, uint64_t file_size)
+#if POLICYTRAIN_DEFINE
+{
   using detail::fail;
   if (file_size == 0) fail(file, "the file is empty (truncated, or written by a process that was killed before any byte)");
   if (h.size() >= 4 && h.substr(0, 4) == std::string_view("PK\x03\x04", 4))
@@ -114,11 +129,11 @@ inline Header parse_header(const std::filesystem::path& file, std::string_view h
                "torch::load or torch.load");
   if (h.size() < kMagic.size() || std::memcmp(h.data(), kMagic.data(), kMagic.size()) != 0) {
     if (file_size < kMagic.size() && std::memcmp(h.data(), kMagic.data(), h.size()) == 0)
-      fail(file, fmt::format("truncated: {} bytes, shorter than the {}-byte header", file_size, kHeaderSize));
+      fail(file, policytrain::detail::format("truncated: {} bytes, shorter than the {}-byte header", file_size, kHeaderSize));
     fail(file, "not a policytrain checkpoint (its first bytes are not the checkpoint magic)");
   }
   if (h.size() < kHeaderSize || file_size < kHeaderSize)
-    fail(file, fmt::format("truncated: {} bytes, shorter than the {}-byte header", file_size, kHeaderSize));
+    fail(file, policytrain::detail::format("truncated: {} bytes, shorter than the {}-byte header", file_size, kHeaderSize));
   if (detail::crc32(h.substr(0, 32)) != detail::get_le(h.data() + 32, 4))
     fail(file, "the header is corrupt (its checksum does not match)");
   Header r;
@@ -128,38 +143,48 @@ inline Header parse_header(const std::filesystem::path& file, std::string_view h
   r.meta_crc = static_cast<uint32_t>(detail::get_le(h.data() + 24, 4));
   r.payload_crc = static_cast<uint32_t>(detail::get_le(h.data() + 28, 4));
   if (r.version != kFormatVersion)
-    fail(file, fmt::format("incompatible version: checkpoint format {}, this build of policytrain reads format {}{}",
+    fail(file, policytrain::detail::format("incompatible version: checkpoint format {}, this build of policytrain reads format {}{}",
                            r.version, kFormatVersion,
                            r.version > kFormatVersion ? "; load it with the newer policytrain that wrote it" : ""));
   if (r.meta_size > kMaxMetaBytes)
-    fail(file, fmt::format("the header's metadata length ({} bytes) exceeds the limit of {} bytes on metadata "
+    fail(file, policytrain::detail::format("the header's metadata length ({} bytes) exceeds the limit of {} bytes on metadata "
                            "(policytrain writes a few KiB): forged or not a policytrain checkpoint",
                            r.meta_size, kMaxMetaBytes));
   // Each length is checked against what the file really holds, without adding (a forged 64-bit length would
   // make 36 + meta + payload wrap around to the file's size).
   const uint64_t body = file_size - kHeaderSize;
   if (r.meta_size > body)
-    fail(file, fmt::format("the header's metadata length ({} bytes) exceeds the {} bytes after the header (the file has "
+    fail(file, policytrain::detail::format("the header's metadata length ({} bytes) exceeds the {} bytes after the header (the file has "
                            "{}): truncated or forged", r.meta_size, body, file_size));
   if (r.payload_size > body - r.meta_size)
-    fail(file, fmt::format("the header's payload length ({} bytes) exceeds the {} bytes after the metadata (the file has "
+    fail(file, policytrain::detail::format("the header's payload length ({} bytes) exceeds the {} bytes after the metadata (the file has "
                            "{}): truncated or forged", r.payload_size, body - r.meta_size, file_size));
   const uint64_t expected = kHeaderSize + r.meta_size + r.payload_size;  // <= file_size: no overflow
   if (file_size > expected)
-    fail(file, fmt::format("{} unexpected bytes after the payload (the header announces {} bytes, the file has {})",
+    fail(file, policytrain::detail::format("{} unexpected bytes after the payload (the header announces {} bytes, the file has {})",
                            file_size - expected, expected, file_size));
   return r;
 }
+#else
+;
+#endif
 
 namespace detail {
 /// `v` as JSON text for a message, cut after `max` characters (metadata is depth-bounded when read: dump is safe).
-inline std::string json_excerpt(const nlohmann::json& v, size_t max = 80) {
+POLICYTRAIN_DECL std::string json_excerpt(const nlohmann::json& v, size_t max = 80)
+#if POLICYTRAIN_DEFINE
+{
   std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (s.size() > max) s = fmt::format("{}... ({} characters)", s.substr(0, max), s.size());
+  if (s.size() > max) s = policytrain::detail::format("{}... ({} characters)", s.substr(0, max), s.size());
   return s;
 }
+#else
+;
+#endif
 /// "a string", "an object", ...: the JSON type of `v`, for a message.
-inline std::string json_kind(const nlohmann::json& v) {
+POLICYTRAIN_DECL std::string json_kind(const nlohmann::json& v)
+#if POLICYTRAIN_DEFINE
+{
   if (v.is_object()) return "an object";
   if (v.is_array()) return "an array";
   if (v.is_string()) return "a string";
@@ -167,37 +192,52 @@ inline std::string json_kind(const nlohmann::json& v) {
   if (v.is_number()) return "a number";
   return v.type_name();
 }
+#else
+;
+#endif
 /// Throws CheckpointError: the metadata field `field` of `file` is `v`, not what was `expected`.
 [[noreturn]] inline void bad_meta_field(const std::filesystem::path& file, const std::string& field,
                                         const nlohmann::json& v, std::string_view expected) {
-  fail(file, fmt::format("the metadata field '{}' is {} ({}); expected {}", field, json_excerpt(v), json_kind(v), expected));
+  fail(file, policytrain::detail::format("the metadata field '{}' is {} ({}); expected {}", field, json_excerpt(v), json_kind(v), expected));
 }
 }  // namespace detail
 
 namespace detail {
 /// Reads `n` bytes at `offset` of `file`, whose size is `file_size`: a range past the end is refused before
 /// anything is allocated (`what` names the field that asked for it).
-inline std::string read_bytes(const std::filesystem::path& file, uint64_t offset, uint64_t n, uint64_t file_size,
-                              std::string_view what) {
+POLICYTRAIN_DECL std::string read_bytes(const std::filesystem::path& file, uint64_t offset, uint64_t n, uint64_t file_size,
+                              std::string_view what)
+#if POLICYTRAIN_DEFINE
+{
   if (offset > file_size || n > file_size - offset)
-    fail(file, fmt::format("{}: {} bytes at offset {} lie past the end of the file ({} bytes)", what, n, offset, file_size));
+    fail(file, policytrain::detail::format("{}: {} bytes at offset {} lie past the end of the file ({} bytes)", what, n, offset, file_size));
   std::ifstream in(file, std::ios::binary);
-  if (!in) fail(file, fmt::format("cannot open for reading: {}", std::strerror(errno)));
+  if (!in) fail(file, policytrain::detail::format("cannot open for reading: {}", std::strerror(errno)));
   in.seekg(static_cast<std::streamoff>(offset));
   std::string s(static_cast<size_t>(n), '\0');
   in.read(s.data(), static_cast<std::streamsize>(n));
   s.resize(static_cast<size_t>(in.gcount()));
   return s;
 }
-inline uint64_t file_size_of(const std::filesystem::path& file) {
+#else
+;
+#endif
+POLICYTRAIN_DECL uint64_t file_size_of(const std::filesystem::path& file)
+#if POLICYTRAIN_DEFINE
+{
   std::error_code ec;
   const auto n = std::filesystem::file_size(file, ec);
-  if (ec) fail(file, fmt::format("cannot read: {}", ec.message()));
+  if (ec) fail(file, policytrain::detail::format("cannot read: {}", ec.message()));
   return n;
 }
+#else
+;
+#endif
 /// Where JSON text `text` nests its arrays and objects deeper than `limit` (brackets outside strings; the text is
 /// not otherwise validated): the offset of the first bracket past the limit, or npos. Iterative: any depth is safe.
-inline size_t json_too_deep(std::string_view text, size_t limit) {
+POLICYTRAIN_DECL size_t json_too_deep(std::string_view text, size_t limit)
+#if POLICYTRAIN_DEFINE
+{
   size_t depth = 0;
   bool in_string = false;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -215,24 +255,37 @@ inline size_t json_too_deep(std::string_view text, size_t limit) {
   }
   return std::string_view::npos;
 }
+#else
+;
+#endif
 /// Checks the bounds of metadata text `meta` (kMaxMetaBytes, kMaxMetaDepth) before anything parses it.
-inline void check_meta_bounds(const std::filesystem::path& file, std::string_view meta) {
+POLICYTRAIN_DECL void check_meta_bounds(const std::filesystem::path& file, std::string_view meta)
+#if POLICYTRAIN_DEFINE
+{
   if (meta.size() > kMaxMetaBytes)
-    fail(file, fmt::format("the metadata is {} bytes; expected at most {}", meta.size(), kMaxMetaBytes));
+    fail(file, policytrain::detail::format("the metadata is {} bytes; expected at most {}", meta.size(), kMaxMetaBytes));
   if (const size_t at = json_too_deep(meta, kMaxMetaDepth); at != std::string_view::npos)
-    fail(file, fmt::format("the metadata is nested more than {} levels deep (at byte {} of {}); expected at most {} "
+    fail(file, policytrain::detail::format("the metadata is nested more than {} levels deep (at byte {} of {}); expected at most {} "
                            "levels of arrays and objects: forged or not a policytrain checkpoint",
                            kMaxMetaDepth, at, meta.size(), kMaxMetaDepth));
 }
-inline nlohmann::json parse_meta(const std::filesystem::path& file, std::string_view meta, uint32_t crc) {
+#else
+;
+#endif
+POLICYTRAIN_DECL nlohmann::json parse_meta(const std::filesystem::path& file, std::string_view meta, uint32_t crc)
+#if POLICYTRAIN_DEFINE
+{
   if (detail::crc32(meta) != crc) fail(file, "the metadata is corrupt (its checksum does not match)");
   check_meta_bounds(file, meta);
   auto j = nlohmann::json::parse(meta, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) fail(file, fmt::format("the metadata ({} bytes) is not valid JSON; expected a JSON object", meta.size()));
+  if (j.is_discarded()) fail(file, policytrain::detail::format("the metadata ({} bytes) is not valid JSON; expected a JSON object", meta.size()));
   if (!j.is_object())
-    fail(file, fmt::format("the metadata is {} ({}); expected a JSON object", json_excerpt(j), json_kind(j)));
+    fail(file, policytrain::detail::format("the metadata is {} ({}); expected a JSON object", json_excerpt(j), json_kind(j)));
   return j;
 }
+#else
+;
+#endif
 }  // namespace detail
 
 
@@ -246,13 +299,15 @@ auto documented_errors(const std::filesystem::path& file, F&& f) -> decltype(f()
   } catch (const CheckpointError&) {
     throw;
   } catch (const std::exception& e) {
-    fail(file, fmt::format("unreadable: {}", e.what()));
+    fail(file, policytrain::detail::format("unreadable: {}", e.what()));
   }
 }
 }  // namespace detail
 
 /// Reads and validates the header and metadata only (cheap: used to rank the files of a directory).
-inline nlohmann::json read_meta(const std::filesystem::path& file) {
+POLICYTRAIN_DECL nlohmann::json read_meta(const std::filesystem::path& file)
+#if POLICYTRAIN_DEFINE
+{
   return detail::documented_errors(file, [&] {
     const uint64_t size = detail::file_size_of(file);
     const std::string head = detail::read_bytes(file, 0, std::min<uint64_t>(kHeaderSize, size), size, "the header");
@@ -261,31 +316,49 @@ inline nlohmann::json read_meta(const std::filesystem::path& file) {
                               h.meta_crc);
   });
 }
+#else
+;
+#endif
 
 /// The integer metadata field `key` of `file`, or `fallback` when absent; a field of another type is a
 /// CheckpointError naming the file and the field (a forged or foreign file must not escape as a JSON error).
-inline int64_t meta_int(const std::filesystem::path& file, const nlohmann::json& meta, const char* key, int64_t fallback) {
+POLICYTRAIN_DECL int64_t meta_int(const std::filesystem::path& file, const nlohmann::json& meta, const char* key, int64_t fallback)
+#if POLICYTRAIN_DEFINE
+{
   const auto it = meta.find(key);
   if (it == meta.end() || it->is_null()) return fallback;
   if (!it->is_number_integer()) detail::bad_meta_field(file, key, *it, "an integer");
   return it->get<int64_t>();
 }
+#else
+;
+#endif
 /// The boolean metadata field `key` of `file`, or `fallback` when absent (see meta_int).
-inline bool meta_bool(const std::filesystem::path& file, const nlohmann::json& meta, const char* key, bool fallback) {
+POLICYTRAIN_DECL bool meta_bool(const std::filesystem::path& file, const nlohmann::json& meta, const char* key, bool fallback)
+#if POLICYTRAIN_DEFINE
+{
   const auto it = meta.find(key);
   if (it == meta.end() || it->is_null()) return fallback;
   if (!it->is_boolean()) detail::bad_meta_field(file, key, *it, "a boolean (true or false)");
   return it->get<bool>();
 }
+#else
+;
+#endif
 
 /// The string metadata field `key` of `file`, or `fallback` when absent (see meta_int).
-inline std::string meta_string(const std::filesystem::path& file, const nlohmann::json& meta, const char* key,
-                               const std::string& fallback) {
+POLICYTRAIN_DECL std::string meta_string(const std::filesystem::path& file, const nlohmann::json& meta, const char* key,
+                               const std::string& fallback)
+#if POLICYTRAIN_DEFINE
+{
   const auto it = meta.find(key);
   if (it == meta.end() || it->is_null()) return fallback;
   if (!it->is_string()) detail::bad_meta_field(file, key, *it, "a string");
   return it->get<std::string>();
 }
+#else
+;
+#endif
 
 /// A whole checkpoint file, validated: header, both checksums and length.
 struct RawFile {
@@ -300,7 +373,9 @@ struct RawFile {
 
 /// Validates the bytes of a whole checkpoint file (`file` names it in messages); throws CheckpointError naming
 /// the file and the problem. Every length is checked against `bytes.size()` before it is used.
-inline RawFile parse_file(const std::filesystem::path& file, std::string bytes) {
+POLICYTRAIN_DECL RawFile parse_file(const std::filesystem::path& file, std::string bytes)
+#if POLICYTRAIN_DEFINE
+{
   return detail::documented_errors(file, [&] {
     RawFile r;
     r.bytes = std::move(bytes);
@@ -315,9 +390,14 @@ inline RawFile parse_file(const std::filesystem::path& file, std::string bytes) 
     return r;
   });
 }
+#else
+;
+#endif
 
 /// Reads `file` and validates it byte for byte; throws CheckpointError naming the file and the problem.
-inline RawFile read_file(const std::filesystem::path& file) {
+POLICYTRAIN_DECL RawFile read_file(const std::filesystem::path& file)
+#if POLICYTRAIN_DEFINE
+{
   return detail::documented_errors(file, [&] {
     const uint64_t size = detail::file_size_of(file);
     std::string bytes = detail::read_bytes(file, 0, size, size, "the file");
@@ -325,24 +405,29 @@ inline RawFile read_file(const std::filesystem::path& file) {
     return parse_file(file, std::move(bytes));
   });
 }
+#else
+;
+#endif
 
 /// Writes the concatenation of `pieces` to `file` atomically (temporary file in the same directory, fsync,
 /// rename, fsync of the directory). On failure the temporary file is removed, `file` is left as it was, and
 /// CheckpointError names the file and the system's reason.
-inline void write_atomic(const std::filesystem::path& file, std::initializer_list<std::string_view> pieces) {
+POLICYTRAIN_DECL void write_atomic(const std::filesystem::path& file, std::initializer_list<std::string_view> pieces)
+#if POLICYTRAIN_DEFINE
+{
   namespace fs = std::filesystem;
   const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  const fs::path tmp = dir / fmt::format(".{}.tmp-{}", file.filename().string(), ::getpid());
+  const fs::path tmp = dir / policytrain::detail::format(".{}.tmp-{}", file.filename().string(), ::getpid());
   auto fail_errno = [&](const char* while_doing, int err) {
     ::unlink(tmp.c_str());
-    detail::fail(file, fmt::format("cannot write: {} ({}, temporary file {}); the previous file, if any, is unchanged; "
+    detail::fail(file, policytrain::detail::format("cannot write: {} ({}, temporary file {}); the previous file, if any, is unchanged; "
                                    "free disk space or check the directory's permissions and limits",
                                    std::strerror(err), while_doing, tmp.string()));
   };
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     const int err = errno;
-    detail::fail(file, fmt::format("cannot write: {} (creating the temporary file {}); the previous file, if any, is "
+    detail::fail(file, policytrain::detail::format("cannot write: {} (creating the temporary file {}); the previous file, if any, is "
                                    "unchanged; check that the directory exists and is writable",
                                    std::strerror(err), tmp.string()));
   }
@@ -373,26 +458,34 @@ inline void write_atomic(const std::filesystem::path& file, std::initializer_lis
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) {
     const int err = errno;
-    detail::fail(file, fmt::format("written, but the directory {} cannot be opened to make the rename durable: {}",
+    detail::fail(file, policytrain::detail::format("written, but the directory {} cannot be opened to make the rename durable: {}",
                                    dir.string(), std::strerror(err)));
   }
   if (::fsync(dfd) != 0) {
     const int err = errno;
     ::close(dfd);
-    detail::fail(file, fmt::format("written, but the fsync of the directory {} failed: {}; the rename may not survive "
+    detail::fail(file, policytrain::detail::format("written, but the fsync of the directory {} failed: {}; the rename may not survive "
                                    "a crash or power loss", dir.string(), std::strerror(err)));
   }
   ::close(dfd);
 }
+#else
+;
+#endif
 
 /// Writes a checkpoint file: header, `meta` (a JSON object) and `payload`, atomically.
 /// Throws CheckpointError, writing nothing, when the metadata exceeds what a reader accepts (kMaxMetaBytes,
 /// kMaxMetaDepth).
-inline void write_file(const std::filesystem::path& file, const nlohmann::json& meta, std::string_view payload) {
+POLICYTRAIN_DECL void write_file(const std::filesystem::path& file, const nlohmann::json& meta, std::string_view payload)
+#if POLICYTRAIN_DEFINE
+{
   const std::string m = meta.dump();
   detail::check_meta_bounds(file, m);
   const std::string h = make_header(m, payload);
   write_atomic(file, {h, m, payload});
 }
+#else
+;
+#endif
 
 }  // namespace policytrain::checkpoint

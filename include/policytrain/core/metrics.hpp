@@ -18,6 +18,9 @@
 #include <nlohmann/json_fwd.hpp>
 #include <torch/types.h>
 
+#include <policytrain/detail/config.hpp>
+#include <policytrain/detail/format.hpp>
+
 namespace policytrain {
 
 /// One row of a classification report.
@@ -87,16 +90,16 @@ struct ClassificationReport {
     size_t width = std::string("weighted avg").size();
     for (const auto& c : classes) width = std::max(width, c.label.size());
     width = std::max(width, static_cast<size_t>(digits));
-    std::string out = fmt::format("{:>{}} ", "", width);
-    for (const char* h : {"precision", "recall", "f1-score", "support"}) out += fmt::format(" {:>9}", h);
+    std::string out = policytrain::detail::format("{:>{}} ", "", width);
+    for (const char* h : {"precision", "recall", "f1-score", "support"}) out += policytrain::detail::format(" {:>9}", h);
     out += "\n\n";
     auto row = [&](const ClassScores& s) {
-      return fmt::format("{:>{}}  {:>9.{}f} {:>9.{}f} {:>9.{}f} {:>9}\n", s.label, width, s.precision, digits, s.recall,
+      return policytrain::detail::format("{:>{}}  {:>9.{}f} {:>9.{}f} {:>9.{}f} {:>9}\n", s.label, width, s.precision, digits, s.recall,
                          digits, s.f1, digits, s.support);
     };
     for (const auto& c : classes) out += row(c);
     out += "\n";
-    out += fmt::format("{:>{}}  {:>9} {:>9} {:>9.{}f} {:>9}\n", "accuracy", width, "", "", accuracy, digits, total);
+    out += policytrain::detail::format("{:>{}}  {:>9} {:>9} {:>9.{}f} {:>9}\n", "accuracy", width, "", "", accuracy, digits, total);
     out += row(macro_avg);
     out += row(weighted_avg);
     return out;
@@ -145,23 +148,28 @@ struct Metrics {
 
   /// A named value: "loss", "accuracy" (when it has one), or one of `extra`. Throws std::out_of_range naming the
   /// key and the metrics this evaluation has.
-  double get(const std::string& key) const {
-    if (key == "loss") return loss;
-    if (key == "accuracy" && has_accuracy()) return accuracy;
-    if (auto it = extra.find(key); it != extra.end()) return it->second;
-    std::string known;
-    for (const auto& k : names()) known += (known.empty() ? "" : ", ") + k;
-    throw std::out_of_range("policytrain::Metrics: no metric named '" + key + "'; this evaluation has: " + known +
-                            (key == "accuracy" ? " (accuracy is built in only for [batch, classes] scores with "
-                                                 "integer targets; a task reports its own in Prediction::metrics)"
-                                               : ""));
-  }
+  double get(const std::string& key) const;
 
   /// Per-class precision, recall and F1 from the confusion matrix, the classes named by `labels`.
   ClassificationReport report(std::vector<std::string> labels = {}) const {
     return ClassificationReport::from_confusion(confusion, std::move(labels));
   }
 };
+
+// Metrics's non-template members: defined here header-only, in <policytrain/src.hpp> with separate compilation.
+#if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL double Metrics::get(const std::string& key) const {
+  if (key == "loss") return loss;
+  if (key == "accuracy" && has_accuracy()) return accuracy;
+  if (auto it = extra.find(key); it != extra.end()) return it->second;
+  std::string known;
+  for (const auto& k : names()) known += (known.empty() ? "" : ", ") + k;
+  throw std::out_of_range("policytrain::Metrics: no metric named '" + key + "'; this evaluation has: " + known +
+                          (key == "accuracy" ? " (accuracy is built in only for [batch, classes] scores with "
+                                               "integer targets; a task reports its own in Prediction::metrics)"
+                                             : ""));
+}
+#endif
 
 /// Accumulates Metrics over batches; loss is weighted by batch size so the mean is over samples.
 class MetricsAccumulator {
@@ -177,28 +185,7 @@ class MetricsAccumulator {
   /// Adds one batch: its mean loss, the model's output, the targets and the task's own metrics (each the batch's
   /// mean; see Prediction::metrics). Throws std::invalid_argument naming a metric that is not a scalar.
   void add(const torch::Tensor& mean_loss, const torch::Tensor& output, const torch::Tensor& target,
-           const std::map<std::string, torch::Tensor>& metrics = {}) {
-    const int64_t n = target.size(0);
-    loss_sum_ += mean_loss.detach().to(torch::kDouble).item<double>() * n;
-    samples_ += n;
-    for (const auto& [name, value] : metrics) {
-      if (!value.defined() || value.numel() != 1)
-        throw std::invalid_argument("policytrain::MetricsAccumulator: the task's metric '" + name + "' is " +
-                                    (value.defined() ? "a tensor of " + std::to_string(value.numel()) + " elements"
-                                                     : "an undefined tensor") +
-                                    "; expected a scalar: the batch's mean (Prediction::metrics)");
-      auto& [sum, count] = extra_[name];
-      sum += value.detach().to(torch::kDouble).item<double>() * n;
-      count += n;
-    }
-    if (is_classification(output, target)) {
-      const int64_t k = output.size(1);
-      auto pred = output.detach().argmax(1).to(torch::kCPU);
-      auto t = target.to(torch::kCPU, torch::kLong);
-      auto counts = torch::bincount(t * k + pred, /*weights=*/{}, k * k).view({k, k});
-      confusion_ = confusion_.defined() ? confusion_ + counts : counts;
-    }
-  }
+           const std::map<std::string, torch::Tensor>& metrics = {});
 
   /// The running sums behind result(), for reducing them across data-parallel ranks.
   struct Sums {
@@ -220,29 +207,7 @@ class MetricsAccumulator {
   }
 
   /// The metrics of every batch added so far.
-  Metrics result() const {
-    Metrics m;
-    m.samples = samples_;
-    m.loss = samples_ ? loss_sum_ / samples_ : 0.0;
-    if (confusion_.defined()) {
-      const int64_t k = confusion_.size(0);
-      auto c = confusion_.contiguous();
-      const int64_t* d = c.data_ptr<int64_t>();
-      int64_t correct = 0;
-      m.confusion.assign(k, std::vector<int64_t>(k, 0));
-      for (int64_t t = 0; t < k; ++t)
-        for (int64_t p = 0; p < k; ++p) m.confusion[t][p] = d[t * k + p];
-      for (int64_t t = 0; t < k; ++t) correct += d[t * k + t];
-      m.accuracy = samples_ ? static_cast<double>(correct) / samples_ : 0.0;
-    }
-    // The task's own accuracy (a one-logit binary classifier's) is the accuracy; its other metrics are extra.
-    for (const auto& [name, sc] : extra_) {
-      const double v = sc.second ? sc.first / static_cast<double>(sc.second) : std::numeric_limits<double>::quiet_NaN();
-      if (name == "accuracy") m.accuracy = v;
-      else m.extra[name] = v;
-    }
-    return m;
-  }
+  Metrics result() const;
 
  private:
   double loss_sum_ = 0;
@@ -250,5 +215,56 @@ class MetricsAccumulator {
   torch::Tensor confusion_;
   std::map<std::string, std::pair<double, int64_t>> extra_;
 };
+
+// MetricsAccumulator's non-template members: defined here header-only, in <policytrain/src.hpp> with separate compilation.
+#if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL void MetricsAccumulator::add(const torch::Tensor& mean_loss, const torch::Tensor& output, const torch::Tensor& target,
+         const std::map<std::string, torch::Tensor>& metrics) {
+  const int64_t n = target.size(0);
+  loss_sum_ += mean_loss.detach().to(torch::kDouble).item<double>() * n;
+  samples_ += n;
+  for (const auto& [name, value] : metrics) {
+    if (!value.defined() || value.numel() != 1)
+      throw std::invalid_argument("policytrain::MetricsAccumulator: the task's metric '" + name + "' is " +
+                                  (value.defined() ? "a tensor of " + std::to_string(value.numel()) + " elements"
+                                                   : "an undefined tensor") +
+                                  "; expected a scalar: the batch's mean (Prediction::metrics)");
+    auto& [sum, count] = extra_[name];
+    sum += value.detach().to(torch::kDouble).item<double>() * n;
+    count += n;
+  }
+  if (is_classification(output, target)) {
+    const int64_t k = output.size(1);
+    auto pred = output.detach().argmax(1).to(torch::kCPU);
+    auto t = target.to(torch::kCPU, torch::kLong);
+    auto counts = torch::bincount(t * k + pred, /*weights=*/{}, k * k).view({k, k});
+    confusion_ = confusion_.defined() ? confusion_ + counts : counts;
+  }
+}
+
+POLICYTRAIN_DECL Metrics MetricsAccumulator::result() const {
+  Metrics m;
+  m.samples = samples_;
+  m.loss = samples_ ? loss_sum_ / samples_ : 0.0;
+  if (confusion_.defined()) {
+    const int64_t k = confusion_.size(0);
+    auto c = confusion_.contiguous();
+    const int64_t* d = c.data_ptr<int64_t>();
+    int64_t correct = 0;
+    m.confusion.assign(k, std::vector<int64_t>(k, 0));
+    for (int64_t t = 0; t < k; ++t)
+      for (int64_t p = 0; p < k; ++p) m.confusion[t][p] = d[t * k + p];
+    for (int64_t t = 0; t < k; ++t) correct += d[t * k + t];
+    m.accuracy = samples_ ? static_cast<double>(correct) / samples_ : 0.0;
+  }
+  // The task's own accuracy (a one-logit binary classifier's) is the accuracy; its other metrics are extra.
+  for (const auto& [name, sc] : extra_) {
+    const double v = sc.second ? sc.first / static_cast<double>(sc.second) : std::numeric_limits<double>::quiet_NaN();
+    if (name == "accuracy") m.accuracy = v;
+    else m.extra[name] = v;
+  }
+  return m;
+}
+#endif
 
 }  // namespace policytrain

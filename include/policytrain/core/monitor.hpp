@@ -9,17 +9,24 @@
 #include <string>
 #include <string_view>
 
+#include <policytrain/detail/config.hpp>
+
 namespace policytrain {
 
 /// Whether a lower (`min`) or higher (`max`) value of the monitored metric is better.
 enum class Mode { min, max };
 
 /// "min" or "max" as a Mode; throws std::invalid_argument naming the text otherwise.
-inline Mode parse_mode(const std::string& s) {
+POLICYTRAIN_DECL Mode parse_mode(const std::string& s)
+#if POLICYTRAIN_DEFINE
+{
   if (s == "min") return Mode::min;
   if (s == "max") return Mode::max;
   throw std::invalid_argument("policytrain: mode '" + s + "' is unknown; use 'min' or 'max'");
 }
+#else
+;
+#endif
 /// "min" or "max".
 inline const char* to_string(Mode m) { return m == Mode::min ? "min" : "max"; }
 

@@ -16,35 +16,54 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include <policytrain/detail/config.hpp>
+
 namespace policytrain {
 
 /// The module's parameters (recursively) with their dotted names, each tensor once (its first name).
-inline std::vector<std::pair<std::string, torch::Tensor>> unique_named_parameters(const torch::nn::Module& m) {
+POLICYTRAIN_DECL std::vector<std::pair<std::string, torch::Tensor>> unique_named_parameters(const torch::nn::Module& m)
+#if POLICYTRAIN_DEFINE
+{
   std::vector<std::pair<std::string, torch::Tensor>> out;
   std::unordered_set<const void*> seen;
   for (const auto& p : m.named_parameters(/*recurse=*/true))
     if (seen.insert(p.value().unsafeGetTensorImpl()).second) out.emplace_back(p.key(), p.value());
   return out;
 }
+#else
+;
+#endif
 
 /// The module's parameters (recursively), each tensor once; pass these to an optimizer when weights are tied.
-inline std::vector<torch::Tensor> unique_parameters(const torch::nn::Module& m) {
+POLICYTRAIN_DECL std::vector<torch::Tensor> unique_parameters(const torch::nn::Module& m)
+#if POLICYTRAIN_DEFINE
+{
   std::vector<torch::Tensor> out;
   for (auto& [name, p] : unique_named_parameters(m)) out.push_back(std::move(p));
   return out;
 }
+#else
+;
+#endif
 
 /// The module's buffers (recursively) with their dotted names, each tensor once (its first name).
-inline std::vector<std::pair<std::string, torch::Tensor>> unique_named_buffers(const torch::nn::Module& m) {
+POLICYTRAIN_DECL std::vector<std::pair<std::string, torch::Tensor>> unique_named_buffers(const torch::nn::Module& m)
+#if POLICYTRAIN_DEFINE
+{
   std::vector<std::pair<std::string, torch::Tensor>> out;
   std::unordered_set<const void*> seen;
   for (const auto& b : m.named_buffers(/*recurse=*/true))
     if (seen.insert(b.value().unsafeGetTensorImpl()).second) out.emplace_back(b.key(), b.value());
   return out;
 }
+#else
+;
+#endif
 
 /// Removes repeated tensors (same TensorImpl) from `ts`, keeping the first of each, in order.
-inline std::vector<torch::Tensor> unique_tensors(std::vector<torch::Tensor> ts) {
+POLICYTRAIN_DECL std::vector<torch::Tensor> unique_tensors(std::vector<torch::Tensor> ts)
+#if POLICYTRAIN_DEFINE
+{
   std::unordered_set<const void*> seen;
   std::vector<torch::Tensor> out;
   out.reserve(ts.size());
@@ -52,6 +71,9 @@ inline std::vector<torch::Tensor> unique_tensors(std::vector<torch::Tensor> ts) 
     if (seen.insert(t.unsafeGetTensorImpl()).second) out.push_back(std::move(t));
   return out;
 }
+#else
+;
+#endif
 
 namespace detail {
 

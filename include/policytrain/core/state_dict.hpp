@@ -9,6 +9,8 @@
 
 #include <torch/types.h>
 
+#include <policytrain/detail/config.hpp>
+
 namespace policytrain {
 
 /// Named tensors: the state of one policy, or of a whole Trainer (each policy under its name's prefix).
@@ -22,23 +24,33 @@ inline torch::Tensor scalar_tensor(int64_t v) { return torch::tensor(v, torch::k
 inline torch::Tensor scalar_tensor(bool v) { return torch::tensor(static_cast<int64_t>(v), torch::kLong); }
 
 /// The entry `key` of `d`; throws std::invalid_argument naming the key when it is missing.
-inline const torch::Tensor& state_at(const StateDict& d, const std::string& key) {
+POLICYTRAIN_DECL const torch::Tensor& state_at(const StateDict& d, const std::string& key)
+#if POLICYTRAIN_DEFINE
+{
   auto it = d.find(key);
   if (it == d.end()) throw std::invalid_argument("policytrain: state has no entry '" + key + "'");
   return it->second;
 }
+#else
+;
+#endif
 /// The scalar entry `key` of `d` as a double; throws std::invalid_argument naming a missing key.
 inline double state_double(const StateDict& d, const std::string& key) { return state_at(d, key).item<double>(); }
 /// The scalar entry `key` of `d` as an int64; throws std::invalid_argument naming a missing key.
 inline int64_t state_int(const StateDict& d, const std::string& key) { return state_at(d, key).item<int64_t>(); }
 
 /// Entries of `d` whose key starts with `prefix`, with the prefix removed.
-inline StateDict sub_state(const StateDict& d, const std::string& prefix) {
+POLICYTRAIN_DECL StateDict sub_state(const StateDict& d, const std::string& prefix)
+#if POLICYTRAIN_DEFINE
+{
   StateDict out;
   for (auto it = d.lower_bound(prefix); it != d.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
     out.emplace(it->first.substr(prefix.size()), it->second);
   return out;
 }
+#else
+;
+#endif
 
 /// A policy with `state_dict()` and `load_state_dict(d)`: the Trainer saves and restores its state.
 template <class P>

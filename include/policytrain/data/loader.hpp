@@ -11,6 +11,8 @@
 #include <torch/types.h>
 
 #include <policytrain/core/batch.hpp>
+#include <policytrain/detail/config.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain::data {
 
@@ -33,37 +35,16 @@ class TensorLoader {
   /// Batches of inputs `x` and targets `y` (same first dimension); throws std::invalid_argument on bad options.
   TensorLoader(torch::Tensor x, torch::Tensor y, LoaderOptions o = {}) : x_(std::move(x)), y_(std::move(y)), o_(o) {
     if (x_.size(0) != y_.size(0))
-      throw std::invalid_argument(fmt::format("policytrain::data::TensorLoader: {} inputs but {} targets", x_.size(0), y_.size(0)));
+      throw std::invalid_argument(policytrain::detail::format("policytrain::data::TensorLoader: {} inputs but {} targets", x_.size(0), y_.size(0)));
     if (o_.batch_size <= 0)
-      throw std::invalid_argument(fmt::format("policytrain::data::TensorLoader: batch_size is {}, expected > 0", o_.batch_size));
+      throw std::invalid_argument(policytrain::detail::format("policytrain::data::TensorLoader: batch_size is {}, expected > 0", o_.batch_size));
     if (o_.world_size <= 0 || o_.rank < 0 || o_.rank >= o_.world_size)
-      throw std::invalid_argument(fmt::format("policytrain::data::TensorLoader: rank {} of world size {} is invalid", o_.rank, o_.world_size));
+      throw std::invalid_argument(policytrain::detail::format("policytrain::data::TensorLoader: rank {} of world size {} is invalid", o_.rank, o_.world_size));
     set_epoch(0);
   }
 
   /// Reshuffles for `epoch` (the Trainer calls it at the start of every epoch).
-  void set_epoch(int64_t epoch) {
-    epoch_ = epoch;
-    const int64_t n = x_.size(0);
-    torch::Tensor order;
-    if (o_.shuffle) {
-      auto gen = torch::make_generator<at::CPUGeneratorImpl>(o_.seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(epoch + 1));
-      order = torch::randperm(n, gen, torch::kLong);
-    } else {
-      order = torch::arange(n, torch::kLong);
-    }
-    if (o_.world_size > 1) {
-      const int64_t per_rank = (n + o_.world_size - 1) / o_.world_size;
-      const int64_t total = per_rank * o_.world_size;
-      if (total > n) order = torch::cat({order, order.slice(0, 0, total - n)});
-      order = order.slice(0, o_.rank, total, o_.world_size);
-      // Positions n..total-1 of the padded list repeat samples; this rank holds those ≡ rank (mod world size),
-      // at the end of its shard.
-      padding_ = 0;
-      for (int64_t p = n; p < total; ++p) padding_ += p % o_.world_size == o_.rank ? 1 : 0;
-    }
-    order_ = order;
-  }
+  void set_epoch(int64_t epoch);
 
   /// The epoch of the current order.
   int64_t epoch() const { return epoch_; }
@@ -120,5 +101,31 @@ class TensorLoader {
   int64_t epoch_ = 0;
   int64_t padding_ = 0;
 };
+
+// TensorLoader's non-template members: defined here header-only, in <policytrain/src.hpp> with separate compilation.
+#if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL void TensorLoader::set_epoch(int64_t epoch) {
+  epoch_ = epoch;
+  const int64_t n = x_.size(0);
+  torch::Tensor order;
+  if (o_.shuffle) {
+    auto gen = torch::make_generator<at::CPUGeneratorImpl>(o_.seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(epoch + 1));
+    order = torch::randperm(n, gen, torch::kLong);
+  } else {
+    order = torch::arange(n, torch::kLong);
+  }
+  if (o_.world_size > 1) {
+    const int64_t per_rank = (n + o_.world_size - 1) / o_.world_size;
+    const int64_t total = per_rank * o_.world_size;
+    if (total > n) order = torch::cat({order, order.slice(0, 0, total - n)});
+    order = order.slice(0, o_.rank, total, o_.world_size);
+    // Positions n..total-1 of the padded list repeat samples; this rank holds those ≡ rank (mod world size),
+    // at the end of its shard.
+    padding_ = 0;
+    for (int64_t p = n; p < total; ++p) padding_ += p % o_.world_size == o_.rank ? 1 : 0;
+  }
+  order_ = order;
+}
+#endif
 
 }  // namespace policytrain::data

@@ -51,6 +51,7 @@
 
 #include <policytrain/core/batch.hpp>
 #include <policytrain/data/loader.hpp>
+#include <policytrain/detail/format.hpp>
 
 #ifdef POLICYTRAIN_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
@@ -164,7 +165,7 @@ inline void assemble_into(Batch& out, const torch::Tensor& x, const torch::Tenso
   const bool images = x.dim() == 4 && x.scalar_type() == torch::kFloat && x.is_contiguous();
   const bool transform = o.augment.enabled || o.normalize.enabled;
   if (transform && !images)
-    throw std::invalid_argument(fmt::format(
+    throw std::invalid_argument(policytrain::detail::format(
         "policytrain::data::PrefetchLoader: augmentation and normalisation need contiguous float images [N, C, H, W], "
         "got {} of {}; disable them or convert the inputs", c10::str(x.sizes()), c10::toString(x.scalar_type())));
   const auto idxc = idx.contiguous();  // a data-parallel shard's indices are a strided view
@@ -302,11 +303,11 @@ class PrefetchLoader {
   PrefetchLoader(torch::Tensor x, torch::Tensor y, LoaderOptions lo = {}, PrefetchOptions po = {})
       : x_(x.contiguous()), y_(y.contiguous()), order_(x_, y_, lo), po_(po) {
     if (po_.workers < 0 || po_.prefetch < 1)
-      throw std::invalid_argument(fmt::format(
+      throw std::invalid_argument(policytrain::detail::format(
           "policytrain::data::PrefetchLoader: workers {} and prefetch {}; expected workers >= 0 and prefetch >= 1",
           po_.workers, po_.prefetch));
     if (po_.normalize.enabled && !(po_.normalize.std > 0))
-      throw std::invalid_argument(fmt::format("policytrain::data::PrefetchLoader: normalise std is {}, expected > 0",
+      throw std::invalid_argument(policytrain::detail::format("policytrain::data::PrefetchLoader: normalise std is {}, expected > 0",
                                               po_.normalize.std));
 #ifdef POLICYTRAIN_WITH_CUDA
     cuda_ = po_.device.is_cuda();
@@ -521,7 +522,7 @@ class PrefetchLoader {
 
   Batch take(size_t i) {
     if (i >= size())
-      throw std::out_of_range(fmt::format("policytrain::data::PrefetchLoader: batch {} read, but the epoch has {}", i, size()));
+      throw std::out_of_range(policytrain::detail::format("policytrain::data::PrefetchLoader: batch {} read, but the epoch has {}", i, size()));
 #ifdef POLICYTRAIN_WITH_CUDA
     if (cuda_) return take_cuda(i);
 #endif

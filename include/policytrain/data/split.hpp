@@ -18,6 +18,8 @@
 #include <fmt/ranges.h>
 #include <torch/types.h>
 
+#include <policytrain/detail/format.hpp>
+
 namespace policytrain::data {
 
 /// A training part and a validation part of one data set, and the indices each took from it (ascending).
@@ -40,15 +42,15 @@ struct Split {
 /// Throws std::invalid_argument naming the value and what was expected.
 inline Split stratified_split(const torch::Tensor& x, const torch::Tensor& y, int64_t n_val, uint64_t seed) {
   if (y.dim() != 1 || y.scalar_type() != torch::kLong)
-    throw std::invalid_argument(fmt::format("policytrain::data::stratified_split: labels of shape {} and type {}; "
+    throw std::invalid_argument(policytrain::detail::format("policytrain::data::stratified_split: labels of shape {} and type {}; "
                                             "expected int64 of shape [N]", fmt::join(y.sizes(), "x"),
                                             c10::toString(y.scalar_type())));
   const int64_t n = y.size(0);
   if (x.dim() < 1 || x.size(0) != n)
-    throw std::invalid_argument(fmt::format("policytrain::data::stratified_split: {} images but {} labels; expected "
+    throw std::invalid_argument(policytrain::detail::format("policytrain::data::stratified_split: {} images but {} labels; expected "
                                             "as many of each", x.dim() < 1 ? 0 : x.size(0), n));
   if (n_val < 0 || n_val >= n)
-    throw std::invalid_argument(fmt::format("policytrain::data::stratified_split: {} validation samples of {}; "
+    throw std::invalid_argument(policytrain::detail::format("policytrain::data::stratified_split: {} validation samples of {}; "
                                             "expected 0 <= n_val < {}", n_val, n, n));
   const auto labels = y.contiguous();
   const int64_t* lab = labels.data_ptr<int64_t>();

@@ -17,10 +17,14 @@
 #include <string_view>
 #include <vector>
 
+#include <policytrain/detail/config.hpp>
+
 namespace policytrain::detail::tb {
 
 /// CRC32C (Castagnoli), as TFRecord uses.
-inline uint32_t crc32c(const char* data, size_t n) {
+POLICYTRAIN_DECL uint32_t crc32c(const char* data, size_t n)
+#if POLICYTRAIN_DEFINE
+{
   static const std::array<uint32_t, 256> table = [] {
     std::array<uint32_t, 256> t{};
     for (uint32_t i = 0; i < 256; ++i) {
@@ -34,6 +38,9 @@ inline uint32_t crc32c(const char* data, size_t n) {
   for (size_t i = 0; i < n; ++i) c = table[(c ^ static_cast<uint8_t>(data[i])) & 0xFF] ^ (c >> 8);
   return c ^ 0xFFFFFFFFu;
 }
+#else
+;
+#endif
 /// The masked CRC32C of TFRecord ("a rotation and an offset", so a CRC of CRCs is not trivially a CRC).
 inline uint32_t masked_crc32c(const char* data, size_t n) {
   const uint32_t c = crc32c(data, n);
@@ -96,7 +103,9 @@ class Message {
 };
 
 /// One TFRecord: the framing around `data`.
-inline std::string record(const std::string& data) {
+POLICYTRAIN_DECL std::string record(const std::string& data)
+#if POLICYTRAIN_DEFINE
+{
   std::string r;
   const uint64_t n = data.size();
   char len[8];
@@ -109,16 +118,26 @@ inline std::string record(const std::string& data) {
   r.append(reinterpret_cast<const char*>(&dc), 4);
   return r;
 }
+#else
+;
+#endif
 
 /// Event { double wall_time = 1; int64 step = 2; oneof { string file_version = 3; Summary summary = 5; } }.
-inline Message event(double wall_time, int64_t step) {
+POLICYTRAIN_DECL Message event(double wall_time, int64_t step)
+#if POLICYTRAIN_DEFINE
+{
   Message e;
   e.f64(1, wall_time).varint(2, static_cast<uint64_t>(step));
   return e;
 }
+#else
+;
+#endif
 
 /// SummaryMetadata { PluginData plugin_data = 1 { string plugin_name = 1; bytes content = 2; } }.
-inline Message plugin_metadata(std::string_view plugin, std::string_view content) {
+POLICYTRAIN_DECL Message plugin_metadata(std::string_view plugin, std::string_view content)
+#if POLICYTRAIN_DEFINE
+{
   Message pd;
   pd.bytes(1, plugin);
   if (!content.empty()) pd.bytes(2, content);
@@ -126,6 +145,9 @@ inline Message plugin_metadata(std::string_view plugin, std::string_view content
   md.msg(1, pd);
   return md;
 }
+#else
+;
+#endif
 
 /// The records of a TFRecord file, each with its Event's step; stops at the first torn or corrupt record
 /// (a process killed while writing). `valid_bytes` is where the well-formed records end.
@@ -136,7 +158,9 @@ struct RecordScan {
 };
 
 /// The step (field 2) of an encoded Event, if present.
-inline std::optional<int64_t> event_step(const std::string& ev) {
+POLICYTRAIN_DECL std::optional<int64_t> event_step(const std::string& ev)
+#if POLICYTRAIN_DEFINE
+{
   size_t i = 0;
   auto varint = [&](uint64_t& v) {
     v = 0;
@@ -166,9 +190,14 @@ inline std::optional<int64_t> event_step(const std::string& ev) {
   }
   return std::nullopt;
 }
+#else
+;
+#endif
 
 /// Reads the records of the file at `path` (see RecordScan).
-inline RecordScan scan(const std::string& path) {
+POLICYTRAIN_DECL RecordScan scan(const std::string& path)
+#if POLICYTRAIN_DEFINE
+{
   RecordScan out;
   std::ifstream f(path, std::ios::binary);
   std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -189,5 +218,8 @@ inline RecordScan scan(const std::string& path) {
   out.valid_bytes = p;
   return out;
 }
+#else
+;
+#endif
 
 }  // namespace policytrain::detail::tb

@@ -11,10 +11,15 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include <policytrain/detail/config.hpp>
+#include <policytrain/detail/format.hpp>
+
 namespace policytrain::io {
 
 /// Hex SHA-256 over every named parameter and buffer of `m`.
-inline std::string params_sha256(const torch::nn::Module& m) {
+POLICYTRAIN_DECL std::string params_sha256(const torch::nn::Module& m)
+#if POLICYTRAIN_DEFINE
+{
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1) throw std::runtime_error("policytrain::io::params_sha256: OpenSSL SHA-256 unavailable");
   auto feed = [&](const std::string& name, const torch::Tensor& t) {
@@ -30,8 +35,11 @@ inline std::string params_sha256(const torch::nn::Module& m) {
   EVP_DigestFinal_ex(ctx, md, &len);
   EVP_MD_CTX_free(ctx);
   std::string hex;
-  for (unsigned i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
+  for (unsigned i = 0; i < len; ++i) hex += policytrain::detail::format("{:02x}", md[i]);
   return hex;
 }
+#else
+;
+#endif
 
 }  // namespace policytrain::io

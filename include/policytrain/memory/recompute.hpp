@@ -65,6 +65,7 @@
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #endif
 
+#include <policytrain/detail/format.hpp>
 #include <policytrain/detail/torch_compat.hpp>
 #include <policytrain/memory/recompute_use.hpp>
 #include <policytrain/precision/autocast_guard.hpp>
@@ -196,7 +197,7 @@ struct RecomputeFunction : torch::autograd::Function<RecomputeFunction> {
       outputs = seg->run(inputs);
     }
     if (outputs.size() != grad_outputs.size())
-      throw std::runtime_error(fmt::format(
+      throw std::runtime_error(policytrain::detail::format(
           "policytrain::memory::recompute: the recompute returned {} tensors, the forward {}; the function must "
           "return the same number of tensors every time",
           outputs.size(), grad_outputs.size()));
@@ -541,7 +542,7 @@ class Recomputed : public torch::nn::ModuleHolder<RecomputedImpl<M>> {
 /// In eval mode or under no-grad it is `seq->forward(x)`. Throws std::invalid_argument when `every < 1`.
 inline at::Tensor recompute_sequential(torch::nn::Sequential& seq, int64_t every, at::Tensor x) {
   if (every < 1)
-    throw std::invalid_argument(fmt::format(
+    throw std::invalid_argument(policytrain::detail::format(
         "policytrain::memory::recompute_sequential: every = {}; expected at least 1 module per segment", every));
   if (!seq->is_training() || !at::GradMode::is_enabled()) return seq->forward(x);
   const int64_t n = static_cast<int64_t>(seq->size());

@@ -74,6 +74,7 @@
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/format.hpp>
 #include <policytrain/detail/torch_compat.hpp>
 #include <policytrain/io/digest.hpp>
 #include <policytrain/memory/recompute_use.hpp>
@@ -116,7 +117,7 @@ struct Environment {
       errno = 0;
       const long x = std::strtol(v, &end, 10);
       if (errno || end == v || *end != '\0' || x < lo || x > hi)
-        throw std::invalid_argument(fmt::format(
+        throw std::invalid_argument(policytrain::detail::format(
             "policytrain::parallel::DataParallel: {}='{}' is not an integer in [{}, {}]; set it as torchrun does",
             name, v, lo, hi));
       return static_cast<int>(x);
@@ -125,13 +126,13 @@ struct Environment {
     if (const char* v = get("RANK")) {
       e.rank = to_int("RANK", v, 0, 1 << 20);
     } else if (e.world_size > 1) {
-      throw std::invalid_argument(fmt::format(
+      throw std::invalid_argument(policytrain::detail::format(
           "policytrain::parallel::DataParallel: WORLD_SIZE={} but RANK is not set; set RANK to 0..{} in each "
           "process, or launch with torchrun or parallel::launch_local (LaunchOptions::nproc = {})", e.world_size,
           e.world_size - 1, e.world_size));
     }
     if (e.rank >= e.world_size)
-      throw std::invalid_argument(fmt::format(
+      throw std::invalid_argument(policytrain::detail::format(
           "policytrain::parallel::DataParallel: RANK={} but WORLD_SIZE={}; RANK must be in 0..{}", e.rank,
           e.world_size, e.world_size - 1));
     e.local_rank = e.rank;
@@ -140,11 +141,11 @@ struct Environment {
       const char* addr = get("MASTER_ADDR");
       const char* port = get("MASTER_PORT");
       if (!addr || !*addr)
-        throw std::invalid_argument(fmt::format(
+        throw std::invalid_argument(policytrain::detail::format(
             "policytrain::parallel::DataParallel: WORLD_SIZE={} but MASTER_ADDR is not set; set it to the "
             "address of the node that runs rank 0", e.world_size));
       if (!port)
-        throw std::invalid_argument(fmt::format(
+        throw std::invalid_argument(policytrain::detail::format(
             "policytrain::parallel::DataParallel: WORLD_SIZE={} but MASTER_PORT is not set; set it to a free "
             "TCP port on MASTER_ADDR={}", e.world_size, addr));
       e.master_addr = addr;
@@ -209,7 +210,7 @@ struct DataParallelState {
     reducer.reset();  // removes the Reducer's hooks from the parameters
   }
 
-  std::string who() const { return fmt::format("rank {} of {}", env.rank, env.world_size); }
+  std::string who() const { return policytrain::detail::format("rank {} of {}", env.rank, env.world_size); }
 
   std::vector<char> ready;  ///< gradient accumulated for the parameter in this synchronised backward
   std::mutex mu;
@@ -217,7 +218,7 @@ struct DataParallelState {
   void accumulated(size_t i) {
     std::lock_guard<std::mutex> lock(mu);
     if (ready[i])
-      throw std::runtime_error(fmt::format(
+      throw std::runtime_error(policytrain::detail::format(
           "policytrain::parallel::DataParallel: {}: parameter '{}' (index {}) was marked ready twice in one "
           "backward (its gradient was accumulated again after it was counted for its bucket): the parameter "
           "takes part in a reentrant backward (a reentrant activation checkpoint, or a backward inside a custom "
@@ -246,22 +247,22 @@ struct DataParallelState {
   std::string diagnose() {
     if (!store) return "";
     try {
-      store->set(fmt::format("policytrain/failed/{}", env.rank), std::vector<uint8_t>{1});
+      store->set(policytrain::detail::format("policytrain/failed/{}", env.rank), std::vector<uint8_t>{1});
       const auto grace = std::min<std::chrono::milliseconds>(timeout, std::chrono::seconds(3));
       const auto until = std::chrono::steady_clock::now() + grace;
       std::vector<int> missing;
       do {
         missing.clear();
         for (int r = 0; r < env.world_size; ++r)
-          if (!store->check({fmt::format("policytrain/failed/{}", r)})) missing.push_back(r);
+          if (!store->check({policytrain::detail::format("policytrain/failed/{}", r)})) missing.push_back(r);
         if (missing.empty()) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       } while (std::chrono::steady_clock::now() < until);
       if (missing.empty()) return "every rank is alive and saw the failure too (a network error?)";
-      return fmt::format("rank{} {} did not answer afterwards (dead or hung)", missing.size() > 1 ? "s" : "",
+      return policytrain::detail::format("rank{} {} did not answer afterwards (dead or hung)", missing.size() > 1 ? "s" : "",
                          fmt::join(missing, ", "));
     } catch (const std::exception&) {
-      return fmt::format("the store at MASTER_ADDR={} MASTER_PORT={} is gone too: {} (it lives in rank 0's "
+      return policytrain::detail::format("the store at MASTER_ADDR={} MASTER_PORT={} is gone too: {} (it lives in rank 0's "
                          "process unless torchrun's agent hosts it)", env.master_addr, env.master_port,
                          env.agent_store ? "the torchrun agent stopped" : "rank 0 is dead");
     }
@@ -270,7 +271,7 @@ struct DataParallelState {
   /// The CollectiveError for a failed `what`.
   CollectiveError collective_error(const std::string& what, const std::exception& e) {
     const std::string cause = e.what();
-    return CollectiveError(fmt::format(
+    return CollectiveError(policytrain::detail::format(
         "policytrain::parallel::DataParallel: {}: {} failed or timed out (timeout {} ms): {}; {}", who(), what,
         timeout.count(), cause.substr(0, cause.find('\n')), diagnose()));
   }
@@ -315,7 +316,7 @@ struct DataParallelState {
       std::vector<at::Tensor> g{p.mutable_grad()};
       g[0].mul_(1.0 / ws);
       wait(backend->allreduce(g, c10d::AllreduceOptions{}),
-           fmt::format("all-reduce of gradient bucket (late window, parameter '{}', optimizer step {})", names[i], step));
+           policytrain::detail::format("all-reduce of gradient bucket (late window, parameter '{}', optimizer step {})", names[i], step));
       ++allreduce_calls;
     }
   }
@@ -427,7 +428,7 @@ class DataParallel {
     if (o_.compression == "fp16") s_->wire_dtype = c10::ScalarType::Half;
     else if (o_.compression == "bf16") s_->wire_dtype = c10::ScalarType::BFloat16;
     else if (o_.compression != "none")
-      throw std::invalid_argument(fmt::format("policytrain::parallel::DataParallel: compression '{}' is unknown; "
+      throw std::invalid_argument(policytrain::detail::format("policytrain::parallel::DataParallel: compression '{}' is unknown; "
                                               "use none, fp16 or bf16", o_.compression));
   }
 
@@ -481,7 +482,7 @@ class DataParallel {
       tcp = c10::make_intrusive<c10d::TCPStore>(e.master_addr, so);
     } catch (const std::exception& ex) {
       const std::string cause = ex.what();
-      throw std::runtime_error(fmt::format(
+      throw std::runtime_error(policytrain::detail::format(
           "policytrain::parallel::DataParallel: rank {} could not {} the store at MASTER_ADDR={} MASTER_PORT={} "
           "within {} ms: {}; {}", e.rank, so.isServer ? "open" : "reach", e.master_addr, e.master_port,
           o_.timeout.count(), cause.substr(0, cause.find('\n')),
@@ -491,7 +492,7 @@ class DataParallel {
     // A torchrun agent's store outlives restarts: keys of each attempt live under their own prefix.
     s.store = e.agent_store
         ? c10::intrusive_ptr<c10d::Store>(c10::make_intrusive<c10d::PrefixStore>(
-              fmt::format("/worker/attempt_{}", e.restart_count), tcp))
+              policytrain::detail::format("/worker/attempt_{}", e.restart_count), tcp))
         : tcp;
     auto pg_store = c10::make_intrusive<c10d::PrefixStore>("policytrain/pg", s.store);
     const bool cuda = device.is_cuda();
@@ -519,11 +520,11 @@ class DataParallel {
         throw std::invalid_argument("backend 'nccl' needs a LibTorch built with CUDA and NCCL (USE_C10D_NCCL); use 'gloo'");
 #endif
       } else {
-        throw std::invalid_argument(fmt::format("backend '{}' is unknown; use auto, gloo or nccl", kind));
+        throw std::invalid_argument(policytrain::detail::format("backend '{}' is unknown; use auto, gloo or nccl", kind));
       }
     } catch (const std::exception& ex) {
       const std::string cause = ex.what();
-      throw std::runtime_error(fmt::format(
+      throw std::runtime_error(policytrain::detail::format(
           "policytrain::parallel::DataParallel: rank {} of {} could not form the {} process group (MASTER_ADDR={} "
           "MASTER_PORT={}, timeout {} ms): {}", e.rank, e.world_size, kind, e.master_addr, e.master_port,
           o_.timeout.count(), cause.substr(0, cause.find('\n'))));
@@ -536,7 +537,7 @@ class DataParallel {
     for (size_t i = 0; i < tensors.size(); ++i) {
       std::vector<at::Tensor> ts{tensors[i]};
       s_->wait(s_->backend->broadcast(ts, c10d::BroadcastOptions{}),
-               fmt::format("broadcast of {} ({} of {})", what, i + 1, tensors.size()));
+               policytrain::detail::format("broadcast of {} ({} of {})", what, i + 1, tensors.size()));
     }
   }
 
@@ -562,7 +563,7 @@ class DataParallel {
       for (const auto& m : ctx.module().named_modules())
         if (dynamic_cast<const memory::RecomputedModule*>(m.value().get()))
           refuse_recompute(m.key().empty() ? std::string("the model is a memory::Recomputed module")
-                                           : fmt::format("the model holds a memory::Recomputed module '{}'", m.key()));
+                                           : policytrain::detail::format("the model holds a memory::Recomputed module '{}'", m.key()));
     connect(ctx.device());
     if (!s_->reducer && s_->params.empty()) collect_params(ctx.module());
     if (!s_->params.empty())
@@ -680,7 +681,7 @@ class DataParallel {
     s.in_backward = false;
     s.synced = true;
     if (s.static_first_pending)
-      throw std::logic_error(fmt::format(
+      throw std::logic_error(policytrain::detail::format(
           "policytrain::parallel::DataParallel: {}: static_graph: the first synchronised backward did not reach the "
           "output of the forward, so the Reducer's delayed all-reduce was never queued; the loss must be computed "
           "from the training step's forward", s.who()));
@@ -705,9 +706,9 @@ class DataParallel {
       } catch (const std::exception& e) {
         std::vector<std::string> ns;
         for (size_t i = 0; i < s.params.size(); ++i)
-          if (!s.params[i].grad().defined()) ns.push_back(fmt::format("'{}' (index {})", s.names[i], i));
+          if (!s.params[i].grad().defined()) ns.push_back(policytrain::detail::format("'{}' (index {})", s.names[i], i));
         const std::string cause = e.what();
-        throw std::runtime_error(fmt::format(
+        throw std::runtime_error(policytrain::detail::format(
             "policytrain::parallel::DataParallel: {}: this rank computed no gradient for parameter{} {} in "
             "optimizer step {}, so the Reducer could not finish the all-reduce (DDP stops here too); set "
             "DataParallelOptions::find_unused_parameters = true to leave such parameters untouched, or freeze them "
@@ -772,7 +773,7 @@ class DataParallel {
     all_reduce(kt, c10d::ReduceOp::MAX, "reduction of validation metrics (class count)");
     const int64_t k = kt[0].item<int64_t>();
     if (kt[1].item<int64_t>() != -kt[2].item<int64_t>())
-      throw std::runtime_error(fmt::format(
+      throw std::runtime_error(policytrain::detail::format(
           "policytrain::parallel::DataParallel: {}: the ranks' validations report different numbers of the task's "
           "metrics (this rank {}, between {} and {} over the ranks); every rank must evaluate at least one batch and "
           "report the same Prediction::metrics", s_->who(), ne, -kt[2].item<int64_t>(), kt[1].item<int64_t>()));
@@ -808,7 +809,7 @@ class DataParallel {
   /// backward): c10d's Reducer would count them unused, then ready again ("Expected to mark a variable ready
   /// only once"), as PyTorch's DDP does with reentrant checkpointing.
   [[noreturn]] void refuse_recompute(const std::string& where) const {
-    throw std::invalid_argument(fmt::format(
+    throw std::invalid_argument(policytrain::detail::format(
         "policytrain::parallel::DataParallel: {}: find_unused_parameters = true (without static_graph) cannot "
         "compose with memory::recompute, and {}: the search for unused parameters follows the graph from the "
         "forward's output and cannot see the parameters a recomputed segment uses (their gradients come from a "
@@ -894,7 +895,7 @@ class DataParallel {
         comm = comm || cause.find(w) != std::string::npos;
     }
     if (comm)
-      throw s.collective_error(fmt::format("all-reduce of gradient bucket {} (optimizer step {})",
+      throw s.collective_error(policytrain::detail::format("all-reduce of gradient bucket {} (optimizer step {})",
                                            s.failed_bucket >= 0 ? std::to_string(s.failed_bucket + 1) : "?", s.step),
                                e);
     throw;
@@ -951,9 +952,9 @@ class DataParallel {
     if (!same) {
       std::vector<std::string> rows;
       for (int64_t r = 0; r < w; ++r)
-        rows.push_back(fmt::format("rank {}: epoch {}, step {}, micro-batch {} of the epoch, weights {:015x}", r,
+        rows.push_back(policytrain::detail::format("rank {}: epoch {}, step {}, micro-batch {} of the epoch, weights {:015x}", r,
                                    t[r][0], t[r][1], t[r][2], t[r][5]));
-      throw ResumeMismatch(fmt::format(
+      throw ResumeMismatch(policytrain::detail::format(
           "policytrain::parallel::DataParallel: {}: the ranks would start training from different states ({}); "
           "each rank resumed on its own (rank-local run directories?): give every rank the same checkpoint (a "
           "run directory all ranks read, or a copy of rank 0's file), or start all of them fresh",
@@ -961,7 +962,7 @@ class DataParallel {
     }
     const int64_t saved = t[0][4];
     if (saved > 0 && saved != w && st.batch_in_epoch > 0)
-      throw ResumeMismatch(fmt::format(
+      throw ResumeMismatch(policytrain::detail::format(
           "policytrain::parallel::DataParallel: {}: the checkpoint was written mid-epoch (micro-batch {} of epoch "
           "{}) by a run of world size {}, but this run has world size {}: the rest of that epoch cannot be "
           "re-sharded; resume with WORLD_SIZE={}, or from a checkpoint taken at an epoch end (those re-shard)",

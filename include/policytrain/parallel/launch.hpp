@@ -23,6 +23,8 @@
 
 #include <fmt/format.h>
 
+#include <policytrain/detail/format.hpp>
+
 /// The process environment (POSIX), the base of every rank's environment.
 extern char** environ;
 
@@ -52,13 +54,13 @@ inline int free_port(const std::string& addr = "127.0.0.1") {
   a.sin_port = 0;
   if (::inet_pton(AF_INET, addr.c_str(), &a.sin_addr) != 1) {
     ::close(fd);
-    throw std::invalid_argument(fmt::format("policytrain::parallel::free_port: '{}' is not an IPv4 address", addr));
+    throw std::invalid_argument(policytrain::detail::format("policytrain::parallel::free_port: '{}' is not an IPv4 address", addr));
   }
   socklen_t len = sizeof a;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
     ::close(fd);
-    throw std::runtime_error(fmt::format("policytrain::parallel::free_port: cannot bind to {}", addr));
+    throw std::runtime_error(policytrain::detail::format("policytrain::parallel::free_port: cannot bind to {}", addr));
   }
   const int port = ntohs(a.sin_port);
   ::close(fd);
@@ -69,7 +71,7 @@ inline int free_port(const std::string& addr = "127.0.0.1") {
 /// (128 + signal for a rank killed by a signal; 124 when the deadline passed).
 inline int launch_local(const LaunchOptions& o) {
   if (o.nproc < 1)
-    throw std::invalid_argument(fmt::format("policytrain::parallel::launch_local: nproc is {}, expected >= 1", o.nproc));
+    throw std::invalid_argument(policytrain::detail::format("policytrain::parallel::launch_local: nproc is {}, expected >= 1", o.nproc));
   const int port = o.master_port > 0 ? o.master_port : free_port(o.master_addr);
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   std::vector<pid_t> pids(o.nproc, -1);

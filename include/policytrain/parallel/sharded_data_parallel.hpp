@@ -52,6 +52,7 @@
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
+#include <policytrain/detail/format.hpp>
 #include <policytrain/parallel/data_parallel.hpp>
 
 namespace policytrain::parallel {
@@ -123,7 +124,7 @@ struct Zero2State {
     std::lock_guard<std::mutex> lock(mu);
     if (!in_backward) return;
     if (ready[i])
-      throw std::runtime_error(fmt::format(
+      throw std::runtime_error(policytrain::detail::format(
           "policytrain::parallel::ShardedDataParallel: {}: parameter '{}' (index {}) was marked ready twice in one "
           "backward (its gradient was accumulated again after its bucket was reduce-scattered): the parameter takes "
           "part in a reentrant backward (a reentrant activation checkpoint, or a backward inside a custom autograd "
@@ -174,7 +175,7 @@ struct Zero2State {
     try {
       f.work = dp->backend->reduce_scatter(f.output, f.inputs, c10d::ReduceScatterOptions{});
     } catch (const std::exception& e) {
-      throw dp->collective_error(fmt::format("reduce-scatter of gradient bucket {} (optimizer step {})", k + 1, dp->step), e);
+      throw dp->collective_error(policytrain::detail::format("reduce-scatter of gradient bucket {} (optimizer step {})", k + 1, dp->step), e);
     }
     inflight.push_back(std::move(f));
   }
@@ -182,7 +183,7 @@ struct Zero2State {
   /// Waits for every bucket launched, and makes this rank's parameters' gradients views of what it received.
   void finish() {
     for (auto& f : inflight) {
-      dp->wait(f.work, fmt::format("reduce-scatter of gradient bucket {} (optimizer step {})", f.bucket + 1, dp->step));
+      dp->wait(f.work, policytrain::detail::format("reduce-scatter of gradient bucket {} (optimizer step {})", f.bucket + 1, dp->step));
       int64_t off = 0;
       const auto& out = f.output[0];
       for (size_t i : buckets[f.bucket].members) {
@@ -244,13 +245,13 @@ class ShardedDataParallel : public DataParallel {
   /// Reads the environment now (as DataParallel). Throws std::invalid_argument for a stage other than 1.
   explicit ShardedDataParallel(DataParallelOptions o = {}, ShardingOptions z = {}) : DataParallel(std::move(o)), z_(z) {
     if (z_.stage != 1 && z_.stage != 2)
-      throw std::invalid_argument(fmt::format(
+      throw std::invalid_argument(policytrain::detail::format(
           "policytrain::parallel::ShardedDataParallel: stage {} is not supported; expected 1 (optimizer state "
           "sharded, gradients all-reduced) or 2 (optimizer state and gradients sharded)", z_.stage));
     if (z_.stage == 2) {
       // These options configure c10d::Reducer, which stage 2 replaces by its own reduce-scatter.
       const auto refuse = [](const char* option, const char* why) {
-        throw std::invalid_argument(fmt::format(
+        throw std::invalid_argument(policytrain::detail::format(
             "policytrain::parallel::ShardedDataParallel: stage 2 does not support DataParallelOptions::{}: {}; "
             "use stage 1 for it", option, why));
       };
@@ -354,10 +355,10 @@ class ShardedDataParallel : public DataParallel {
     if (z.next < z.buckets.size()) {
       std::vector<std::string> missing;
       for (size_t i = 0; i < s_->params.size(); ++i)
-        if (!z.ready[i]) missing.push_back(fmt::format("'{}' (index {})", s_->names[i], i));
+        if (!z.ready[i]) missing.push_back(policytrain::detail::format("'{}' (index {})", s_->names[i], i));
       for (auto& f : z.inflight) f.work->wait(s_->timeout);
       z.inflight.clear();
-      throw std::runtime_error(fmt::format(
+      throw std::runtime_error(policytrain::detail::format(
           "policytrain::parallel::ShardedDataParallel: {}: this rank computed no gradient for parameter{} {} in "
           "optimizer step {}, so its gradient bucket could not be reduce-scattered; at stage 2 every trainable "
           "parameter must get a gradient in every step: freeze it (requires_grad false), or use stage 1 with "
@@ -400,7 +401,7 @@ class ShardedDataParallel : public DataParallel {
     drop_foreign_state(opt);  // a resume or a consolidation left the whole state here
     auto& groups = opt.param_groups();
     if (groups.size() != owned_.size())
-      throw std::logic_error(fmt::format(
+      throw std::logic_error(policytrain::detail::format(
           "policytrain::parallel::ShardedDataParallel: {}: the optimizer has {} param groups, {} when the "
           "parameters were partitioned at fit begin; add param groups before fit", s_->who(), groups.size(),
           owned_.size()));
@@ -447,10 +448,10 @@ class ShardedDataParallel : public DataParallel {
     for (int r = 1; r < world_size(); ++r) {
       if (per_rank_[static_cast<size_t>(r)].empty()) continue;  // owns nothing: it sends nothing either
       std::vector<at::Tensor> st{torch::zeros({1}, torch::TensorOptions(torch::kLong).device(s_->comm_device))};
-      s_->wait(s_->backend->recv(st, r, kTagSize), fmt::format("receipt of rank {}'s optimizer state size", r));
+      s_->wait(s_->backend->recv(st, r, kTagSize), policytrain::detail::format("receipt of rank {}'s optimizer state size", r));
       const int64_t n = st[0].to(torch::kCPU).item<int64_t>();
       std::vector<at::Tensor> dt{torch::empty({n}, torch::TensorOptions(torch::kUInt8).device(s_->comm_device))};
-      s_->wait(s_->backend->recv(dt, r, kTagData), fmt::format("receipt of rank {}'s optimizer state", r));
+      s_->wait(s_->backend->recv(dt, r, kTagData), policytrain::detail::format("receipt of rank {}'s optimizer state", r));
       auto data = dt[0].to(torch::kCPU).contiguous();
       torch::serialize::InputArchive a;
       a.load_from(static_cast<const char*>(data.data_ptr()), static_cast<size_t>(n));
@@ -528,7 +529,7 @@ class ShardedDataParallel : public DataParallel {
     for (int r = 0; r < world_size(); ++r) {
       const auto& ts = per_rank_[static_cast<size_t>(r)];
       if (ts.empty()) continue;
-      s_->guarded(fmt::format("broadcast of rank {}'s updated parameters (optimizer step {})", r, s_->step), [&] {
+      s_->guarded(policytrain::detail::format("broadcast of rank {}'s updated parameters (optimizer step {})", r, s_->step), [&] {
         c10d::broadcast_coalesced(s_->pg, ts, size_t{250} * 1024 * 1024, r);
       });
     }
@@ -553,7 +554,7 @@ class ShardedDataParallel : public DataParallel {
     try {
       opt.load(a);
     } catch (const std::exception& e) {
-      throw std::runtime_error(fmt::format(
+      throw std::runtime_error(policytrain::detail::format(
           "policytrain::parallel::ShardedDataParallel: {}: rank {}'s optimizer state could not be loaded here: {}; "
           "every rank must build the same optimizer with the same param groups", s_->who(), r, e.what()));
     }

@@ -37,10 +37,11 @@
 
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/format.hpp>
+#include <policytrain/optim/fused_common.hpp>
 #include <policytrain/precision/autocast_guard.hpp>
 #include <policytrain/precision/fp32.hpp>
 #include <policytrain/precision/loss_scaler.hpp>
-#include <policytrain/optim/fused_common.hpp>
 
 namespace policytrain::precision {
 
@@ -103,7 +104,7 @@ class Autocast {
   explicit Autocast(Options o) : o_(o), scaler_(o.scaler) {
     if (o_.dtype && *o_.dtype != c10::ScalarType::Float && *o_.dtype != c10::ScalarType::BFloat16 &&
         *o_.dtype != c10::ScalarType::Half)
-      throw std::invalid_argument(fmt::format("policytrain::precision::Autocast: dtype {} is not supported; "
+      throw std::invalid_argument(policytrain::detail::format("policytrain::precision::Autocast: dtype {} is not supported; "
                                               "use torch::kFloat (off), torch::kBFloat16 or torch::kHalf",
                                               c10::toString(*o_.dtype)));
   }
@@ -242,7 +243,7 @@ class Autocast {
     device_ = o_.device.value_or(trainer_device);
     dtype_ = o_.dtype.value_or(default_autocast_dtype(device_));
     if (dtype_ != c10::ScalarType::Float && !autocast_supports(device_, dtype_))
-      throw std::invalid_argument(fmt::format(
+      throw std::invalid_argument(policytrain::detail::format(
           "policytrain::precision::Autocast: autocast on {} with dtype {} is not supported; use bf16 or fp16 on "
           "CPU or CUDA, or fp32 to turn autocast off",
           c10::DeviceTypeName(device_), c10::toString(dtype_)));

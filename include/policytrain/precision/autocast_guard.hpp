@@ -16,6 +16,7 @@
 #include <c10/core/ScalarType.h>
 #include <fmt/format.h>
 
+#include <policytrain/detail/format.hpp>
 #include <policytrain/detail/torch_compat.hpp>
 
 namespace policytrain::precision {
@@ -46,7 +47,7 @@ class AutocastGuard {
         prev_cache_enabled_(detail::autocast_cache_enabled()) {
     const c10::ScalarType fast = dtype.value_or(default_autocast_dtype(device));
     if (enabled && !autocast_supports(device, fast))
-      throw std::invalid_argument(fmt::format(
+      throw std::invalid_argument(policytrain::detail::format(
           "policytrain::precision::AutocastGuard: autocast on {} with dtype {} is not supported; "
           "use bf16 or fp16 on CPU or CUDA",
           c10::DeviceTypeName(device), c10::toString(fast)));

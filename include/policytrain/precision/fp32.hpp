@@ -19,6 +19,8 @@
 #include <torch/types.h>
 
 #include <policytrain/core/category.hpp>
+#include <policytrain/detail/config.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain {
 
@@ -128,7 +130,7 @@ class LossCheck {
       if (step >= 0) {
         graph_step_.fill_(-1);
         if (!w || step < w->step)
-          throw NonFiniteLoss(fmt::format(
+          throw NonFiniteLoss(policytrain::detail::format(
               "policytrain: the loss is {} at step {} (a step replayed from a CUDA graph; detected at step {}: the "
               "check stays on the device and is read at epoch ends, at the fit's end and before a checkpoint is "
               "written); lower the learning rate, {}or scale the loss (precision::Autocast with LossScaling::on), which skips such steps",
@@ -136,7 +138,7 @@ class LossCheck {
       }
     }
     if (!w) return;
-    throw NonFiniteLoss(fmt::format(
+    throw NonFiniteLoss(policytrain::detail::format(
         "policytrain: the loss is {} at epoch {}, step {} (micro-batch {} of the epoch; detected at step {}: the "
         "check reads the loss every {} micro-batches, at epoch ends and before a checkpoint is written); lower the "
         "learning rate, {}or choose NonFinite::skip to skip such steps",
@@ -179,13 +181,18 @@ class LossCheck {
   bool window_bad_ = false;
 };
 /// Why a precision policy acting on a non-finite loss as `action` says cannot run inside a captured step.
-inline std::string nonfinite_graph_refusal(std::string_view policy, NonFinite action) {
+POLICYTRAIN_DECL std::string nonfinite_graph_refusal(std::string_view policy, NonFinite action)
+#if POLICYTRAIN_DEFINE
+{
   if (action != NonFinite::skip && action != NonFinite::rollback) return {};
-  return fmt::format("{} with NonFinite::{} reads the loss on the host every step to decide whether to step; under "
+  return policytrain::detail::format("{} with NonFinite::{} reads the loss on the host every step to decide whether to step; under "
                      "step::CudaGraph use NonFinite::error (checked on the device, raised at the next read) or "
                      "NonFinite::ignore, or loss scaling with a fused optimizer (skips on the device)",
                      policy, action == NonFinite::skip ? "skip" : "rollback");
 }
+#else
+;
+#endif
 }  // namespace detail
 
 namespace precision {

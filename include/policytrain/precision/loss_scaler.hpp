@@ -32,6 +32,8 @@
 
 #include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/config.hpp>
+#include <policytrain/detail/format.hpp>
 #include <policytrain/optim/fused_common.hpp>
 
 namespace policytrain::precision {
@@ -62,58 +64,7 @@ class LossScaler {
 
   /// Divides the gradients of `opt`'s parameters by S in place and records non-finite ones. Once per step:
   /// a second call before update() is an error, as in GradScaler.
-  void unscale(torch::optim::Optimizer& opt) {
-    if (stage_ == Stage::unscaled)
-      throw std::logic_error("policytrain::precision::LossScaler::unscale: already called since the last update(); "
-                             "unscale once per optimizer step");
-    if (stage_ == Stage::stepped)
-      throw std::logic_error("policytrain::precision::LossScaler::unscale: called after step(); call update() first");
-    require_scale("unscale");
-    // The reciprocal in double, as GradScaler, so that 1/S is exact for every power of two.
-    const torch::Tensor inv_scale = scale_.to(torch::kDouble).reciprocal().to(torch::kFloat);
-
-    struct Group {
-      torch::Device device;
-      c10::ScalarType dtype;
-      std::vector<torch::Tensor> grads;
-    };
-    std::vector<Group> groups;
-    std::vector<torch::Tensor> params;
-    for (auto& group : opt.param_groups())
-      for (auto& p : group.params()) params.push_back(p);
-    // A parameter listed twice (tied weights) has one gradient: unscale it once.
-    for (auto& p : unique_tensors(std::move(params))) {
-        torch::Tensor g = p.grad();
-        if (!g.defined()) continue;
-        if (g.scalar_type() == torch::kHalf)
-          throw std::invalid_argument(
-              "policytrain::precision::LossScaler::unscale: a parameter's gradient is fp16 (the parameter is fp16); "
-              "keep the parameters in fp32 and let autocast run the forward in fp16");
-        if (g.is_sparse()) g = g._values();
-        auto it = std::find_if(groups.begin(), groups.end(),
-                               [&](const Group& x) { return x.device == g.device() && x.dtype == g.scalar_type(); });
-        if (it == groups.end()) groups.push_back({g.device(), g.scalar_type(), {g}});
-        else it->grads.push_back(g);
-      }
-
-    // The flags live from step to step (zeroed here, not reallocated), so that a step captured into a CUDA graph
-    // and the eager steps around it write the same tensors, and update() reads the one the last step wrote.
-    for (auto& d : found_inf_) d.found_inf.zero_();
-    for (auto& grp : groups) {
-      auto it = std::find_if(found_inf_.begin(), found_inf_.end(),
-                             [&](const PerDevice& x) { return x.found_inf.device() == grp.device; });
-      if (it == found_inf_.end()) {
-        found_inf_.push_back({torch::zeros({}, torch::dtype(torch::kFloat).device(grp.device)),
-                              inv_scale.to(grp.device, /*non_blocking=*/true)});
-        it = std::prev(found_inf_.end());
-      } else {
-        it->inv_scale.copy_(inv_scale, /*non_blocking=*/true);
-      }
-      at::_amp_foreach_non_finite_check_and_unscale_(grp.grads, it->found_inf, it->inv_scale);
-    }
-    checked_ = !groups.empty();
-    stage_ = Stage::unscaled;
-  }
+  void unscale(torch::optim::Optimizer& opt);
 
   /// After unscale(), when each rank holds only its own partition's gradients (parallel::ShardedDataParallel at
   /// stage 2): replaces this process's inf flag by its maximum over the ranks through `reduce(tensor)` (a
@@ -158,31 +109,7 @@ class LossScaler {
   /// device when a gradient was inf/NaN, as GradScaler does for an optimizer with `_step_supports_amp_scaling`.
   /// Nothing is read back: the skip is counted on the device and reaches skipped_steps() at collect_skips().
   /// The optimizer's own grad_scale/found_inf must be unset (they are set for this call only).
-  void step_on_device(torch::optim::Optimizer& opt, optim::FusedGradScaling& fused) {
-    if (stage_ == Stage::stepped)
-      throw std::logic_error("policytrain::precision::LossScaler::step_on_device: already called since the last "
-                             "update(); call update() after each step");
-    if (fused.grad_scale().defined() || fused.found_inf().defined())
-      throw std::logic_error("policytrain::precision::LossScaler::step_on_device: the optimizer already has a "
-                             "grad_scale or found_inf set; clear_grad_scaling() it, the scaler sets its own");
-    if (stage_ == Stage::ready) unscale(opt);
-    if (!checked_)
-      throw std::logic_error("policytrain::precision::LossScaler::step_on_device: no gradients were checked (no "
-                             "parameter of the optimizer has a gradient); call backward on the scaled loss first");
-    // 0 or 1 exactly (the kernels skip on found_inf == 1), whatever the number of devices.
-    const torch::Tensor skip = combined_found_inf().gt(0).to(torch::kFloat);
-    fused.set_grad_scaling(torch::Tensor(), skip);
-    try {
-      opt.step();
-    } catch (...) {
-      fused.clear_grad_scaling();
-      throw;
-    }
-    fused.clear_grad_scaling();
-    if (!pending_skips_.defined()) pending_skips_ = torch::zeros({}, torch::dtype(torch::kLong).device(skip.device()));
-    pending_skips_.add_(skip.to(torch::kLong));
-    stage_ = Stage::stepped;
-  }
+  void step_on_device(torch::optim::Optimizer& opt, optim::FusedGradScaling& fused);
 
   /// Reads the skips step_on_device() counted on the device (one host read), adds them to skipped_steps(), and
   /// returns how many there were since the last call.
@@ -247,30 +174,9 @@ class LossScaler {
   }
 
   /// Scale, growth tracker, skip count and the options (GradScaler's state_dict also carries the options).
-  StateDict state_dict() const {
-    return {{"scale", scalar_tensor(scale_value())},
-            {"growth_factor", scalar_tensor(o_.growth_factor)},
-            {"backoff_factor", scalar_tensor(o_.backoff_factor)},
-            {"growth_interval", scalar_tensor(o_.growth_interval)},
-            {"growth_tracker", scalar_tensor(growth_tracker())},
-            {"skipped_steps", scalar_tensor(skipped_steps())}};
-  }
+  StateDict state_dict() const;
   /// Restores the scale, its settings, the growth tracker and the skip count; throws for invalid settings.
-  void load_state_dict(const StateDict& d) {
-    Options o{state_double(d, "scale"), state_double(d, "growth_factor"), state_double(d, "backoff_factor"),
-              state_int(d, "growth_interval")};
-    validate(o);
-    o_ = o;
-    init_tracker_ = state_int(d, "growth_tracker");
-    skipped_ = state_int(d, "skipped_steps");
-    if (pending_skips_.defined()) pending_skips_.zero_();
-    if (scale_.defined()) {
-      scale_.fill_(o_.init_scale);
-      tracker_.fill_(init_tracker_);
-    }
-    checked_ = false;
-    stage_ = Stage::ready;
-  }
+  void load_state_dict(const StateDict& d);
 
  private:
   enum class Stage { ready, unscaled, stepped };
@@ -281,7 +187,7 @@ class LossScaler {
   static void validate(const Options& o) {
     if (!(o.init_scale > 0) || !(o.growth_factor > 1.0) || !(o.backoff_factor > 0 && o.backoff_factor < 1.0) ||
         o.growth_interval <= 0)
-      throw std::invalid_argument(fmt::format(
+      throw std::invalid_argument(policytrain::detail::format(
           "policytrain::precision::LossScaler: options init_scale {}, growth_factor {}, backoff_factor {}, "
           "growth_interval {} are invalid; expected init_scale > 0, growth_factor > 1, 0 < backoff_factor < 1, "
           "growth_interval > 0",
@@ -300,7 +206,7 @@ class LossScaler {
   }
   void require_scale(const char* what) const {
     if (!scale_.defined())
-      throw std::logic_error(fmt::format("policytrain::precision::LossScaler::{}: the scale was never used; "
+      throw std::logic_error(policytrain::detail::format("policytrain::precision::LossScaler::{}: the scale was never used; "
                                          "call scale(loss) and backward on its result first", what));
   }
 
@@ -313,5 +219,112 @@ class LossScaler {
   torch::Tensor pending_skips_;  // steps skipped on the device by step_on_device(), not yet read
   Stage stage_ = Stage::ready;
 };
+
+// LossScaler's non-template members: defined here header-only, in <policytrain/src.hpp> with separate compilation.
+#if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL void LossScaler::unscale(torch::optim::Optimizer& opt) {
+  if (stage_ == Stage::unscaled)
+    throw std::logic_error("policytrain::precision::LossScaler::unscale: already called since the last update(); "
+                           "unscale once per optimizer step");
+  if (stage_ == Stage::stepped)
+    throw std::logic_error("policytrain::precision::LossScaler::unscale: called after step(); call update() first");
+  require_scale("unscale");
+  // The reciprocal in double, as GradScaler, so that 1/S is exact for every power of two.
+  const torch::Tensor inv_scale = scale_.to(torch::kDouble).reciprocal().to(torch::kFloat);
+
+  struct Group {
+    torch::Device device;
+    c10::ScalarType dtype;
+    std::vector<torch::Tensor> grads;
+  };
+  std::vector<Group> groups;
+  std::vector<torch::Tensor> params;
+  for (auto& group : opt.param_groups())
+    for (auto& p : group.params()) params.push_back(p);
+  // A parameter listed twice (tied weights) has one gradient: unscale it once.
+  for (auto& p : unique_tensors(std::move(params))) {
+      torch::Tensor g = p.grad();
+      if (!g.defined()) continue;
+      if (g.scalar_type() == torch::kHalf)
+        throw std::invalid_argument(
+            "policytrain::precision::LossScaler::unscale: a parameter's gradient is fp16 (the parameter is fp16); "
+            "keep the parameters in fp32 and let autocast run the forward in fp16");
+      if (g.is_sparse()) g = g._values();
+      auto it = std::find_if(groups.begin(), groups.end(),
+                             [&](const Group& x) { return x.device == g.device() && x.dtype == g.scalar_type(); });
+      if (it == groups.end()) groups.push_back({g.device(), g.scalar_type(), {g}});
+      else it->grads.push_back(g);
+    }
+
+  // The flags live from step to step (zeroed here, not reallocated), so that a step captured into a CUDA graph
+  // and the eager steps around it write the same tensors, and update() reads the one the last step wrote.
+  for (auto& d : found_inf_) d.found_inf.zero_();
+  for (auto& grp : groups) {
+    auto it = std::find_if(found_inf_.begin(), found_inf_.end(),
+                           [&](const PerDevice& x) { return x.found_inf.device() == grp.device; });
+    if (it == found_inf_.end()) {
+      found_inf_.push_back({torch::zeros({}, torch::dtype(torch::kFloat).device(grp.device)),
+                            inv_scale.to(grp.device, /*non_blocking=*/true)});
+      it = std::prev(found_inf_.end());
+    } else {
+      it->inv_scale.copy_(inv_scale, /*non_blocking=*/true);
+    }
+    at::_amp_foreach_non_finite_check_and_unscale_(grp.grads, it->found_inf, it->inv_scale);
+  }
+  checked_ = !groups.empty();
+  stage_ = Stage::unscaled;
+}
+
+POLICYTRAIN_DECL void LossScaler::step_on_device(torch::optim::Optimizer& opt, optim::FusedGradScaling& fused) {
+  if (stage_ == Stage::stepped)
+    throw std::logic_error("policytrain::precision::LossScaler::step_on_device: already called since the last "
+                           "update(); call update() after each step");
+  if (fused.grad_scale().defined() || fused.found_inf().defined())
+    throw std::logic_error("policytrain::precision::LossScaler::step_on_device: the optimizer already has a "
+                           "grad_scale or found_inf set; clear_grad_scaling() it, the scaler sets its own");
+  if (stage_ == Stage::ready) unscale(opt);
+  if (!checked_)
+    throw std::logic_error("policytrain::precision::LossScaler::step_on_device: no gradients were checked (no "
+                           "parameter of the optimizer has a gradient); call backward on the scaled loss first");
+  // 0 or 1 exactly (the kernels skip on found_inf == 1), whatever the number of devices.
+  const torch::Tensor skip = combined_found_inf().gt(0).to(torch::kFloat);
+  fused.set_grad_scaling(torch::Tensor(), skip);
+  try {
+    opt.step();
+  } catch (...) {
+    fused.clear_grad_scaling();
+    throw;
+  }
+  fused.clear_grad_scaling();
+  if (!pending_skips_.defined()) pending_skips_ = torch::zeros({}, torch::dtype(torch::kLong).device(skip.device()));
+  pending_skips_.add_(skip.to(torch::kLong));
+  stage_ = Stage::stepped;
+}
+
+POLICYTRAIN_DECL StateDict LossScaler::state_dict() const {
+  return {{"scale", scalar_tensor(scale_value())},
+          {"growth_factor", scalar_tensor(o_.growth_factor)},
+          {"backoff_factor", scalar_tensor(o_.backoff_factor)},
+          {"growth_interval", scalar_tensor(o_.growth_interval)},
+          {"growth_tracker", scalar_tensor(growth_tracker())},
+          {"skipped_steps", scalar_tensor(skipped_steps())}};
+}
+
+POLICYTRAIN_DECL void LossScaler::load_state_dict(const StateDict& d) {
+  Options o{state_double(d, "scale"), state_double(d, "growth_factor"), state_double(d, "backoff_factor"),
+            state_int(d, "growth_interval")};
+  validate(o);
+  o_ = o;
+  init_tracker_ = state_int(d, "growth_tracker");
+  skipped_ = state_int(d, "skipped_steps");
+  if (pending_skips_.defined()) pending_skips_.zero_();
+  if (scale_.defined()) {
+    scale_.fill_(o_.init_scale);
+    tracker_.fill_(init_tracker_);
+  }
+  checked_ = false;
+  stage_ = Stage::ready;
+}
+#endif
 
 }  // namespace policytrain::precision

@@ -51,6 +51,8 @@
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/config.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain::schedule {
 
@@ -80,12 +82,17 @@ constexpr std::string_view to_string(Kind k) {
   return names[static_cast<int>(k)];
 }
 /// The Kind named `s` (as to_string writes it); throws std::invalid_argument listing the names.
-inline Kind kind_from_string(std::string_view s) {
+POLICYTRAIN_DECL Kind kind_from_string(std::string_view s)
+#if POLICYTRAIN_DEFINE
+{
   for (int i = 0; i <= static_cast<int>(Kind::plateau); ++i)
     if (to_string(static_cast<Kind>(i)) == s) return static_cast<Kind>(i);
-  throw std::invalid_argument(fmt::format("policytrain::schedule: unknown schedule '{}'; expected one of constant, "
+  throw std::invalid_argument(policytrain::detail::format("policytrain::schedule: unknown schedule '{}'; expected one of constant, "
                                           "step, multistep, exponential, linear, cosine, onecycle, poly, wsd, plateau", s));
 }
+#else
+;
+#endif
 
 /// Settings of schedule::Lr: the kind, its parameters, warmup and plateau.
 struct LrOptions {
@@ -170,7 +177,9 @@ struct OneCyclePoint {
 /// PyTorch's OneCycleLR.get_lr at step t of a run of `total` steps (phases end at pct_start·T − 1, [2·pct_start·T
 /// − 2,] T − 1; the lr anneals 1/div_factor → 1 → lrf, the momentum max → base → max). Beyond the run it holds the
 /// last step's values (PyTorch raises).
-inline OneCyclePoint onecycle_at(const LrOptions& o, int64_t total, int64_t t) {
+POLICYTRAIN_DECL OneCyclePoint onecycle_at(const LrOptions& o, int64_t total, int64_t t)
+#if POLICYTRAIN_DEFINE
+{
   const int64_t Ti = std::max<int64_t>(total, 1);
   const double T = static_cast<double>(Ti);
   const double step = static_cast<double>(std::clamp<int64_t>(t, 0, Ti - 1));
@@ -194,6 +203,9 @@ inline OneCyclePoint onecycle_at(const LrOptions& o, int64_t total, int64_t t) {
   }
   return {o.lrf, hi};
 }
+#else
+;
+#endif
 
 /// The closed-form factor of `o.kind` at step t of horizon h (1 for constant and plateau; the warmup is applied
 /// on top); each is PyTorch's scheduler (right) stepped once per optimizer step:
@@ -206,7 +218,9 @@ inline OneCyclePoint onecycle_at(const LrOptions& o, int64_t total, int64_t t) {
 ///   poly         lrf + (1 − lrf) · (1 − p)^power                             PolynomialLR(L, power) when lrf = 0
 ///   wsd          1 until L − D, then 1 − (1 − lrf) · min((t − (L − D)) / D, 1)   D = max(1, round(decay_fraction · T))
 /// with u the unit in steps (1, or steps per epoch), L = decay_length (T − 1 by default: lrf on the last step).
-inline double lr_factor(const LrOptions& o, const Horizon& h, int64_t t) {
+POLICYTRAIN_DECL double lr_factor(const LrOptions& o, const Horizon& h, int64_t t)
+#if POLICYTRAIN_DEFINE
+{
   const double T = static_cast<double>(std::max<int64_t>(h.total_steps, 1));
   const double L = decay_length(o, h);
   const double p = std::min(static_cast<double>(t) / L, 1.0);
@@ -242,6 +256,9 @@ inline double lr_factor(const LrOptions& o, const Horizon& h, int64_t t) {
   }
   return 1.0;
 }
+#else
+;
+#endif
 
 /// Whether `k` decays over the run, and so needs the total number of steps.
 constexpr bool needs_total_steps(Kind k) {
@@ -249,20 +266,30 @@ constexpr bool needs_total_steps(Kind k) {
 }
 
 /// The momentum an optimizer's options use (SGD, RMSprop: momentum; Adam, AdamW: beta1); NaN for other types.
-inline double momentum_of(const torch::optim::OptimizerOptions& o) {
+POLICYTRAIN_DECL double momentum_of(const torch::optim::OptimizerOptions& o)
+#if POLICYTRAIN_DEFINE
+{
   if (auto* p = dynamic_cast<const torch::optim::SGDOptions*>(&o)) return p->momentum();
   if (auto* p = dynamic_cast<const torch::optim::AdamWOptions*>(&o)) return std::get<0>(p->betas());
   if (auto* p = dynamic_cast<const torch::optim::AdamOptions*>(&o)) return std::get<0>(p->betas());
   if (auto* p = dynamic_cast<const torch::optim::RMSpropOptions*>(&o)) return p->momentum();
   return std::numeric_limits<double>::quiet_NaN();
 }
+#else
+;
+#endif
 /// Sets the momentum (SGD, RMSprop) or beta1 (Adam, AdamW) of an optimizer's options; other types are left as they are.
-inline void set_momentum(torch::optim::OptimizerOptions& o, double m) {
+POLICYTRAIN_DECL void set_momentum(torch::optim::OptimizerOptions& o, double m)
+#if POLICYTRAIN_DEFINE
+{
   if (auto* p = dynamic_cast<torch::optim::SGDOptions*>(&o)) p->momentum(m);
   else if (auto* p = dynamic_cast<torch::optim::AdamWOptions*>(&o)) p->betas({m, std::get<1>(p->betas())});
   else if (auto* p = dynamic_cast<torch::optim::AdamOptions*>(&o)) p->betas({m, std::get<1>(p->betas())});
   else if (auto* p = dynamic_cast<torch::optim::RMSpropOptions*>(&o)) p->momentum(m);
 }
+#else
+;
+#endif
 
 /// The schedule policy (see the file comment).
 class Lr {
@@ -296,7 +323,7 @@ class Lr {
   /// step (the caller has already scaled the current lr).
   void scale_lr(double factor) {
     if (!(factor > 0))
-      throw std::invalid_argument(fmt::format("{}: scale_lr({}); expected a factor > 0", name, factor));
+      throw std::invalid_argument(policytrain::detail::format("{}: scale_lr({}); expected a factor > 0", name, factor));
     lr_scale_ *= factor;
   }
 
@@ -341,24 +368,24 @@ class Lr {
       }
     }
     if (base_lr_.size() != groups.size())
-      throw std::invalid_argument(fmt::format("{}: the optimizer has {} param groups but the schedule has {}; resume "
+      throw std::invalid_argument(policytrain::detail::format("{}: the optimizer has {} param groups but the schedule has {}; resume "
                                               "with the optimizer the state was saved with", name, groups.size(),
                                               base_lr_.size()));
     if (plateau_factor_.size() != base_lr_.size()) plateau_factor_.assign(base_lr_.size(), plateau_factor(0));
     for (size_t g = 0; g < groups.size(); ++g) {
       if (!std::isnan(base_momentum_[g])) continue;
       if (o_.warmup_momentum >= 0)
-        throw std::invalid_argument(fmt::format("{}: warmup_momentum is set but param group {}'s optimizer has no "
+        throw std::invalid_argument(policytrain::detail::format("{}: warmup_momentum is set but param group {}'s optimizer has no "
                                                 "momentum (SGD, RMSprop) or beta1 (Adam, AdamW); unset warmup_momentum",
                                                 name, g));
       if (o_.kind == Kind::onecycle && o_.cycle_momentum)
-        throw std::invalid_argument(fmt::format("{}: onecycle cycles the momentum (cycle_momentum, as PyTorch's "
+        throw std::invalid_argument(policytrain::detail::format("{}: onecycle cycles the momentum (cycle_momentum, as PyTorch's "
                                                 "OneCycleLR) but param group {}'s optimizer has no momentum (SGD, "
                                                 "RMSprop) or beta1 (Adam, AdamW); set cycle_momentum = false", name, g));
     }
     for (size_t g : o_.bias_groups)
       if (g >= groups.size())
-        throw std::invalid_argument(fmt::format("{}: bias group {} but the optimizer has {} param groups", name, g,
+        throw std::invalid_argument(policytrain::detail::format("{}: bias group {} but the optimizer has {} param groups", name, g,
                                                 groups.size()));
   }
 
@@ -409,41 +436,10 @@ class Lr {
   }
 
   /// Step, base lr and momentum of every group, the persistent scale and the plateau's state.
-  StateDict state_dict() const {
-    StateDict d{{"step", scalar_tensor(t_)},
-                {"groups", scalar_tensor(static_cast<int64_t>(base_lr_.size()))},
-                {"lr_scale", scalar_tensor(lr_scale_)},
-                {"plateau/factor", scalar_tensor(plateau_factor(0))},
-                {"plateau/best", scalar_tensor(best_)},
-                {"plateau/bad", scalar_tensor(bad_)},
-                {"plateau/cooldown_left", scalar_tensor(cooldown_left_)}};
-    for (size_t g = 0; g < base_lr_.size(); ++g) {
-      d.emplace(fmt::format("base_lr/{}", g), scalar_tensor(base_lr_[g]));
-      d.emplace(fmt::format("base_momentum/{}", g), scalar_tensor(base_momentum_[g]));
-      d.emplace(fmt::format("plateau/factor/{}", g), scalar_tensor(plateau_factor(g)));
-    }
-    return d;
-  }
+  StateDict state_dict() const;
   /// Restores what state_dict() saved (a state from before per-group plateau factors and lr_scale: every group
   /// gets "plateau/factor", the scale is 1).
-  void load_state_dict(const StateDict& d) {
-    t_ = state_int(d, "step");
-    lr_scale_ = d.count("lr_scale") ? state_double(d, "lr_scale") : 1.0;
-    best_ = state_double(d, "plateau/best");
-    if (std::isnan(best_)) best_ = worst();  // written by a version that started from NaN
-    bad_ = state_int(d, "plateau/bad");
-    cooldown_left_ = state_int(d, "plateau/cooldown_left");
-    const int64_t n = state_int(d, "groups");
-    base_lr_.clear();
-    base_momentum_.clear();
-    plateau_factor_.clear();
-    for (int64_t g = 0; g < n; ++g) {
-      base_lr_.push_back(state_double(d, fmt::format("base_lr/{}", g)));
-      base_momentum_.push_back(state_double(d, fmt::format("base_momentum/{}", g)));
-      const std::string pf = fmt::format("plateau/factor/{}", g);
-      plateau_factor_.push_back(state_double(d, d.count(pf) ? pf : std::string("plateau/factor")));
-    }
-  }
+  void load_state_dict(const StateDict& d);
 
  private:
   bool is_bias_group(size_t g) const {
@@ -464,34 +460,7 @@ class Lr {
     return rel ? v < best_ * (1.0 - o_.threshold) : v < best_ - o_.threshold;
   }
 
-  void validate() const {
-    auto bad = [](const std::string& what) {
-      throw std::invalid_argument("policytrain::schedule::Lr: " + what);
-    };
-    if (o_.warmup_steps > 0 && o_.warmup_epochs > 0)
-      bad(fmt::format("warmup_steps {} and warmup_epochs {} are both set; give one of them", o_.warmup_steps, o_.warmup_epochs));
-    if (o_.warmup_steps < 0 || o_.warmup_epochs < 0) bad("the warmup length is negative; expected >= 0");
-    if (o_.lrf < 0) bad(fmt::format("lrf is {}; expected >= 0", o_.lrf));
-    if (o_.kind == Kind::step && o_.step_size <= 0) bad(fmt::format("step_size is {}; expected > 0", o_.step_size));
-    if (o_.kind == Kind::multistep && !std::is_sorted(o_.milestones.begin(), o_.milestones.end()))
-      bad("milestones are not in ascending order; sort them");
-    if (o_.kind == Kind::onecycle && (o_.pct_start < 0 || o_.pct_start >= 1 || o_.div_factor <= 0))
-      bad(fmt::format("pct_start {} and div_factor {}; expected 0 <= pct_start < 1 and div_factor > 0", o_.pct_start, o_.div_factor));
-    if (o_.kind == Kind::onecycle && o_.three_phase && o_.pct_start > 0.5)
-      bad(fmt::format("three_phase with pct_start {}: the rise and the fall would overlap; expected pct_start <= 0.5",
-                      o_.pct_start));
-    if (o_.kind == Kind::onecycle && o_.cycle_momentum &&
-        !(o_.base_momentum >= 0 && o_.base_momentum <= o_.max_momentum && o_.max_momentum < 1))
-      bad(fmt::format("base_momentum {} and max_momentum {}; expected 0 <= base_momentum <= max_momentum < 1",
-                      o_.base_momentum, o_.max_momentum));
-    if (o_.kind == Kind::wsd && (o_.decay_fraction <= 0 || o_.decay_fraction > 1))
-      bad(fmt::format("decay_fraction is {}; expected 0 < decay_fraction <= 1", o_.decay_fraction));
-    if (o_.kind == Kind::plateau && (o_.factor <= 0 || o_.factor >= 1 || o_.patience < 0 || o_.cooldown < 0))
-      bad(fmt::format("plateau factor {}, patience {}, cooldown {}; expected 0 < factor < 1, patience >= 0, cooldown >= 0",
-                      o_.factor, o_.patience, o_.cooldown));
-    if (o_.kind == Kind::plateau && (o_.threshold < 0 || o_.plateau_eps < 0))
-      bad(fmt::format("plateau threshold {} and plateau_eps {}; expected both >= 0", o_.threshold, o_.plateau_eps));
-  }
+  void validate() const;
   /// The horizon from the fit: steps per epoch = ceil(batches / accumulate), total = epochs × that, capped by
   /// max_steps; total_steps overrides the total.
   template <class Ctx>
@@ -511,10 +480,10 @@ class Lr {
                                                          o_.kind == Kind::exponential)) ||
                              (o_.warmup_steps == 0 && o_.warmup_epochs > 0);
     if (h_.steps_per_epoch == 0 && epoch_units)
-      throw std::invalid_argument(fmt::format("{}: the schedule counts in epochs but the training data does not say "
+      throw std::invalid_argument(policytrain::detail::format("{}: the schedule counts in epochs but the training data does not say "
                                               "how many batches an epoch has; give the lengths in steps", name));
     if (h_.total_steps <= 0 && needs_total_steps(o_.kind))
-      throw std::invalid_argument(fmt::format("{}: the '{}' schedule decays over the run but its length is unknown "
+      throw std::invalid_argument(policytrain::detail::format("{}: the '{}' schedule decays over the run but its length is unknown "
                                               "(the training data has no size); set LrOptions::total_steps",
                                               name, to_string(o_.kind)));
     resolved_ = true;
@@ -540,5 +509,72 @@ class Lr {
   double best_ = std::numeric_limits<double>::infinity();
   int64_t bad_ = 0, cooldown_left_ = 0;
 };
+
+// Lr's non-template members: defined here header-only, in <policytrain/src.hpp> with separate compilation.
+#if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL StateDict Lr::state_dict() const {
+  StateDict d{{"step", scalar_tensor(t_)},
+              {"groups", scalar_tensor(static_cast<int64_t>(base_lr_.size()))},
+              {"lr_scale", scalar_tensor(lr_scale_)},
+              {"plateau/factor", scalar_tensor(plateau_factor(0))},
+              {"plateau/best", scalar_tensor(best_)},
+              {"plateau/bad", scalar_tensor(bad_)},
+              {"plateau/cooldown_left", scalar_tensor(cooldown_left_)}};
+  for (size_t g = 0; g < base_lr_.size(); ++g) {
+    d.emplace(policytrain::detail::format("base_lr/{}", g), scalar_tensor(base_lr_[g]));
+    d.emplace(policytrain::detail::format("base_momentum/{}", g), scalar_tensor(base_momentum_[g]));
+    d.emplace(policytrain::detail::format("plateau/factor/{}", g), scalar_tensor(plateau_factor(g)));
+  }
+  return d;
+}
+
+POLICYTRAIN_DECL void Lr::load_state_dict(const StateDict& d) {
+  t_ = state_int(d, "step");
+  lr_scale_ = d.count("lr_scale") ? state_double(d, "lr_scale") : 1.0;
+  best_ = state_double(d, "plateau/best");
+  if (std::isnan(best_)) best_ = worst();  // written by a version that started from NaN
+  bad_ = state_int(d, "plateau/bad");
+  cooldown_left_ = state_int(d, "plateau/cooldown_left");
+  const int64_t n = state_int(d, "groups");
+  base_lr_.clear();
+  base_momentum_.clear();
+  plateau_factor_.clear();
+  for (int64_t g = 0; g < n; ++g) {
+    base_lr_.push_back(state_double(d, policytrain::detail::format("base_lr/{}", g)));
+    base_momentum_.push_back(state_double(d, policytrain::detail::format("base_momentum/{}", g)));
+    const std::string pf = policytrain::detail::format("plateau/factor/{}", g);
+    plateau_factor_.push_back(state_double(d, d.count(pf) ? pf : std::string("plateau/factor")));
+  }
+}
+
+POLICYTRAIN_DECL void Lr::validate() const {
+  auto bad = [](const std::string& what) {
+    throw std::invalid_argument("policytrain::schedule::Lr: " + what);
+  };
+  if (o_.warmup_steps > 0 && o_.warmup_epochs > 0)
+    bad(policytrain::detail::format("warmup_steps {} and warmup_epochs {} are both set; give one of them", o_.warmup_steps, o_.warmup_epochs));
+  if (o_.warmup_steps < 0 || o_.warmup_epochs < 0) bad("the warmup length is negative; expected >= 0");
+  if (o_.lrf < 0) bad(policytrain::detail::format("lrf is {}; expected >= 0", o_.lrf));
+  if (o_.kind == Kind::step && o_.step_size <= 0) bad(policytrain::detail::format("step_size is {}; expected > 0", o_.step_size));
+  if (o_.kind == Kind::multistep && !std::is_sorted(o_.milestones.begin(), o_.milestones.end()))
+    bad("milestones are not in ascending order; sort them");
+  if (o_.kind == Kind::onecycle && (o_.pct_start < 0 || o_.pct_start >= 1 || o_.div_factor <= 0))
+    bad(policytrain::detail::format("pct_start {} and div_factor {}; expected 0 <= pct_start < 1 and div_factor > 0", o_.pct_start, o_.div_factor));
+  if (o_.kind == Kind::onecycle && o_.three_phase && o_.pct_start > 0.5)
+    bad(policytrain::detail::format("three_phase with pct_start {}: the rise and the fall would overlap; expected pct_start <= 0.5",
+                    o_.pct_start));
+  if (o_.kind == Kind::onecycle && o_.cycle_momentum &&
+      !(o_.base_momentum >= 0 && o_.base_momentum <= o_.max_momentum && o_.max_momentum < 1))
+    bad(policytrain::detail::format("base_momentum {} and max_momentum {}; expected 0 <= base_momentum <= max_momentum < 1",
+                    o_.base_momentum, o_.max_momentum));
+  if (o_.kind == Kind::wsd && (o_.decay_fraction <= 0 || o_.decay_fraction > 1))
+    bad(policytrain::detail::format("decay_fraction is {}; expected 0 < decay_fraction <= 1", o_.decay_fraction));
+  if (o_.kind == Kind::plateau && (o_.factor <= 0 || o_.factor >= 1 || o_.patience < 0 || o_.cooldown < 0))
+    bad(policytrain::detail::format("plateau factor {}, patience {}, cooldown {}; expected 0 < factor < 1, patience >= 0, cooldown >= 0",
+                    o_.factor, o_.patience, o_.cooldown));
+  if (o_.kind == Kind::plateau && (o_.threshold < 0 || o_.plateau_eps < 0))
+    bad(policytrain::detail::format("plateau threshold {} and plateau_eps {}; expected both >= 0", o_.threshold, o_.plateau_eps));
+}
+#endif
 
 }  // namespace policytrain::schedule

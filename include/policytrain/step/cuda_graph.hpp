@@ -49,6 +49,7 @@
 #include <policytrain/core/batch.hpp>
 #include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/format.hpp>
 #include <policytrain/optim/fused_common.hpp>
 
 #ifdef POLICYTRAIN_WITH_CUDA
@@ -72,12 +73,12 @@ class CudaGraphBackend {
   static void check_device(const torch::Device& device) {
 #ifdef POLICYTRAIN_WITH_CUDA
     if (!device.is_cuda())
-      throw std::invalid_argument(fmt::format(
+      throw std::invalid_argument(policytrain::detail::format(
           "policytrain::step::CudaGraph: the model is on {}; a CUDA graph captures CUDA work only: move the model "
           "to a CUDA device, or drop step::CudaGraph (step::GraphEmulation runs its logic on the CPU)",
           device.str()));
 #else
-    throw std::invalid_argument(fmt::format(
+    throw std::invalid_argument(policytrain::detail::format(
         "policytrain::step::CudaGraph: this build's LibTorch has no CUDA (the model is on {}); build against a CUDA "
         "LibTorch, or drop step::CudaGraph (step::GraphEmulation runs its logic on the CPU)",
         device.str()));
@@ -227,7 +228,7 @@ class CapturedStep {
   /// Throws std::invalid_argument for warmup_steps < 1.
   explicit CapturedStep(Options o) : o_(o) {
     if (o_.warmup_steps < 1)
-      throw std::invalid_argument(fmt::format("policytrain::{}: warmup_steps {}; expected >= 1 (the optimizer's "
+      throw std::invalid_argument(policytrain::detail::format("policytrain::{}: warmup_steps {}; expected >= 1 (the optimizer's "
                                               "state must exist before the step is captured)",
                                               name, o_.warmup_steps));
   }
@@ -255,7 +256,7 @@ class CapturedStep {
     Backend::check_device(ctx.device());
     auto* opt = dynamic_cast<optim::GraphReplayable*>(&ctx.optimizer());
     if (!opt)
-      throw std::invalid_argument(fmt::format(
+      throw std::invalid_argument(policytrain::detail::format(
           "policytrain::{}: the optimizer keeps its step state on the host (LibTorch's optimizers count steps and "
           "compute the bias correction in host code, which a replay would not run); use optim::FusedAdamW, "
           "optim::FusedAdam or optim::FusedSgd", name));
@@ -263,7 +264,7 @@ class CapturedStep {
     if (!why.empty()) {
       std::string all;
       for (const auto& w : why) all += (all.empty() ? "" : "; ") + w;
-      throw std::invalid_argument(fmt::format("policytrain::{}: the step cannot be captured as configured: {}", name, all));
+      throw std::invalid_argument(policytrain::detail::format("policytrain::{}: the step cannot be captured as configured: {}", name, all));
     }
     // The graph outlives a fit (the next fit replays it at once), unless the optimizer changed; a state loaded
     // through the Trainer (a resume) drops it in load_state_dict.
@@ -361,14 +362,14 @@ class CapturedStep {
       stepped = backend_.capture([this, body]() mutable -> bool { return body(static_); });
     } catch (const std::exception& e) {
       in_graph_ = false;
-      throw std::runtime_error(fmt::format(
+      throw std::runtime_error(policytrain::detail::format(
           "policytrain::{}: capturing the step failed: {}. A hook inside the step read a tensor on the host (an "
           ".item(), a print of a tensor) or allocated host-dependent state; find it with the error above, and make "
           "it graph-safe or drop it", name, e.what()));
     }
     in_graph_ = false;
     if (!stepped)
-      throw std::logic_error(fmt::format("policytrain::{}: a policy decided on the host to skip the captured step; "
+      throw std::logic_error(policytrain::detail::format("policytrain::{}: a policy decided on the host to skip the captured step; "
                                          "a captured step must skip on the device (found_inf)", name));
     captured_ = true;
     captured_loss_ = Backend::captured_output(ctx.state().last_loss);  // rewritten at every replay
