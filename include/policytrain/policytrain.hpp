@@ -7,8 +7,14 @@
 ///   in-memory snapshots and callbacks::DivergenceRollback, SHA-256 digests;
 /// - <policytrain/observe.hpp>: MetricsLog, Profiler (Kineto) and TensorBoard;
 /// - <policytrain/datasets.hpp>: IDX files and Fashion-MNIST;
+/// - <policytrain/data.hpp>: data::PrefetchLoader (worker threads, pinned buffers, augmentation) and
+///   data::stratified_split;
+/// - <policytrain/memory.hpp>: activation recompute (memory::recompute, memory::Recomputed) and the peak-memory
+///   probes;
 /// - <policytrain/parallel.hpp>: data parallelism (c10d and Gloo headers);
 /// - <policytrain/all.hpp>: all of them but parallel.hpp.
+/// (data.hpp and memory.hpp left the umbrella in 0.x: together they made torch.h + umbrella 1.27x torch.h alone;
+/// without them 1.09x, bench/RESULTS.md "Compile cost".)
 #include <policytrain/core/batch.hpp>
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/context.hpp>
@@ -27,7 +33,6 @@
 #include <policytrain/accumulation/window_mean.hpp>
 #include <policytrain/checkpoint/none.hpp>
 #include <policytrain/memory/peak.hpp>
-#include <policytrain/memory/recompute.hpp>
 #include <policytrain/parallel/single.hpp>
 #include <policytrain/precision/autocast.hpp>
 #include <policytrain/precision/autocast_guard.hpp>
@@ -44,8 +49,6 @@
 #include <policytrain/callbacks/step_phases.hpp>
 
 #include <policytrain/data/loader.hpp>
-#include <policytrain/data/prefetch_loader.hpp>
-#include <policytrain/data/split.hpp>
 
 #include <policytrain/optim/fused_adam.hpp>
 #include <policytrain/optim/fused_adamw.hpp>
