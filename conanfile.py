@@ -23,7 +23,7 @@ class PolicytrainConan(ConanFile):
     topics = ("libtorch", "pytorch", "training", "header-only", "policy-based-design")
     package_type = "header-library"
     settings = "os", "arch", "compiler", "build_type"
-    exports_sources = "CMakeLists.txt", "VERSION", "cmake/*", "include/*", "LICENSE"
+    exports_sources = "CMakeLists.txt", "VERSION", "cmake/*", "include/*", "src/*", "LICENSE"
     no_copy_source = True
 
     def set_version(self):

@@ -122,7 +122,7 @@ elseif(MODE STREQUAL "add_subdirectory")
   list(APPEND consumer_args "-DPOLICYTRAIN_SOURCE_DIR=${SOURCE_DIR}")
 elseif(MODE STREQUAL "fetchcontent")
   # A source archive holding what a release archive (and the Conan recipe's exports) holds.
-  set(members CMakeLists.txt VERSION LICENSE cmake include)
+  set(members CMakeLists.txt VERSION LICENSE cmake include src)
   execute_process(COMMAND ${CMAKE_COMMAND} -E tar czf "${WORK_DIR}/policytrain-src.tar.gz" ${members}
                   WORKING_DIRECTORY "${SOURCE_DIR}" RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
