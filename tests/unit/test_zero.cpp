@@ -450,7 +450,7 @@ TEST_CASE("ZeRO-1 checkpoint: the whole optimizer state is saved, and a resume o
     compare(dir / "full" / fmt::format("rank{}", r), dir / "part2-z2" / fmt::format("rank{}", r), 0.0);
 }
 
-TEST_CASE("ZeRO-1 checkpoint of 2 ranks resumed on 3 re-partitions: consolidated state equal, each rank its new shard") {
+TEST_CASE("ZeRO-1 checkpoint of 2 ranks resumed on 3 re-partitions (ZeRO-1 and ZeRO-2): consolidated state equal, each rank its new shard") {
   const auto dir = testing::temp_dir("zero-reshard");
   run_python("plain", 2, dir);  // the data and the initial weights
   run_ours("ckpt-half", 2, dir, "part");     // an epoch-end checkpoint of 2 ranks
@@ -482,6 +482,9 @@ TEST_CASE("ZeRO-1 checkpoint of 2 ranks resumed on 3 re-partitions: consolidated
   // The 3-rank partition differs from the 2-rank one (ZeroRedundancyOptimizer's rule: rank 2 owns the batch norm).
   const auto r2 = load_tensors(dir / "three" / "rank2");
   CHECK(r2.count("local.bn.weight.exp_avg") == 1);
+  // ZeRO-2 re-partitions the same checkpoint on 3 ranks alike: every rank's shard equals ZeRO-1's.
+  run_ours("ckpt-reshard", 3, dir, "three-z2", 2);
+  for (int r = 0; r < 3; ++r) compare(dir / "three" / fmt::format("rank{}", r), dir / "three-z2" / fmt::format("rank{}", r), 0.0);
 }
 
 TEST_CASE("ZeRO-1 and ZeRO-2 with a rank owning nothing, torch::optim and fused optimizers, accumulation, schedule, rollback and Ema equal DataParallel (ZeRO-1 bit for bit, ZeRO-2 within 1e-6)") {
