@@ -42,6 +42,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
@@ -215,15 +216,20 @@ struct DataParallelState {
   std::vector<char> ready;  ///< gradient accumulated for the parameter in this synchronised backward
   std::mutex mu;
 
+  /// The error for parameter `i`'s gradient accumulated twice in one synchronised backward, from `policy`, after
+  /// `after` (what the first accumulation led to).
+  [[noreturn]] void throw_ready_twice(size_t i, std::string_view policy, std::string_view after) const {
+    throw std::runtime_error(policytrain::detail::format(
+        "policytrain::parallel::{}: {}: parameter '{}' (index {}) was marked ready twice in one backward (its "
+        "gradient was accumulated again after {}): the parameter takes part in a reentrant backward (a reentrant "
+        "activation checkpoint, or a backward inside a custom autograd function) or in two backward passes of one "
+        "micro-step; use non-reentrant checkpointing, or a single backward per micro-step", policy, who(), names[i],
+        i, after));
+  }
+
   void accumulated(size_t i) {
     std::lock_guard<std::mutex> lock(mu);
-    if (ready[i])
-      throw std::runtime_error(policytrain::detail::format(
-          "policytrain::parallel::DataParallel: {}: parameter '{}' (index {}) was marked ready twice in one "
-          "backward (its gradient was accumulated again after it was counted for its bucket): the parameter "
-          "takes part in a reentrant backward (a reentrant activation checkpoint, or a backward inside a custom "
-          "autograd function) or in two backward passes of one micro-step; use non-reentrant checkpointing, or a "
-          "single backward per micro-step", who(), names[i], i));
+    if (ready[i]) throw_ready_twice(i, "DataParallel", "it was counted for its bucket");
     ready[i] = 1;
   }
 

@@ -123,13 +123,7 @@ struct Zero2State {
   void accumulated(size_t i) {
     std::lock_guard<std::mutex> lock(mu);
     if (!in_backward) return;
-    if (ready[i])
-      throw std::runtime_error(policytrain::detail::format(
-          "policytrain::parallel::ShardedDataParallel: {}: parameter '{}' (index {}) was marked ready twice in one "
-          "backward (its gradient was accumulated again after its bucket was reduce-scattered): the parameter takes "
-          "part in a reentrant backward (a reentrant activation checkpoint, or a backward inside a custom autograd "
-          "function) or in two backward passes of one micro-step; use non-reentrant checkpointing, or a single "
-          "backward per micro-step", dp->who(), dp->names[i], i));
+    if (ready[i]) dp->throw_ready_twice(i, "ShardedDataParallel", "its bucket was reduce-scattered");
     ready[i] = 1;
     auto& b = buckets[bucket_of[i]];
     --b.pending;
