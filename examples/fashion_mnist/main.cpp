@@ -42,6 +42,7 @@ struct Config {
   int threads = 0;
   int64_t limit_train_batches = -1;
   int64_t limit_val_batches = -1;
+  int64_t eval_batch_size = 1000;
   int64_t val_size = 5000;
   int64_t train_eval_size = 5000;
   int64_t train_size = 0;
@@ -69,6 +70,10 @@ void add_core_flags(CLI::App& app, Config& c) {
   app.add_option("--threads", c.threads, "Intra-op threads (0: LibTorch's default)")->check(CLI::NonNegativeNumber);
   app.add_option("--limit-train-batches", c.limit_train_batches, "Micro-batches per epoch at most (-1: all)");
   app.add_option("--limit-val-batches", c.limit_val_batches, "Validation and test batches evaluated at most (-1: all)");
+  app.add_option("--eval-batch-size", c.eval_batch_size,
+                 "Images per validation, test and training-accuracy batch (with --limit-val-batches, fewer images "
+                 "are evaluated: the tests' short runs)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--val-size", c.val_size,
                  "Training images held out for validation (stratified by class, fixed by --seed); validation drives "
                  "early stopping, plateau schedules and best checkpoints, the test set is evaluated once, at the end")
@@ -209,10 +214,11 @@ int main(int argc, char** argv) {
     const auto split = pt::data::stratified_split(full_train.x, full_train.y, cfg.val_size, cfg.seed);
     const int64_t train_n = cfg.train_size > 0 ? std::min(cfg.train_size, split.train_x.size(0)) : split.train_x.size(0);
     const pt::data::TensorPair train{split.train_x.slice(0, 0, train_n), split.train_y.slice(0, 0, train_n)};
-    pt::data::TensorLoader val_loader(split.val_x, split.val_y, {.batch_size = 1000, .shuffle = false,
-                                                                 .rank = rank, .world_size = world_size});
+    pt::data::TensorLoader val_loader(split.val_x, split.val_y, {.batch_size = cfg.eval_batch_size,
+                                                                 .shuffle = false, .rank = rank,
+                                                                 .world_size = world_size});
     // [/snippet:split]
-    pt::data::TensorLoader test_loader(test.x, test.y, {.batch_size = 1000, .shuffle = false,
+    pt::data::TensorLoader test_loader(test.x, test.y, {.batch_size = cfg.eval_batch_size, .shuffle = false,
                                                         .rank = rank, .world_size = world_size});
     if (dp.is_main()) std::printf("Fashion-MNIST: %lld train, %lld validation, %lld test images from %s; %d threads\n",
                 static_cast<long long>(train.x.size(0)), static_cast<long long>(split.val_x.size(0)),
@@ -278,7 +284,7 @@ int main(int argc, char** argv) {
       if (cfg.train_eval_size > 0) {
         const int64_t n = std::min(cfg.train_eval_size, train.x.size(0));
         pt::data::TensorLoader train_eval_loader(train.x.slice(0, 0, n), train.y.slice(0, 0, n),
-                                                 {.batch_size = 1000, .shuffle = false, .rank = rank,
+                                                 {.batch_size = cfg.eval_batch_size, .shuffle = false, .rank = rank,
                                                   .world_size = world_size});
         train_metrics = trainer.evaluate(train_eval_loader, cfg.limit_val_batches);
       }

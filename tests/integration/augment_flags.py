@@ -7,7 +7,7 @@ exe, run_dir = sys.argv[1], sys.argv[2]
 
 def run(name, *flags):
     d = os.path.join(run_dir, name)
-    cmd = [exe, "--epochs", "1", "--limit-train-batches", "10", "--limit-val-batches", "1", "--train-eval-size", "0",
+    cmd = [exe, "--epochs", "1", "--limit-train-batches", "10", "--limit-val-batches", "1", "--eval-batch-size", "200", "--train-eval-size", "0",
            "--run-dir", d, "--progress-tty", "0", "--threads", "2", "--save", "none", "--no-export", *flags]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, f"{cmd}: exit code {p.returncode}\n{p.stderr[-2000:]}"

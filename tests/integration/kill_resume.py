@@ -6,7 +6,7 @@ added to every run, e.g. --async-checkpoint)"""
 import json, os, random, shutil, subprocess, sys, time
 
 exe, work = sys.argv[1], sys.argv[2]
-common = [exe, "--epochs", "2", "--limit-train-batches", "30", "--limit-val-batches", "1", "--progress-tty", "0",
+common = [exe, "--epochs", "2", "--limit-train-batches", "30", "--limit-val-batches", "1", "--eval-batch-size", "200", "--progress-tty", "0",
           "--width", "8", "--batch-size", "32",
           "--threads", "1", "--save", "last,steps:3", "--keep", "2", "--ema", "--ema-tau", "20"] + sys.argv[3:]
 shutil.rmtree(work, ignore_errors=True)

@@ -14,7 +14,7 @@ from tensorboard.backend.event_processing import event_accumulator as ea_mod
 exe, run_dir = sys.argv[1], sys.argv[2]
 shutil.rmtree(run_dir, ignore_errors=True)
 every = 5
-common = [exe, "--limit-train-batches", "20", "--limit-val-batches", "3", "--run-dir", run_dir, "--progress-tty", "0",
+common = [exe, "--limit-train-batches", "20", "--limit-val-batches", "3", "--eval-batch-size", "200", "--run-dir", run_dir, "--progress-tty", "0",
           "--threads", "2", "--tensorboard", "--tensorboard-every", str(every), "--save", "last"]
 profile = ["--profile", "--profile-wait", "2", "--profile-warmup", "1", "--profile-active", "3"]
 for cmd in (common + ["--epochs", "1"] + profile, common + ["--epochs", "2", "--resume"]):

@@ -3,7 +3,7 @@ import json, os, subprocess, sys
 
 exe, run_dir = sys.argv[1], sys.argv[2]
 extra = sys.argv[3:]
-cmd = [exe, "--epochs", "2", "--limit-train-batches", "40", "--limit-val-batches", "3",
+cmd = [exe, "--epochs", "2", "--limit-train-batches", "40", "--limit-val-batches", "3", "--eval-batch-size", "200",
        "--run-dir", run_dir, "--progress-tty", "0", "--threads", "2"] + extra
 p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
 print(p.stdout[-4000:]); print(p.stderr[-4000:], file=sys.stderr)
@@ -27,9 +27,9 @@ assert len(s["validation_history"]) == 2, s["validation_history"]
 assert s["validation_history"][-1]["accuracy"] == s["val_accuracy"]
 assert 0.0 <= s["data_wait_fraction"] <= 1.0 and "forward" in s["step_seconds"], "summary lacks the time summary"
 # The training images' accuracy (--train-eval-size, default 5000): each rank evaluates its shard of them, at most
-# --limit-val-batches 3 batches of 1000, and the counts are summed across ranks.
+# --limit-val-batches 3 batches of --eval-batch-size 200, and the counts are summed across ranks.
 world = int(extra[extra.index("--nproc") + 1]) if "--nproc" in extra else 1
-expected = world * min(5000 // world, 3 * 1000)
+expected = world * min(5000 // world, 3 * 200)
 assert 0.3 < s["train_accuracy"] <= 1.0, s["train_accuracy"]
 assert s["train_eval_samples"] == expected, (s["train_eval_samples"], expected)
 # A flag given twice takes its last value (scripts/demo passes its recipe first, a user's flags after it), and the

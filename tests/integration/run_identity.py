@@ -7,7 +7,7 @@ import json, os, shutil, subprocess, sys
 exe, work = sys.argv[1], sys.argv[2]
 shutil.rmtree(work, ignore_errors=True)
 run = os.path.join(work, "run")
-common = [exe, "--limit-train-batches", "20", "--limit-val-batches", "1", "--progress-tty", "0", "--width", "8",
+common = [exe, "--limit-train-batches", "20", "--limit-val-batches", "1", "--eval-batch-size", "200", "--progress-tty", "0", "--width", "8",
           "--batch-size", "32", "--threads", "1", "--save", "last,steps:5", "--run-dir", run]
 
 def train(*args):

@@ -26,7 +26,7 @@ shutil.rmtree(run_dir, ignore_errors=True)
 
 def run(name, extra):
     d = os.path.join(run_dir, name)
-    cmd = [binary, "--epochs", "1", "--limit-train-batches", "12", "--limit-val-batches", "2", "--run-dir", d,
+    cmd = [binary, "--epochs", "1", "--limit-train-batches", "12", "--limit-val-batches", "2", "--eval-batch-size", "200", "--run-dir", d,
            "--progress-tty", "0", "--train-eval-size", "0"] + extra
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, f"{' '.join(cmd)} failed:\n{r.stdout}\n{r.stderr}"
