@@ -497,6 +497,16 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
+/// A named error: policytrain's message, which starts with what raised it ("policytrain::Trainer: ...",
+/// "schedule::Lr: ...", "parallel::DataParallel: ..."), not a raw c10 error ("Expected ... but got ...").
+bool is_named(const std::string& msg) {
+  if (msg.find("policytrain") != std::string::npos) return true;
+  for (const char* p : {"parallel::", "schedule::", "checkpoint::", "callbacks::", "precision::", "accumulate::", "optim::",
+                        "memory::", "step::", "data::"})
+    if (msg.rfind(p, 0) == 0) return true;
+  return false;
+}
+
 std::string tail(const std::string& s, size_t n = 1500) { return s.size() <= n ? s : "..." + s.substr(s.size() - n); }
 
 /// Runs every phase of variant `v` of seed `c`, each phase a launch of its world size.
@@ -530,7 +540,8 @@ Run run_variant(const Case& drawn, const std::string& v, const fs::path& root) {
       std::string msg;
       std::getline(is, msg);
       errors += fmt::format("    rank {} ({} forward passes in): {}\n", k, forwards, msg);
-      if (msg.find("policytrain") != std::string::npos) {
+      if (!msg.empty() && msg[0] == ' ') msg.erase(0, 1);
+      if (is_named(msg)) {
         named = true;
         if (forwards > 0 && c.script != Script::add_group && c.script != Script::unfreeze && !(c.script == Script::stop_resume && phase == 0)) late = true;
       } else {
