@@ -198,8 +198,10 @@ std::string describe(const Case& c) {
     case Script::unfreeze: script = "fit 1 epoch with the conv frozen; unfreeze it; fit again"; break;
     case Script::eval_first: script = "evaluate before fit; fit"; break;
     case Script::stop_resume:
-      script = fmt::format("fit with max_steps {} (checkpoint::Disk every step), a new Trainer resumes from it", c.stop_at);
-      if (c.resume_world) script += fmt::format(" on {} ranks", c.resume_world);
+      if (c.resume_world)
+        script = fmt::format("fit 1 epoch (checkpoint::Disk every step, RunInfo::world_size -1), a new Trainer resumes from it on {} ranks",
+                             c.resume_world);
+      else script = fmt::format("fit with max_steps {} (checkpoint::Disk every step), a new Trainer resumes from it", c.stop_at);
       if (c.switch_layout) script += " with channels_last switched on";
       if (c.swap_family) script += fmt::format(" with the other optimizer family ({})", c.fused ? "torch::optim" : "fused");
       break;
@@ -416,7 +418,10 @@ Policies make_policies(const Env& e) {
       pt::precision::Autocast({.dtype = c.bf16 ? torch::kBFloat16 : torch::kFloat}),
       pt::schedule::Lr({.kind = c.schedule, .total_steps = c.total_steps()}),
       pt::checkpoint::Disk({.directory = disk ? e.dir / "ckpt" : fs::path(), .every_steps = 1,
-                            .resume = e.phase == 1 ? "auto" : "", .export_final = false, .log = nullptr}),
+                            .resume = e.phase == 1 ? "auto" : "",
+                            // another world size: not part of the run's fingerprint (docs/parallel.md)
+                            .run = {.world_size = c.resume_world ? -1 : 0},
+                            .export_final = false, .log = nullptr}),
       c.clip > 0 ? pt::callbacks::GradClip({.max_norm = c.clip}) : pt::callbacks::GradClip(),
       pt::callbacks::Ema({.enabled = c.ema, .decay = 0.9, .tau = 4}),
       pt::callbacks::DivergenceRollback({.enabled = c.rollback, .snapshot_every = 2, .spike_factor = 100, .log = nullptr}),
@@ -455,7 +460,10 @@ void script(const Env& e, T& trainer, Task& task, torch::optim::Optimizer& opt, 
       fit({.epochs = kEpochs});
       break;
     case Script::stop_resume:
-      if (e.phase == 0) fit({.epochs = kEpochs, .max_steps = c.stop_at});
+      // on another world size from the first epoch's end (a mid-epoch checkpoint refuses another world size, by
+      // name: the rest of the epoch cannot be re-sharded); else from the middle of an epoch
+      if (e.phase == 0 && c.resume_world) fit({.epochs = 1});
+      else if (e.phase == 0) fit({.epochs = kEpochs, .max_steps = c.stop_at});
       else fit({.epochs = kEpochs});
       break;
   }
@@ -674,21 +682,24 @@ std::pair<double, std::string> max_diff(const std::vector<torch::Tensor>& a, con
   return {worst, where};
 }
 
-/// The tolerance of an invariant (docs/compositions.md, "The composition fuzzer"). Measured on passing seeds: other
-/// summation orders (a rank's half batch, a conv's channels_last kernel, a fused kernel), amplified by 16 steps,
-/// stay below a tenth of these; every defect this fuzzer found moves weights by 1e-3 or more.
+/// The tolerance of an invariant (docs/compositions.md, "The composition fuzzer"). Measured on passing seeds of 1-60:
+/// other summation orders (a rank's share of the batch, a conv's channels_last kernel, a fused kernel), amplified by
+/// 16 steps, stay below 6e-8 in fp32 and 3e-4 under bf16 autocast; every defect this fuzzer found moves weights by
+/// 1e-4 or more in fp32.
 double tolerance(const Case& c, const std::string& reference) {
   double t = 0;
   auto add = [&](double fp32, double bf16) { t = std::max(t, c.bf16 ? bf16 : fp32); };
   constexpr double kBf16 = 2e-3;
-  if (reference == "one-process") add(1e-4, kBf16);
-  if (reference == "data-parallel") add(2e-5, kBf16);
-  if (reference == "contiguous") add(1e-4, kBf16);
-  if (reference == "torch-optim") add(1e-5, kBf16);
+  if (reference == "one-process") add(1e-6, kBf16);
+  // ZeRO on 2 ranks: the same elementwise update of the same averaged gradient, bit for bit (docs/parallel.md); on
+  // 3 ranks Gloo's reduce-scatter adds in another order than its all-reduce (ZeRO-2)
+  if (reference == "data-parallel" && std::max(c.world, c.resume_world) > 2) add(1e-6, kBf16);
+  if (reference == "contiguous") add(1e-6, kBf16);
+  if (reference == "torch-optim") add(1e-6, kBf16);
   if (reference == "uninterrupted") {
-    if (c.resume_world) add(1e-4, kBf16);
-    if (c.switch_layout) add(1e-4, kBf16);
-    if (c.swap_family) add(1e-5, kBf16);
+    if (c.resume_world) add(1e-6, kBf16);
+    if (c.switch_layout) add(1e-6, kBf16);
+    if (c.swap_family) add(1e-6, kBf16);
   }
   return t;
 }
