@@ -618,7 +618,7 @@ Run run_variant(const Case& drawn, const std::string& minus, const std::string& 
                                                          {"POLICYTRAIN_FUZZ_DIR", dir.string()},
                                                          {"OMP_NUM_THREADS", "1"}},
                                                  .stop_others_on_failure = true,
-                                                 .deadline = std::chrono::seconds(150)});
+                                                 .deadline = std::chrono::seconds(60)});
     if (code == 0) continue;
     std::string errors, stderrs;
     bool raw = false, named = false, late = false;
@@ -642,7 +642,7 @@ Run run_variant(const Case& drawn, const std::string& minus, const std::string& 
     }
     if (code == 124) {
       r.kind = Run::failed;
-      r.detail = fmt::format("phase {} on {} rank(s): a hang (killed after 150 s)\n{}{}", phase, world, errors, stderrs);
+      r.detail = fmt::format("phase {} on {} rank(s): a hang (killed after 60 s; a run takes under 15 s)\n{}{}", phase, world, errors, stderrs);
     } else if (code > 128) {
       r.kind = Run::failed;
       r.detail = fmt::format("phase {} on {} rank(s): a crash (signal {})\n{}{}", phase, world, code - 128, errors, stderrs);
