@@ -13,7 +13,8 @@
 // fuzzer") describes the dimensions, the tolerances and how to reproduce a seed.
 //
 // Usage:
-//   fuzz_compositions --seeds FILE          the fixed regression seeds (one per line, '#' comments): scripts/test
+//   fuzz_compositions --seeds FILE          the fixed regression seeds (one per line: a seed, optionally its
+//                                           simplifications as --minus takes them; '#' comments): scripts/test
 //   fuzz_compositions --seed N [--seed M]   those seeds (a failure's rerun command)
 //   fuzz_compositions --random SECONDS [--start S]   fresh seeds until the time is spent (.ci/run); S printed
 //   fuzz_compositions --describe N          prints what seed N draws, runs nothing
@@ -554,7 +555,7 @@ const int kWorkerHook = [] {
   uint64_t seed = 0;
   std::string v;
   int phase = 0;
-  std::string minus = "-";
+  std::string global_minus = "-";
   std::istringstream(w) >> seed >> v >> phase >> minus;
   int code = 0;
   try {
@@ -820,11 +821,11 @@ std::string shrink(uint64_t seed, const std::string& invariant, const fs::path& 
 
 int main(int argc, char** argv) {
   using namespace fuzz;
-  std::vector<uint64_t> seeds;
+  std::vector<std::pair<uint64_t, std::string>> seeds;  ///< a seed and its simplifications ("-": none)
   double budget = 0;
   std::optional<uint64_t> start;
   bool keep = false, verbose = false, shrink_failures = false;
-  std::string minus = "-";
+  std::string global_minus = "-";
   std::string self = argv[0];
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -832,7 +833,7 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument("fuzz_compositions: " + a + " needs a value");
       return argv[++i];
     };
-    if (a == "--seed") seeds.push_back(std::stoull(next()));
+    if (a == "--seed") seeds.emplace_back(std::stoull(next()), "");
     else if (a == "--seeds") {
       const std::string file = next();
       std::ifstream f(file);
@@ -844,17 +845,21 @@ int main(int argc, char** argv) {
         line = line.substr(0, line.find('#'));
         std::istringstream is(line);
         uint64_t s = 0;
-        if (is >> s) seeds.push_back(s);
+        std::string m;  // optional: the seed's simplifications, as --minus takes them
+        if (is >> s) {
+          is >> m;
+          seeds.emplace_back(s, m);
+        }
       }
     } else if (a == "--random") budget = std::stod(next());
     else if (a == "--start") start = std::stoull(next());
     else if (a == "--keep") keep = true;
-    else if (a == "--minus") minus = next();
+    else if (a == "--minus") global_minus = next();
     else if (a == "--shrink") shrink_failures = true;
     else if (a == "--verbose" || a == "-v") verbose = true;
     else if (a == "--describe") {
       const uint64_t s = std::stoull(next());
-      const Case c = draw(s, minus);
+      const Case c = draw(s, global_minus);
       std::printf("seed %llu: %s\n%s\n", static_cast<unsigned long long>(s), short_line(c).c_str(), describe(c).c_str());
       return 0;
     } else {
@@ -869,7 +874,7 @@ int main(int argc, char** argv) {
     std::printf("fuzz_compositions: random mode, %.0f s, seeds from %llu (rerun this budget with --random %.0f --start %llu)\n",
                 budget, static_cast<unsigned long long>(s0), budget, static_cast<unsigned long long>(s0));
     seeds.clear();
-    for (uint64_t k = 0; k < 100000; ++k) seeds.push_back(s0 + k);
+    for (uint64_t k = 0; k < 100000; ++k) seeds.emplace_back(s0 + k, "");
   }
   if (seeds.empty()) {
     std::fprintf(stderr, "fuzz_compositions: no seeds (give --seeds FILE, --seed N or --random SECONDS)\n");
@@ -879,7 +884,8 @@ int main(int argc, char** argv) {
   std::vector<uint64_t> failed;
   size_t done = 0;
   double slowest = 0;
-  for (uint64_t s : seeds) {
+  for (const auto& [s, own_minus] : seeds) {
+    const std::string minus = own_minus.empty() ? global_minus : own_minus;
     // random mode: start a seed only while the slowest so far still fits in the budget
     if (budget > 0 && elapsed() + slowest > budget) break;
     const Case c = draw(s, minus);
