@@ -555,7 +555,7 @@ const int kWorkerHook = [] {
   uint64_t seed = 0;
   std::string v;
   int phase = 0;
-  std::string global_minus = "-";
+  std::string minus = "-";
   std::istringstream(w) >> seed >> v >> phase >> minus;
   int code = 0;
   try {
