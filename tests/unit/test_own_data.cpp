@@ -8,7 +8,9 @@
 #include <fstream>
 #include <set>
 
+#include <policytrain/data/csv.hpp>
 #include <policytrain/data/from_torch.hpp>
+#include <policytrain/data/split.hpp>
 #include <policytrain/parallel.hpp>
 
 #include "unit/helpers.hpp"
@@ -163,9 +165,9 @@ TEST_CASE("checkpoint::Disk: a max_steps stop mid-epoch is saved where it stoppe
     trainer.fit(loader, {.epochs = 3, .max_steps = max_steps});
     return std::tuple(params_of(task.module()), task.trained, trainer.state().epoch, trainer.state().batch_in_epoch);
   };
-  auto check_loader = [&](const char* name, auto make_loader) {
+  auto check_loader = [&](const std::string& name, auto make_loader) {
     CAPTURE(name);
-    const fs::path dir = testing::temp_dir(std::string("own_data_maxsteps_") + name);
+    const fs::path dir = testing::temp_dir("own_data_maxsteps_" + name);
     const auto [whole, whole_ids, e0, b0] = run(dir / "whole", make_loader, -1, false);
     const auto [p1, ids1, e1, b1] = run(dir / "cut", make_loader, 13, false);  // epoch 1, batch 5 of 8
     CHECK(e1 == 1);
@@ -184,4 +186,171 @@ TEST_CASE("checkpoint::Disk: a max_steps stop mid-epoch is saved where it stoppe
     return pt::data::from_torch(id_dataset(n), td::samplers::DistributedRandomSampler(n), options(2));
   });
   check_loader("unsized", [&] { return pt::data::from_torch(id_dataset(n), Unsized(n), options(2)); });
+}
+
+TEST_CASE("random_split: Python's random_split sets, disjoint, covering, seeded, the same on every rank") {
+  constexpr int64_t n = 50;
+  auto x = torch::arange(n).unsqueeze(1).to(torch::kFloat32);
+  auto y = torch::arange(n);
+  const auto s = pt::data::random_split(x, y, 15, 42);
+  CHECK(s.val_index.numel() == 15);
+  CHECK(s.train_index.numel() == 35);
+  CHECK(torch::equal(std::get<0>(torch::cat({s.train_index, s.val_index}).sort()), torch::arange(n)));  // disjoint, covering
+  CHECK(torch::equal(s.val_y, s.val_index));
+  CHECK(torch::equal(s.train_x.squeeze(1).to(torch::kLong), s.train_index));
+  // Seeded: the same seed the same split, another seed another.
+  CHECK(torch::equal(pt::data::random_split(x, y, 15, 42).val_index, s.val_index));
+  CHECK(!torch::equal(pt::data::random_split(x, y, 15, 43).val_index, s.val_index));
+  // Python's torch.utils.data.random_split on the same seed: the same parts, in the same order.
+  const fs::path dir = testing::temp_dir("own_data_random_split");
+  const std::string script =
+      "import torch,sys\nfrom torch.utils.data import random_split\n"
+      "p = random_split(range(50), [20, 18, 12], generator=torch.Generator().manual_seed(42))\n"
+      "open(sys.argv[1], 'w').write('\\n'.join(' '.join(map(str, q.indices)) for q in p))\n";
+  std::ofstream(dir / "split.py") << script;
+  REQUIRE(std::system(("python3 " + (dir / "split.py").string() + " " + (dir / "split.txt").string()).c_str()) == 0);
+  std::istringstream py(testing::read_text(dir / "split.txt"));
+  const auto parts = pt::data::random_split_indices(n, {20, 18, 12}, 42);
+  for (const auto& part : parts) {
+    std::string line;
+    std::getline(py, line);
+    std::istringstream ls(line);
+    std::vector<int64_t> expect;
+    for (int64_t v; ls >> v;) expect.push_back(v);
+    CHECK(std::vector<int64_t>(part.data_ptr<int64_t>(), part.data_ptr<int64_t>() + part.numel()) == expect);
+  }
+  // Python's two-part split holds the same sets as random_split's train and validation parts.
+  const auto two = pt::data::random_split_indices(n, {35, 15}, 42);
+  CHECK(torch::equal(std::get<0>(two[1].sort()), s.val_index));
+  CHECK_THROWS_WITH_AS(pt::data::random_split_indices(n, {20, 20}, 1),
+                       "policytrain::data::random_split: the lengths (20, 20) sum to 40, but the data set has 50 samples; "
+                       "expected them to sum to 50", std::invalid_argument);
+  CHECK_THROWS_AS(pt::data::random_split(x, y, 50, 1), std::invalid_argument);
+}
+
+TEST_CASE("read_csv: a numeric table into tensors; every malformed file is an error naming row and column") {
+  const fs::path dir = testing::temp_dir("own_data_csv");
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name, std::ios::binary) << text;
+    return (dir / name).string();
+  };
+  const auto t = pt::data::read_csv(write("ok.csv", "a, b ,target\r\n1,2.5,-3e2\n\n 4 ,5,6"), torch::kFloat64);
+  CHECK(t.names == std::vector<std::string>{"a", "b", "target"});
+  CHECK(torch::equal(t.values, torch::tensor({1.0, 2.5, -300.0, 4.0, 5.0, 6.0}, torch::kFloat64).view({2, 3})));
+  CHECK(torch::equal(t.columns({"target"}), torch::tensor({-300.0, 6.0}, torch::kFloat64).view({2, 1})));
+  CHECK(torch::equal(t.columns_except({"target"}), torch::tensor({1.0, 2.5, 4.0, 5.0}, torch::kFloat64).view({2, 2})));
+  CHECK(pt::data::read_csv(write("f.csv", "x\n0.1\n")).values.scalar_type() == torch::kFloat32);
+
+  auto error_of = [&](const std::string& name, const std::string& text) -> std::string {
+    try {
+      pt::data::read_csv(write(name, text));
+    } catch (const pt::data::CsvError& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  const std::string f = (dir / "").string();
+  CHECK(error_of("missing.csv", "a,b\n1,2\n3,\n") ==
+        "policytrain::data::read_csv: " + f + "missing.csv: row 2 (line 3), column 2 ('b'): the value is missing; expected a number");
+  CHECK(error_of("ragged.csv", "a,b,c\n1,2,3\n4,5\n") ==
+        "policytrain::data::read_csv: " + f + "ragged.csv: row 2 (line 3): 2 fields, but the header has 3 columns; "
+        "expected 3 fields in every row");
+  CHECK(error_of("long.csv", "a,b\n1,2,3\n") ==
+        "policytrain::data::read_csv: " + f + "long.csv: row 1 (line 2): 3 fields, but the header has 2 columns; "
+        "expected 2 fields in every row");
+  CHECK(error_of("text.csv", "a,b\n1,2\n3,four\n") ==
+        "policytrain::data::read_csv: " + f + "text.csv: row 2 (line 3), column 2 ('b'): 'four' is not a number; expected a number");
+  CHECK(error_of("trailing.csv", "a,b\n1,2x\n") ==
+        "policytrain::data::read_csv: " + f + "trailing.csv: row 1 (line 2), column 2 ('b'): '2x' is not a number; expected a number");
+  CHECK(error_of("nan.csv", "a\nnan\n") ==
+        "policytrain::data::read_csv: " + f + "nan.csv: row 1 (line 2), column 1 ('a'): 'nan' is not finite; expected a finite number");
+  CHECK(error_of("empty.csv", "") ==
+        "policytrain::data::read_csv: " + f + "empty.csv: the file is empty; expected a header line and rows of numbers");
+  CHECK(error_of("blank.csv", "\n \n") ==
+        "policytrain::data::read_csv: " + f + "blank.csv: the file is empty; expected a header line and rows of numbers");
+  CHECK(error_of("header.csv", "a,b\n") ==
+        "policytrain::data::read_csv: " + f + "header.csv: the header has no rows below it; expected at least one row of numbers");
+  CHECK(error_of("noname.csv", "a,,c\n1,2,3\n") ==
+        "policytrain::data::read_csv: " + f + "noname.csv: header (line 1), column 2: the column has no name; expected a name for every column");
+  CHECK(error_of("quoted.csv", "a\n\"1\"\n") ==
+        "policytrain::data::read_csv: " + f + "quoted.csv: row 1 (line 2), column 1 ('a'): '\"1\"' is not a number; expected a number");
+  CHECK_THROWS_WITH_AS(pt::data::read_csv((dir / "absent.csv").string()),
+                       ("policytrain::data::read_csv: " + f + "absent.csv: cannot be opened; expected a readable CSV file").c_str(),
+                       pt::data::CsvError);
+  CHECK_THROWS_WITH_AS(t.columns({"c"}), "policytrain::data::CsvTable::columns: no column 'c'; the table has: a, b, target",
+                       pt::data::CsvError);
+}
+
+namespace {
+constexpr int64_t kRankSamples = 64, kRankEpochs = 3;
+
+/// One rank of the 2-rank test: trains through from_torch with a DistributedRandomSampler of its rank, under
+/// DataParallel, and writes the sample indices it trained, one line per epoch.
+int run_rank(const fs::path& out) {
+  pt::parallel::DataParallel dp({.timeout = std::chrono::milliseconds(20000)});
+  const int world = dp.world_size(), rank = dp.rank();
+  IdTask task;
+  torch::optim::SGD opt(task.module().parameters(), 0.05);
+  auto train = pt::data::from_torch(
+      id_dataset(kRankSamples),
+      td::samplers::DistributedRandomSampler(kRankSamples, static_cast<size_t>(world), static_cast<size_t>(rank)),
+      options(2));
+  pt::Trainer<IdTask, pt::parallel::DataParallel> trainer(task, opt, std::move(dp));
+  trainer.fit(train, {.epochs = kRankEpochs});
+  std::ofstream f(out / fmt::format("ids{}.txt", rank));
+  const auto per_epoch = static_cast<int64_t>(task.trained.size()) / kRankEpochs;
+  for (int64_t e = 0; e < kRankEpochs; ++e) {
+    for (int64_t i = 0; i < per_epoch; ++i) f << task.trained[static_cast<size_t>(e * per_epoch + i)] << ' ';
+    f << '\n';
+  }
+  return 0;
+}
+
+const int kRankHook = [] {
+  const char* scenario = std::getenv("POLICYTRAIN_TEST_WORKER");
+  if (!scenario || std::string(scenario) != "own_data_ranks") return 0;
+  const fs::path out = std::getenv("POLICYTRAIN_TEST_OUT");
+  const std::string rank = std::getenv("RANK") ? std::getenv("RANK") : "0";
+  std::freopen((out / ("stderr" + rank + ".txt")).c_str(), "w", stderr);
+  testing::run_worker_and_exit([&] { return run_rank(out); });
+}();
+
+std::vector<std::vector<int64_t>> lines_of(const fs::path& p) {
+  std::istringstream in(testing::read_text(p));
+  std::vector<std::vector<int64_t>> v;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream ls(line);
+    v.emplace_back();
+    for (int64_t x; ls >> x;) v.back().push_back(x);
+  }
+  return v;
+}
+}  // namespace
+
+TEST_CASE("from_torch under 2 ranks: the epoch reaches the DistributedRandomSampler; shards disjoint and covering") {
+  const fs::path out = testing::temp_dir("own_data_ranks");
+  const int rc = pt::parallel::launch_local({.nproc = 2,
+                                             .env = {{"POLICYTRAIN_TEST_WORKER", "own_data_ranks"},
+                                                     {"POLICYTRAIN_TEST_OUT", out.string()},
+                                                     {"OMP_NUM_THREADS", "1"}},
+                                             .deadline = std::chrono::seconds(300)});
+  INFO(testing::read_text(out / "stderr0.txt"), testing::read_text(out / "stderr1.txt"));
+  REQUIRE(rc == 0);
+  const auto r0 = lines_of(out / "ids0.txt"), r1 = lines_of(out / "ids1.txt");
+  REQUIRE(r0.size() == kRankEpochs);
+  REQUIRE(r1.size() == kRankEpochs);
+  for (int64_t e = 0; e < kRankEpochs; ++e) {
+    CAPTURE(e);
+    const auto& a = r0[static_cast<size_t>(e)];
+    const auto& b = r1[static_cast<size_t>(e)];
+    CHECK(a.size() == kRankSamples / 2);
+    CHECK(b.size() == kRankSamples / 2);
+    std::set<int64_t> all(a.begin(), a.end());
+    all.insert(b.begin(), b.end());
+    CHECK(all.size() == static_cast<size_t>(kRankSamples));  // disjoint and covering
+    // Each rank's order is LibTorch's sampler's for that rank and epoch.
+    CHECK(a == sampler_order(td::samplers::DistributedRandomSampler(kRankSamples, 2, 0), e, 8));
+    CHECK(b == sampler_order(td::samplers::DistributedRandomSampler(kRankSamples, 2, 1), e, 8));
+    if (e > 0) CHECK(a != r0[static_cast<size_t>(e - 1)]);  // the order changes with the epoch
+  }
 }
