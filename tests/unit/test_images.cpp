@@ -65,7 +65,7 @@ TEST_CASE("decode_image: PNG pixels equal Pillow's exactly, JPEG within one unit
   CHECK(max_jpeg_diff <= 1);  // libjpeg's integer IDCT in both; Pillow's wheel bundles its own libjpeg-turbo
 }
 
-TEST_CASE("ImageFolder: classes and samples in torchvision's ImageFolder order; a sample resized, cropped, normalised") {
+TEST_CASE("ImageFolder: classes and samples in torchvision's ImageFolder order, and a sample resized, cropped, normalised") {
   const auto ex = expected();
   pt::data::ImageFolder folder(image_tree() / "tree");
   CHECK(folder.classes() == ex["classes"].get<std::vector<std::string>>());

@@ -228,7 +228,7 @@ TEST_CASE("random_split: Python's random_split sets, disjoint, covering, seeded,
   CHECK_THROWS_AS(pt::data::random_split(x, y, 50, 1), std::invalid_argument);
 }
 
-TEST_CASE("read_csv: a numeric table into tensors; every malformed file is an error naming row and column") {
+TEST_CASE("read_csv: a numeric table into tensors, and every malformed file is an error naming row and column") {
   const fs::path dir = testing::temp_dir("own_data_csv");
   auto write = [&](const std::string& name, const std::string& text) {
     std::ofstream(dir / name, std::ios::binary) << text;
@@ -239,7 +239,7 @@ TEST_CASE("read_csv: a numeric table into tensors; every malformed file is an er
   CHECK(torch::equal(t.values, torch::tensor({1.0, 2.5, -300.0, 4.0, 5.0, 6.0}, torch::kFloat64).view({2, 3})));
   CHECK(torch::equal(t.columns({"target"}), torch::tensor({-300.0, 6.0}, torch::kFloat64).view({2, 1})));
   CHECK(torch::equal(t.columns_except({"target"}), torch::tensor({1.0, 2.5, 4.0, 5.0}, torch::kFloat64).view({2, 2})));
-  CHECK(pt::data::read_csv(write("f.csv", "x\n0.1\n")).values.scalar_type() == torch::kFloat32);
+  CHECK((pt::data::read_csv(write("f.csv", "x\n0.1\n")).values.scalar_type() == torch::kFloat32));
 
   auto error_of = [&](const std::string& name, const std::string& text) -> std::string {
     try {
@@ -327,7 +327,7 @@ std::vector<std::vector<int64_t>> lines_of(const fs::path& p) {
 }
 }  // namespace
 
-TEST_CASE("from_torch under 2 ranks: the epoch reaches the DistributedRandomSampler; shards disjoint and covering") {
+TEST_CASE("from_torch under 2 ranks: the epoch reaches the DistributedRandomSampler, and the shards are disjoint and covering") {
   const fs::path out = testing::temp_dir("own_data_ranks");
   const int rc = pt::parallel::launch_local({.nproc = 2,
                                              .env = {{"POLICYTRAIN_TEST_WORKER", "own_data_ranks"},
