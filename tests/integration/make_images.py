@@ -32,7 +32,9 @@ for c in classes:
     for i in range(per_class):
         ext, mode = kinds[k % len(kinds)]
         w, h = size + rng.randrange(-8, 9), size + rng.randrange(-8, 9)
-        im = pattern(w, h, k)
+        # Each class its own tint, so that the example has something to learn.
+        tint = [(220, 40, 40), (40, 200, 40), (40, 40, 220), (200, 200, 40)][classes.index(c)]
+        im = Image.blend(pattern(w, h, k), Image.new("RGB", (w, h), tint), 0.6)
         sub = os.path.join(tree, c, "nested") if i % 4 == 3 else os.path.join(tree, c)
         os.makedirs(sub, exist_ok=True)
         f = os.path.join(sub, f"img_{k:03d}.{ext}")
