@@ -84,6 +84,13 @@ bool same_params(const std::vector<torch::Tensor>& a, const std::vector<torch::T
   return true;
 }
 
+/// Records the epoch length the Trainer sees (what schedules and the progress bar read).
+struct EpochLength {
+  std::vector<int64_t>* out = nullptr;
+  template <class Ctx>
+  void on_epoch_begin(Ctx& ctx) { out->push_back(ctx.epoch_batches()); }
+};
+
 auto options(size_t workers, size_t batch = 8) { return td::DataLoaderOptions().batch_size(batch).workers(workers); }
 
 }  // namespace
@@ -92,7 +99,8 @@ TEST_CASE("from_torch: LibTorch's DataLoader with 2 workers passes every early e
   constexpr int64_t n = 64;
   IdTask task;
   torch::optim::SGD opt(task.module().parameters(), 0.05);
-  pt::Trainer trainer(task, opt);
+  std::vector<int64_t> seen_lengths;
+  pt::Trainer trainer(task, opt, EpochLength{&seen_lengths});
   auto train = pt::data::from_torch(id_dataset(n), td::samplers::DistributedRandomSampler(n), options(2));
   auto val = pt::data::from_torch(id_dataset(n), td::samplers::SequentialSampler(n), options(2));
   CHECK(train.batches_per_epoch() == 8);
@@ -107,6 +115,9 @@ TEST_CASE("from_torch: LibTorch's DataLoader with 2 workers passes every early e
     expect.insert(expect.end(), o.begin(), o.begin() + 24);
   }
   CHECK(task.trained == expect);
+  CHECK(seen_lengths == std::vector<int64_t>{3, 3});  // the sampler's 8 batches, cut to the limit
+  trainer.fit(train, {.epochs = 3});
+  CHECK(seen_lengths == std::vector<int64_t>{3, 3, 8});  // the whole length where the sampler says it
 
   // evaluate(loader, limit) twice: two passes left early, each from the start.
   const auto m1 = trainer.evaluate(val, 2);
@@ -188,7 +199,7 @@ TEST_CASE("checkpoint::Disk: a max_steps stop mid-epoch is saved where it stoppe
   check_loader("unsized", [&] { return pt::data::from_torch(id_dataset(n), Unsized(n), options(2)); });
 }
 
-TEST_CASE("random_split: Python's random_split sets, disjoint, covering, seeded, the same on every rank") {
+TEST_CASE("random_split: Python's random_split sets, disjoint, covering, seeded") {
   constexpr int64_t n = 50;
   auto x = torch::arange(n).unsqueeze(1).to(torch::kFloat32);
   auto y = torch::arange(n);
@@ -297,6 +308,14 @@ int run_rank(const fs::path& out) {
       options(2));
   pt::Trainer<IdTask, pt::parallel::DataParallel> trainer(task, opt, std::move(dp));
   trainer.fit(train, {.epochs = kRankEpochs});
+  {
+    // random_split in each rank's process: the same split everywhere.
+    auto [x, y] = testing::toy_data(kRankSamples);
+    const auto split = pt::data::random_split(x, y, 10, 42);
+    std::ofstream s(out / fmt::format("split{}.txt", rank));
+    for (int64_t i = 0; i < split.val_index.numel(); ++i) s << split.val_index[i].item<int64_t>() << ' ';
+    s << '\n';
+  }
   std::ofstream f(out / fmt::format("ids{}.txt", rank));
   const auto per_epoch = static_cast<int64_t>(task.trained.size()) / kRankEpochs;
   for (int64_t e = 0; e < kRankEpochs; ++e) {
@@ -327,7 +346,7 @@ std::vector<std::vector<int64_t>> lines_of(const fs::path& p) {
 }
 }  // namespace
 
-TEST_CASE("from_torch under 2 ranks: the epoch reaches the DistributedRandomSampler, and the shards are disjoint and covering") {
+TEST_CASE("from_torch under 2 ranks: the epoch reaches the DistributedRandomSampler, the shards are disjoint and covering, random_split agrees") {
   const fs::path out = testing::temp_dir("own_data_ranks");
   const int rc = pt::parallel::launch_local({.nproc = 2,
                                              .env = {{"POLICYTRAIN_TEST_WORKER", "own_data_ranks"},
@@ -336,6 +355,12 @@ TEST_CASE("from_torch under 2 ranks: the epoch reaches the DistributedRandomSamp
                                              .deadline = std::chrono::seconds(300)});
   INFO(testing::read_text(out / "stderr0.txt"), testing::read_text(out / "stderr1.txt"));
   REQUIRE(rc == 0);
+  // random_split: the same split on both ranks, and here.
+  auto [x, y] = testing::toy_data(kRankSamples);
+  const auto split = pt::data::random_split(x, y, 10, 42);
+  const std::vector<int64_t> here(split.val_index.data_ptr<int64_t>(), split.val_index.data_ptr<int64_t>() + 10);
+  CHECK(lines_of(out / "split0.txt") == std::vector<std::vector<int64_t>>{here});
+  CHECK(lines_of(out / "split1.txt") == std::vector<std::vector<int64_t>>{here});
   const auto r0 = lines_of(out / "ids0.txt"), r1 = lines_of(out / "ids1.txt");
   REQUIRE(r0.size() == kRankEpochs);
   REQUIRE(r1.size() == kRankEpochs);
