@@ -122,8 +122,21 @@ struct FromTuple {};
 
 template <class C>
 int64_t size_or_unknown(C& c) {
-  if constexpr (requires { std::size(c); }) return static_cast<int64_t>(std::size(c));
+  if constexpr (requires { { c.batches_per_epoch() } -> std::convertible_to<int64_t>; }) return c.batches_per_epoch();
+  else if constexpr (requires { std::size(c); }) return static_cast<int64_t>(std::size(c));
   else return -1;
+}
+
+/// Refuses LibTorch's DataLoader passed as it is (its sampler is out of reach: no set_epoch, no mid-epoch resume,
+/// and a pass left early makes its next begin() throw).
+template <class Data>
+constexpr bool not_a_raw_torch_loader() {
+  static_assert(!requires(Data& d) { typename Data::BatchRequestType; d.join(); d.options().workers; },
+                "policytrain::Trainer: a torch::data DataLoader is passed as it is, so the Trainer can neither give its "
+                "sampler the epoch (set_epoch) nor resume it mid-epoch, and a pass left early makes its next begin() "
+                "throw; build it with policytrain::data::from_torch(dataset, sampler, options) "
+                "(<policytrain/data/from_torch.hpp>), which takes make_data_loader's arguments");
+  return true;
 }
 
 }  // namespace detail
@@ -314,6 +327,7 @@ class Trainer {
   /// with the weights a callback such as EMA chooses); metrics are reduced across ranks.
   template <class Data>
   Metrics evaluate(Data& data, int64_t limit_batches = -1) {
+    static_assert(detail::not_a_raw_torch_loader<Data>());
     static_assert(EvaluableTask<Task>,
                   "policytrain::Trainer::evaluate: the Task lacks `policytrain::Prediction validation_step(const "
                   "policytrain::Batch&)`; add it (return the batch's mean loss and the model's output)");
@@ -502,8 +516,15 @@ class Trainer {
   template <class Item>
   Batch to_device(Item&& item) {
     Batch b = [&]() -> Batch {
-      if constexpr (std::is_convertible_v<Item, Batch>) return Batch(std::forward<Item>(item));
-      else return Batch{item.data, item.target};  // torch::data::Example<>
+      if constexpr (std::is_convertible_v<Item, Batch>) {
+        return Batch(std::forward<Item>(item));
+      } else {
+        static_assert(requires { Batch{item.data, item.target}; },
+                      "policytrain::Trainer: the loader yields neither a policytrain::Batch nor one stacked "
+                      "torch::data::Example (a std::vector of separate examples: the dataset is not mapped with "
+                      "Stack<>); map the dataset with `.map(torch::data::transforms::Stack<>())`");
+        return Batch{item.data, item.target};  // torch::data::Example<>
+      }
     }();
     if (b.x.device() != device_) b = b.to(device_, /*non_blocking=*/true);
     return b;
@@ -691,6 +712,7 @@ class Trainer {
 
   template <class TrainData, class ValData>
   FitResult fit_impl(TrainData& train, ValData val, const FitOptions& options) {
+    static_assert(detail::not_a_raw_torch_loader<TrainData>());
     options_ = options;
     check_unique_parameters();
     FitResult result;
@@ -710,12 +732,23 @@ class Trainer {
       on_epoch_begin();
       const auto t0 = std::chrono::steady_clock::now();
       const int64_t seen0 = state_.samples_seen;
-      auto it = std::begin(train);
-      const auto end = std::end(train);
-      // A resumed epoch passes over the batches already consumed without dereferencing them (TensorLoader
+      // A resumed epoch passes over the batches already consumed: a loader with begin_at(k) (data::from_torch)
+      // skips them before loading any; otherwise the iterator is advanced without dereferencing (TensorLoader
       // assembles a batch only on dereference).
-      for (int64_t i = 0; i < state_.batch_in_epoch && it != end; ++i) ++it;
+      constexpr bool skips = requires {
+        { train.begin_at(int64_t{}) } -> std::same_as<decltype(std::begin(train))>;
+      };
+      auto it = [&] {
+        if constexpr (skips) {
+          if (state_.batch_in_epoch > 0) return train.begin_at(state_.batch_in_epoch);
+        }
+        return std::begin(train);
+      }();
+      const auto end = std::end(train);
+      if constexpr (!skips)
+        for (int64_t i = 0; i < state_.batch_in_epoch && it != end; ++i) ++it;
       bool cut = false;
+      epoch_cut_ = false;
       for (; it != end; ++it) {
         if (epoch_batches_ >= 0 && state_.batch_in_epoch >= epoch_batches_) break;
         auto&& item = *it;
@@ -729,6 +762,7 @@ class Trainer {
             ++it;
             cut = it != end;
           }
+          epoch_cut_ = cut;
           break;
         }
       }
@@ -774,6 +808,7 @@ class Trainer {
   torch::Device device_{torch::kCPU};
   int64_t epoch_batches_ = -1;
   int64_t resume_batches_ = 0;  ///< micro-batches the next epoch skips (set by load_state_dict)
+  bool epoch_cut_ = false;      ///< the current epoch ends early (max_steps) before its last batch
   bool last_micro_step_ = true;
 };
 

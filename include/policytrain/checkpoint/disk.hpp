@@ -511,8 +511,9 @@ class Disk {
     const bool periodic = o_.every_epochs > 0 && (epoch + 1) % o_.every_epochs == 0;
     if (periodic) files.emplace_back(policytrain::detail::format("epoch-{:04d}.ckpt", epoch + 1), "epoch");
     if (files.empty()) return;
-    // An epoch cut short (max_steps) is saved mid-epoch; a finished one resumes at the next epoch.
-    const bool finished = ctx.epoch_batches() < 0 || ctx.state().batch_in_epoch >= ctx.epoch_batches();
+    // An epoch cut short (max_steps) is saved mid-epoch; a finished one resumes at the next epoch. The Trainer
+    // says which (epoch_cut), since a loader of unknown length gives no batch count to compare with.
+    const bool finished = !ctx.epoch_cut();
     save(ctx, files, finished, [this, dropped, periodic] {
       if (!dropped.empty()) {
         std::error_code ec;

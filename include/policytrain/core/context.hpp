@@ -72,6 +72,10 @@ class Context {
   static constexpr bool has() { return TrainerT::template has<P>(); }
   /// Micro-batches in this epoch, or -1 when the loader does not say.
   int64_t epoch_batches() const { return t_->epoch_batches_; }
+  /// Whether the current epoch ends before its last batch (a max_steps stop): a checkpoint at its end is a
+  /// mid-epoch one, which resumes at the batch after the last one trained. Known for every loader, a loader of
+  /// unknown length included.
+  bool epoch_cut() const { return t_->epoch_cut_; }
   /// Whether the current micro-batch ends an accumulation window (an optimizer step follows its backward).
   bool is_last_micro_step() const { return t_->last_micro_step_; }
   /// Whether this process logs, prints and writes files (rank 0 under data parallelism).

@@ -1,5 +1,9 @@
 #pragma once
 /// \file
+/// data::random_split and data::stratified_split: seeded hold-out splits of a data set; data::random_split draws
+/// the samples uniformly, as Python's torch.utils.data.random_split, data::stratified_split keeps each class's
+/// share.
+///
 /// data::stratified_split — a seeded hold-out split of a labelled data set that keeps each class's share: the
 /// validation set that early stopping, plateau schedules and "best" checkpoints select on, so that the test set
 /// is evaluated once, at the end, and selects nothing.
@@ -90,6 +94,57 @@ inline Split stratified_split(const torch::Tensor& x, const torch::Tensor& y, in
   Split s;
   s.train_index = torch::tensor(tr, torch::kLong);
   s.val_index = torch::tensor(va, torch::kLong);
+  s.train_x = x.index_select(0, s.train_index);
+  s.train_y = y.index_select(0, s.train_index);
+  s.val_x = x.index_select(0, s.val_index);
+  s.val_y = y.index_select(0, s.val_index);
+  return s;
+}
+
+/// Python's `torch.utils.data.random_split(range(n), lengths, generator=torch.Generator().manual_seed(seed))`: the
+/// indices 0..n-1 permuted by torch::randperm from a CPU generator seeded with `seed`, cut into consecutive parts of
+/// `lengths` (which sum to n). The same seed gives the same parts, on every rank and in Python (the same permutation:
+/// the same generator and randperm). Each part is in the permutation's order, as Python's Subset holds it. Throws
+/// std::invalid_argument when a length is negative or the lengths do not sum to n.
+inline std::vector<torch::Tensor> random_split_indices(int64_t n, const std::vector<int64_t>& lengths, uint64_t seed) {
+  int64_t total = 0;
+  for (int64_t l : lengths) {
+    if (l < 0)
+      throw std::invalid_argument(policytrain::detail::format("policytrain::data::random_split: a length is {}; expected "
+                                                              "lengths >= 0", l));
+    total += l;
+  }
+  if (total != n)
+    throw std::invalid_argument(policytrain::detail::format("policytrain::data::random_split: the lengths ({}) sum to {}, "
+                                                            "but the data set has {} samples; expected them to sum to {}",
+                                                            fmt::join(lengths, ", "), total, n, n));
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  const auto perm = torch::randperm(n, gen, torch::kLong);
+  std::vector<torch::Tensor> parts;
+  int64_t at = 0;
+  for (int64_t l : lengths) {
+    parts.push_back(perm.slice(0, at, at + l).clone());
+    at += l;
+  }
+  return parts;
+}
+
+/// Holds out `n_val` samples of (x, y) drawn uniformly (not stratified): the sets Python's
+/// `random_split(dataset, [N - n_val, n_val], generator=torch.Generator().manual_seed(seed))` gives, with the
+/// indices of each part in ascending order (a loader reorders them anyway). The same seed, the same split, on every
+/// rank. Throws std::invalid_argument naming the value and what was expected.
+inline Split random_split(const torch::Tensor& x, const torch::Tensor& y, int64_t n_val, uint64_t seed) {
+  const int64_t n = x.dim() < 1 ? 0 : x.size(0);
+  if (x.dim() < 1 || y.dim() < 1 || y.size(0) != n)
+    throw std::invalid_argument(policytrain::detail::format("policytrain::data::random_split: {} inputs but {} targets; "
+                                                            "expected as many of each", n, y.dim() < 1 ? 0 : y.size(0)));
+  if (n_val < 0 || n_val >= n)
+    throw std::invalid_argument(policytrain::detail::format("policytrain::data::random_split: {} validation samples of {}; "
+                                                            "expected 0 <= n_val < {}", n_val, n, n));
+  auto parts = random_split_indices(n, {n - n_val, n_val}, seed);
+  Split s;
+  s.train_index = std::get<0>(parts[0].sort());
+  s.val_index = std::get<0>(parts[1].sort());
   s.train_x = x.index_select(0, s.train_index);
   s.train_y = y.index_select(0, s.train_index);
   s.val_x = x.index_select(0, s.val_index);

@@ -1,0 +1,59 @@
+#pragma once
+/// \file
+/// data::read_csv: a numeric CSV table (a header line, then rows of numbers; data/csv_format.hpp says what is read
+/// and what is an error) as tensors, with the columns picked by name: the inputs and the targets of a tabular task.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/types.h>
+
+#include <policytrain/data/csv_format.hpp>
+#include <policytrain/detail/format.hpp>
+
+namespace policytrain::data {
+
+/// A numeric table in a tensor: the header's names and the values, [rows, columns].
+struct CsvTable {
+  std::vector<std::string> names;  ///< the header's column names, in order
+  torch::Tensor values;            ///< [rows, columns], of the dtype read_csv was given
+
+  /// The columns named, in the order given: [rows, names.size()]. Throws CsvError naming a missing column and the
+  /// columns there are.
+  torch::Tensor columns(const std::vector<std::string>& wanted) const {
+    std::vector<int64_t> idx;
+    for (const auto& w : wanted) {
+      int64_t found = -1;
+      for (size_t c = 0; c < names.size(); ++c)
+        if (names[c] == w) found = static_cast<int64_t>(c);
+      if (found < 0)
+        throw CsvError(policytrain::detail::format("policytrain::data::CsvTable::columns: no column '{}'; the table has: {}",
+                                                   w, fmt::join(names, ", ")));
+      idx.push_back(found);
+    }
+    return values.index_select(1, torch::tensor(idx, torch::kLong));
+  }
+  /// Every column but those named: [rows, columns - names.size()] (the inputs beside the target columns).
+  torch::Tensor columns_except(const std::vector<std::string>& dropped) const {
+    (void)columns(dropped);  // each named column exists
+    std::vector<std::string> kept;
+    for (const auto& n : names)
+      if (std::find(dropped.begin(), dropped.end(), n) == dropped.end()) kept.push_back(n);
+    return columns(kept);
+  }
+};
+
+/// Reads a numeric CSV file into a CsvTable of `dtype` (float32 by default). Throws CsvError naming the file, the row
+/// and the column of a malformed value (data/csv_format.hpp).
+inline CsvTable read_csv(const std::string& file, torch::Dtype dtype = torch::kFloat32, char delim = ',') {
+  CsvData d = read_csv_data(file, delim);
+  CsvTable t;
+  t.names = std::move(d.names);
+  t.values = torch::tensor(d.values, torch::kFloat64).view({d.rows, static_cast<int64_t>(t.names.size())}).to(dtype);
+  return t;
+}
+
+}  // namespace policytrain::data

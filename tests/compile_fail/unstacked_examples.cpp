@@ -1,0 +1,18 @@
+// expect: the loader yields neither a policytrain::Batch nor one stacked torch::data::Example
+// Any range whose batches are std::vector<torch::data::Example<>> (a dataset not mapped with Stack<>): refused by
+// the Trainer itself, naming Stack<>.
+#include <torch/torch.h>
+#include <policytrain/policytrain.hpp>
+#include "../unit/helpers.hpp"
+
+int main() {
+  testing::MlpTask task;
+  torch::optim::SGD opt(task.module().parameters(), 0.1);
+  policytrain::Trainer trainer(task, opt);
+#ifdef POLICYTRAIN_CF_CONTROL
+  std::vector<torch::data::Example<>> batches{{torch::zeros({4, 8}), torch::zeros({4}, torch::kLong)}};
+#else
+  std::vector<std::vector<torch::data::Example<>>> batches{{{torch::zeros({8}), torch::zeros({}, torch::kLong)}}};
+#endif
+  trainer.fit(batches);
+}
