@@ -4,6 +4,12 @@ Runs the main job over each table's configurations, reads each run's summary.jso
 EFFECTS.md (one table per technique, with the machine, the date and the command) and PNG plots next to it.
 
     python3 bench/effects.py --exe build/examples/fashion_mnist --out bench [--profile full|tiny]
+    python3 bench/effects.py --exe build-cuda/examples/fashion_mnist --out bench --device cuda [--profile gpu|tiny]
+
+--device cuda runs the GPU tables instead (precision, loaders, batch and accumulation, channels_last and
+cudnn.benchmark, the graph step; about 4 minutes of a GPU on the gpu profile) and rewrites only the GPU block of
+EFFECTS.md, between the markers below; a CPU run keeps that block. `--run-device cpu` runs the GPU tables' logic on
+the CPU (the CUDA-only flags dropped, the rows marked so): the smoke test of CI.
 
 scripts/effects builds the main job and runs this with matplotlib from a virtual environment of its own.
 The tiny profile (a few batches, one seed) only checks that the tables and plots are produced (CTest).
@@ -14,6 +20,9 @@ import argparse, datetime, json, math, os, platform, shlex, statistics, subproce
 PROFILES = {
     "full": dict(batches=200, short_epochs=2, schedule_epochs=5, stop_epochs=20, stop_images=3200, seeds=[0, 1],
                  timing_repeats=2, val_batches=-1),
+    # --device cuda: one epoch of `batches` batches per row, the recipe's model; about 4 minutes on an H100.
+    "gpu": dict(batches=150, short_epochs=1, schedule_epochs=1, stop_epochs=1, stop_images=256, seeds=[0],
+                timing_repeats=1, val_batches=2),
     "tiny": dict(batches=4, short_epochs=1, schedule_epochs=2, stop_epochs=2, stop_images=256, seeds=[0],
                  timing_repeats=1, val_batches=1),
 }
@@ -21,10 +30,18 @@ PROFILES = {
 COMMON = ["--progress-tty", "0"]
 
 
+GPU_BEGIN, GPU_END = "<!-- effects:gpu:begin -->", "<!-- effects:gpu:end -->"
+# Flags that only mean something on CUDA: dropped when the GPU tables run on the CPU (--run-device cpu).
+CUDA_ONLY = {"--cuda-graph", "--tf32", "--cudnn-benchmark"}
+# The GPU tables' base: the recipe's model (scripts/gpu-recipe) without its accuracy-only flags.
+GPU_MODEL = ["--width", "64", "--conv3", "128", "--lr", "0.006"]
+
+
 class Runner:
-    def __init__(self, exe, runs_dir, profile, reuse=False):
+    def __init__(self, exe, runs_dir, profile, reuse=False, run_device=None):
         self.exe, self.runs_dir, self.p, self.reuse = exe, runs_dir, PROFILES[profile], reuse
         self.profile = profile
+        self.run_device = run_device  # None: the rows' own flags; "cpu"/"cuda": --device added (GPU tables)
         self.commands = []
         self.summaries = []
 
@@ -32,6 +49,8 @@ class Runner:
         """Runs the main job once; returns its summary with the per-epoch and per-step logs attached."""
         run_dir = os.path.join(self.runs_dir, name)
         batches = self.p["batches"] if batches is None else batches
+        if self.run_device is not None:
+            args = gpu_args(args, self.run_device)
         cmd = [self.exe, "--run-dir", run_dir, "--epochs", str(epochs), "--seed", str(seed), "--threads", str(threads),
                "--limit-train-batches", str(batches), "--limit-val-batches", str(self.p["val_batches"])] + COMMON + ([] if export else ["--no-export"]) + args
         shown = " ".join(shlex.quote(c) for c in [os.path.basename(self.exe)] + cmd[1:])
@@ -60,6 +79,104 @@ class Runner:
 
     def seeds(self, name, args, epochs, **kw):
         return [self.run(f"{name}-s{seed}", args, epochs, seed=seed, **kw) for seed in self.p["seeds"]]
+
+
+def gpu_args(args, device):
+    """A GPU row's flags on `device`: --device added. On the CPU (the smoke test of the tables' logic) the CUDA-only
+    flags are dropped, every precision runs as fp32 (this CPU's bf16 is emulated, 5x slower) and the model is the
+    default one (the recipe's takes minutes a run here)."""
+    if device != "cpu":
+        return ["--device", device] + GPU_MODEL + args
+    out, skip = ["--device", "cpu"], False
+    for a in args:
+        if skip:
+            out.append("fp32")
+            skip = False
+            continue
+        if a in CUDA_ONLY:
+            continue
+        skip = a == "--precision"
+        out.append(a)
+    return out
+
+
+def gpu_row(r, name, label, args):
+    """One GPU table row: the run's samples/s and the peak memory it reported."""
+    s = r.run("gpu-" + name, args, 1)
+    peak = s.get("peak_memory", {})
+    mem = (f"{peak['cuda_allocated_mib']:.0f} MiB" if peak.get("cuda_allocated_mib") else
+           f"{peak['rss_mib']:.0f} MiB (RSS)" if peak.get("rss_mib") else "not logged (graph composition)")
+    dropped = [a for a in args if a in CUDA_ONLY or a in ("bf16", "fp16")] if r.run_device == "cpu" else []
+    return s, [label + (f" (CPU smoke: {' '.join(dropped)} dropped)" if dropped else ""), mem,
+               f"{s['train_samples_per_second']:.0f}", f"{s['train_seconds']:.2f}"]
+
+
+def gpu_tables(r, P):
+    """The GPU effect tables: each a list of (name, label, flags) rows, one epoch of P['batches'] batches each."""
+    B = ["--batch-size", "256"]
+    aug = ["--augment"]
+    specs = [
+        ("precision", "FP32 vs TF32 vs bf16 vs fp16 (eager, 4 loader workers, batch 256)",
+         [("fp32", "FP32", B + ["--precision", "fp32", "--workers", "4"]),
+          ("tf32", "TF32 matmuls and convolutions", B + ["--precision", "fp32", "--tf32", "--workers", "4"]),
+          ("bf16", "AMP bf16", B + ["--precision", "bf16", "--workers", "4"]),
+          ("fp16", "AMP fp16 + loss scaling", B + ["--precision", "fp16", "--workers", "4"])]),
+        ("loaders", "Loaders (bf16, batch 256, crop + flip augmentation unless said)",
+         [("loader-none", "none: data on the device, no augmentation", B + ["--precision", "bf16", "--data-on-device"]),
+          ("loader-tensor", "TensorLoader's work: gather + copy, no augmentation, no workers",
+           B + ["--precision", "bf16", "--workers", "0"]),
+          ("loader-prefetch0", "PrefetchLoader, 0 workers", B + ["--precision", "bf16", "--workers", "0"] + aug),
+          ("loader-prefetch4", "PrefetchLoader, 4 workers", B + ["--precision", "bf16", "--workers", "4"] + aug),
+          ("loader-device", "DeviceLoader (--data-on-device)", B + ["--precision", "bf16", "--data-on-device"] + aug),
+          ("loader-device-graph", "DeviceLoader inside the CUDA graph",
+           B + ["--precision", "bf16", "--data-on-device", "--cuda-graph"] + aug)]),
+        ("batch", "Batch size and accumulation (bf16, data on the device)",
+         [("b128", "batch 128", ["--batch-size", "128", "--precision", "bf16", "--data-on-device"]),
+          ("b256", "batch 256", B + ["--precision", "bf16", "--data-on-device"]),
+          ("b512", "batch 512", ["--batch-size", "512", "--precision", "bf16", "--data-on-device"]),
+          ("b128x2", "batch 128, 2 micro-batches accumulated",
+           ["--batch-size", "128", "--accumulate", "2", "--precision", "bf16", "--data-on-device"])]),
+        ("layout", "channels_last and cudnn.benchmark (bf16, batch 256, data on the device)",
+         [("plain", "NCHW, no autotuner", B + ["--precision", "bf16", "--data-on-device"]),
+          ("cl", "channels_last", B + ["--precision", "bf16", "--data-on-device", "--channels-last"]),
+          ("bench", "cudnn.benchmark", B + ["--precision", "bf16", "--data-on-device", "--cudnn-benchmark"]),
+          ("cl-bench", "both", B + ["--precision", "bf16", "--data-on-device", "--channels-last", "--cudnn-benchmark"])]),
+        ("graph", "The graph step (bf16, channels_last, cudnn.benchmark, batch 256, data on the device)",
+         [("eager", "eager step", B + ["--precision", "bf16", "--data-on-device", "--channels-last", "--cudnn-benchmark"]),
+          ("graph", "step::CudaGraph (data + step in one replay)",
+           B + ["--precision", "bf16", "--data-on-device", "--channels-last", "--cudnn-benchmark", "--cuda-graph"])]),
+    ]
+    sections, runs = [], {}
+    for key, title, rows in specs:
+        table_rows, ss = [], {}
+        for name, label, args in rows:
+            s, row = gpu_row(r, name, label, args)
+            base = ss[rows[0][1]] if ss else s
+            row.append("baseline" if not ss else f"{s['train_samples_per_second'] / base['train_samples_per_second']:.2f}x")
+            ss[label] = s
+            table_rows.append(row)
+        runs[key] = ss
+        sections.append(f"## GPU: {title}\n\n" +
+                        table(["configuration", "peak memory", "samples/s", "train seconds", "vs first row"], table_rows))
+    return sections, runs
+
+
+def plot_gpu(path, runs, device):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(runs), figsize=(4 * len(runs), 4.5))
+    for ax, (key, ss) in zip(axes, runs.items()):
+        labels = list(ss)
+        ax.barh(range(len(labels)), [ss[l]["train_samples_per_second"] for l in labels], color=[f"C{i}" for i in range(len(labels))])
+        ax.set_yticks(range(len(labels)))
+        ax.set_yticklabels([l[:34] for l in labels], fontsize=7)
+        ax.invert_yaxis()
+        ax.set(xlabel="samples/s", title=key)
+    fig.suptitle(f"The main job's throughput on {device} (one epoch per row)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
 
 
 def read_jsonl(path):
@@ -323,11 +440,21 @@ def main():
     ap.add_argument("--runs", default=None, help="run directories (default: OUT/effects/runs)")
     ap.add_argument("--profile", choices=sorted(PROFILES), default="full")
     ap.add_argument("--tables", default="precision,loader,batch,ranks,schedule,stopping,checkpoint")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="cuda: the GPU tables only (profile gpu by default), written into EFFECTS.md's GPU block")
+    ap.add_argument("--run-device", choices=["cpu", "cuda"], default=None,
+                    help="where the GPU tables' runs go (default: --device; cpu: the CI smoke test of their logic)")
     ap.add_argument("--reuse", action="store_true",
                     help="keep the results of runs whose command line is unchanged since they ran (in --runs)")
+    ap.set_defaults(profile=None)
     a = ap.parse_args()
+    a.profile = a.profile or ("gpu" if a.device == "cuda" else "full")
     plots = os.path.join(a.out, "effects")
     os.makedirs(plots, exist_ok=True)
+    md_path = os.path.join(a.out, "EFFECTS.md")
+    old = open(md_path).read() if os.path.exists(md_path) else ""
+    if a.device == "cuda":
+        return gpu_main(a, plots, md_path, old)
     r = Runner(os.path.abspath(a.exe), a.runs or os.path.join(plots, "runs"), a.profile, a.reuse)
     P = r.p
     t0 = time.monotonic()
@@ -357,11 +484,52 @@ def main():
         f"- Command: `scripts/effects{'' if a.profile == 'full' else ' --profile ' + a.profile}`; each run is "
         f"`fashion_mnist {' '.join(COMMON)} --no-export --threads T --seed S --epochs E --limit-train-batches B "
         f"--limit-val-batches {P['val_batches']}` plus the row's flags\n\n")
-    with open(os.path.join(a.out, "EFFECTS.md"), "w") as f:
-        f.write(head + "\n\n".join(sections) + "\n")
+    gpu_block = old[old.find(GPU_BEGIN):old.find(GPU_END) + len(GPU_END)] if GPU_BEGIN in old and GPU_END in old else ""
+    with open(md_path, "w") as f:
+        f.write(head + "\n\n".join(sections) + "\n" + ("\n" + gpu_block + "\n" if gpu_block else ""))
     with open(os.path.join(plots, "commands.txt"), "w") as f:
         f.write("\n".join(r.commands) + "\n")
     print(f"effects: wrote {os.path.join(a.out, 'EFFECTS.md')} and the plots in {plots} ({minutes:.1f} min)")
+
+
+def gpu_main(a, plots, md_path, old):
+    run_device = a.run_device or a.device
+    r = Runner(os.path.abspath(a.exe), a.runs or os.path.join(plots, "runs-gpu"), a.profile, a.reuse, run_device)
+    t0 = time.monotonic()
+    sections, runs = gpu_tables(r, r.p)
+    plot_gpu(os.path.join(plots, "gpu.png"), runs, run_device)
+    minutes = (time.monotonic() - t0) / 60
+    gpu = "unknown GPU"
+    try:
+        gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30).stdout.strip() or gpu
+    except (OSError, subprocess.SubprocessError):
+        pass
+    smoke = run_device == "cpu"
+    block = (
+        f"{GPU_BEGIN}\n# GPU rows\n\n"
+        + ("**CPU smoke run of the GPU tables' logic (CUDA-only flags dropped): these are not GPU figures.**\n\n"
+           if smoke else "")
+        + f"The GPU tables of `scripts/effects --device cuda` (bench/effects.py): the main job with "
+        + ("the default model (the smoke run's)" if smoke else
+           "the recipe's model (width 64, a third convolution of 128 channels)")
+        + f", one epoch of {r.p['batches']} batches per row, one seed; "
+        "samples/s is the Trainer's over the epoch (compilation, cuDNN autotuning and the graph's capture included), "
+        "so rows compare within a table. Plot: effects/gpu.png.\n\n"
+        f"- Device: {'the CPU (' + machine() + ')' if smoke else gpu}; LibTorch "
+        f"{r.summaries[0]['torch_version'] if r.summaries else 'unknown'}\n"
+        f"- Date: {datetime.date.today().isoformat()}; profile `{a.profile}`; its runs took {minutes:.1f} minutes\n"
+        f"- Command: `scripts/effects --device cuda{'' if a.profile == 'gpu' else ' --profile ' + a.profile}`\n\n"
+        + "\n\n".join(sections) + f"\n{GPU_END}")
+    if GPU_BEGIN in old and GPU_END in old:
+        text = old[:old.find(GPU_BEGIN)] + block + old[old.find(GPU_END) + len(GPU_END):]
+    else:
+        text = (old.rstrip("\n") + "\n\n" if old else "") + block + "\n"
+    with open(md_path, "w") as f:
+        f.write(text)
+    with open(os.path.join(plots, "commands-gpu.txt"), "w") as f:
+        f.write("\n".join(r.commands) + "\n")
+    print(f"effects: wrote the GPU rows of {md_path} and {os.path.join(plots, 'gpu.png')} ({minutes:.1f} min)")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,13 @@
 //                    tensor_loader's lead over PrefetchLoader comes from the pool's threads, which spin-wait after
 //                    each parallel region and so keep the host's cores awake (bench/RESULTS.md, "2026-11-26, H200
 //                    traces").
+// The recipe's data paths (--width, --conv3, --bf16: the main job's recipe model; full batches only; the step is one
+// CUDA graph, its emulation on the CPU; bf16 autocast with --bf16 1):
+//   resident_graph   synthetic batches already on the device, cycled: the step alone (the ceiling)
+//   device_graph     data::DeviceLoader (uint8 on the device, crop + flip) with its tickets made into batches inside
+//                    the captured step (DeviceBatchTask): one replay does data and step
+//   device_outside   the same loader making each batch with eager kernels before the replay
+//   augment_graph    data::PrefetchLoader with `workers` threads (crop + flip on the host, pinned copies), graph step
 #include "common.hpp"
 
 #include "fashion_mnist/model.hpp"
@@ -63,6 +70,20 @@ json run_variant(const std::string& variant, const torch::Device& dev, const Rep
   }
   t["variant"] = variant;
   return t;
+}
+
+// Times epochs of the recipe's step (autocast, FusedAdamW, the whole step as one graph) over `data`.
+template <class Task, class Data>
+json time_graph_epochs(const torch::Device& dev, RepPlan p, Task& task, torch::optim::Optimizer& opt, Data& data, bool bf16) {
+  pt::precision::Autocast amp({.dtype = bf16 ? torch::kBFloat16 : torch::kFloat, .on_nonfinite = pt::NonFinite::ignore});
+  p.steps = static_cast<int64_t>(data.size());
+  auto go = [&](auto& trainer) { return time_reps(dev, p, [&] { trainer.fit(data, {.epochs = trainer.state().epoch + 1}); }); };
+  if (dev.is_cuda()) {
+    pt::Trainer<Task, pt::precision::Autocast, pt::step::CudaGraph> trainer(task, opt, amp);
+    return go(trainer);
+  }
+  pt::Trainer<Task, pt::precision::Autocast, pt::step::GraphEmulation> trainer(task, opt, amp);
+  return go(trainer);
 }
 
 std::vector<std::string> split_list(const std::string& s) {
@@ -143,6 +164,8 @@ int run_data(Args& a) {
   // --profile-dir D: after timing, each variant trains 12 more steps under callbacks::Profiler (Kineto), which
   // records steps 6-11 into D/<variant>/trace.json: the launch gaps of the training thread, loader against loader.
   const std::filesystem::path profile_dir = a.str("profile-dir", "");
+  const int64_t width = a.num("width", 32), conv3 = a.num("conv3", 0);
+  const bool bf16 = a.num("bf16", 0) != 0;
   a.check_all_used();
 
   // Host data of Fashion-MNIST's shape and range (the data path does not depend on the pixels' values).
@@ -223,14 +246,48 @@ int run_data(Args& a) {
         pinned = dev.is_cuda();
 #endif
         t["pinned_side_stream"] = pinned;
+      } else if (v == "resident_graph" || v == "device_graph" || v == "device_outside" || v == "augment_graph") {
+        torch::manual_seed(0);
+        fmnist::Classifier rtask(width, false, 0.0, fmnist::BlockOrder::conv_bn_relu_pool, conv3);
+        rtask.module().to(dev);
+        pt::optim::FusedAdamW ropt(rtask.module().parameters(), torch::optim::AdamWOptions(1e-3));
+        auto glo = lo;
+        glo.drop_last = true;  // full batches only: every step replays the graph
+        pt::data::AugmentOptions aug{.enabled = true, .crop_padding = 4, .horizontal_flip = true, .fill = 0.0f};
+        if (v == "resident_graph") {
+          const auto fo = torch::TensorOptions(dev);
+          auto batches = cycled_batches(n / batch, 8, [&](int64_t) {
+            return pt::Batch{torch::randn({batch, 1, 28, 28}, fo), torch::randint(10, {batch}, fo.dtype(torch::kLong))};
+          });
+          t = time_graph_epochs(dev, plan, rtask, ropt, batches, bf16);
+        } else if (v == "augment_graph") {
+          pt::data::PrefetchOptions po{.workers = workers, .device = dev};
+          po.augment = aug;
+          pt::data::PrefetchLoader loader(x, y, glo, po);
+          t = time_graph_epochs(dev, plan, rtask, ropt, loader, bf16);
+          t["workers"] = workers;
+        } else {
+          pt::data::DeviceLoaderOptions dlo{.device = dev, .input_scale = 1.0 / 255, .mean = {0.286}, .std = {0.353},
+                                            .augment = aug, .in_step = v == "device_graph"};
+          pt::data::DeviceLoader loader((x * 255).to(torch::kByte), y, glo, dlo);
+          pt::data::DeviceBatchTask<fmnist::Classifier> wrapped(rtask, v == "device_graph" ? &loader : nullptr);
+          t = time_graph_epochs(dev, plan, wrapped, ropt, loader, bf16);
+        }
+        t["samples_per_second"] = static_cast<double>((n / batch) * batch) /
+                                  (t["step_seconds"].get<double>() * t["steps_per_rep"].get<double>());
+        t["width"] = width;
+        t["conv3"] = conv3;
+        t["bf16"] = bf16;
       } else {
         throw std::invalid_argument(
             fmt::format("gpu_bench data: variant '{}'; expected tensor_loader, prefetch_w0, prefetch_wN, augment_w0, augment_wN, "
-            "prefetch_wN_nosidestream, prefetch_wN_pageable or tensor_loader_1thread", v));
+            "prefetch_wN_nosidestream, prefetch_wN_pageable, tensor_loader_1thread, resident_graph, device_graph, "
+            "device_outside or augment_graph", v));
       }
       // An epoch is n samples (the last batch may be partial).
-      t["samples_per_second"] =
-          static_cast<double>(n) / (t["step_seconds"].get<double>() * t["steps_per_rep"].get<double>());
+      if (!t.contains("samples_per_second"))
+        t["samples_per_second"] =
+            static_cast<double>(n) / (t["step_seconds"].get<double>() * t["steps_per_rep"].get<double>());
       fmt::print(stderr, "data: {} {:.0f} samples/s (cv {:.3f}, {} reps)\n", v, t["samples_per_second"].get<double>(),
                  t["cv"].get<double>(), t["reps"].get<int64_t>());
       return t;

@@ -16,10 +16,52 @@
 #include <policytrain/callbacks/perf_knobs.hpp>
 #include <policytrain/callbacks/profiler.hpp>
 #include <policytrain/callbacks/tensorboard.hpp>
+#include <policytrain/data/device_loader.hpp>
 #include <policytrain/data/fashion_mnist.hpp>
 #include <policytrain/data/prefetch_loader.hpp>
 
 namespace fmnist {
+
+/// The training loader the flags chose, as one type for the Trainer: a PrefetchLoader, or with --data-on-device a
+/// DeviceLoader (the dataset on the training device; with --cuda-graph its tickets, made into batches inside the
+/// captured step by pt::data::DeviceBatchTask).
+class TrainLoader {
+ public:
+  explicit TrainLoader(std::unique_ptr<policytrain::data::PrefetchLoader> p) : p_(std::move(p)) {}
+  explicit TrainLoader(std::unique_ptr<policytrain::data::DeviceLoader> d) : d_(std::move(d)) {}
+  void set_epoch(int64_t e) { p_ ? p_->set_epoch(e) : d_->set_epoch(e); }
+  size_t size() const { return p_ ? p_->size() : d_->size(); }
+  int64_t num_samples() const { return p_ ? p_->num_samples() : d_->num_samples(); }
+  int64_t padding() const { return p_ ? p_->padding() : d_->padding(); }
+  /// The DeviceLoader, or null.
+  const policytrain::data::DeviceLoader* device_loader() const { return d_.get(); }
+
+  class iterator {
+   public:
+    using value_type = policytrain::Batch;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    explicit iterator(policytrain::data::PrefetchLoader::iterator p) : p_(p) {}
+    explicit iterator(policytrain::data::DeviceLoader::iterator d) : d_(d) {}
+    policytrain::Batch operator*() const { return p_ ? **p_ : **d_; }
+    iterator& operator++() {
+      if (p_) ++*p_;
+      else ++*d_;
+      return *this;
+    }
+    iterator operator++(int) { auto t = *this; ++*this; return t; }
+    bool operator==(const iterator& o) const { return p_ ? p_ == o.p_ : d_ == o.d_; }
+   private:
+    std::optional<policytrain::data::PrefetchLoader::iterator> p_;
+    std::optional<policytrain::data::DeviceLoader::iterator> d_;
+  };
+  iterator begin() { return p_ ? iterator(p_->begin()) : iterator(d_->begin()); }
+  iterator end() { return p_ ? iterator(p_->end()) : iterator(d_->end()); }
+
+ private:
+  std::unique_ptr<policytrain::data::PrefetchLoader> p_;
+  std::unique_ptr<policytrain::data::DeviceLoader> d_;
+};
 
 struct FastpathFlags {
   int64_t workers = 0;
@@ -27,6 +69,8 @@ struct FastpathFlags {
   bool augment = false;
   int64_t crop_padding = 4;
   bool flip = true;
+  int64_t cutout = 0;
+  bool data_on_device = false;
   bool tta = false;  // test-time augmentation: evaluation averages each image's and its flip's logits
   policytrain::callbacks::PerfKnobs::Options knobs{};
   double clip_norm = 0;   // 0: off
@@ -57,6 +101,12 @@ struct FastpathFlags {
     app.add_option("--crop-padding", crop_padding, "--augment: pad by this many pixels, then crop 28x28 at random (0: no crop)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--flip", flip, "--augment: flip left-right with probability 1/2")->default_str("1");
+    app.add_option("--cutout", cutout, "--augment --data-on-device: a square of this side blacked out at random (0: none)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_flag("--data-on-device", data_on_device,
+                 "Keep the training images on the training device (uint8) and make each batch there: gather, "
+                 "standardise and augment the whole batch at once (data::DeviceLoader; with --cuda-graph inside the "
+                 "captured step). --workers and --prefetch do not apply");
     app.add_flag("--tta", tta,
                  "Test-time augmentation: validation and test average the logits of each image and of its left-right "
                  "flip (summary.json also has the test accuracy without it)");
@@ -112,6 +162,24 @@ struct FastpathFlags {
     return std::make_unique<d::PrefetchLoader>(x, y, lo, po);
   }
 
+  /// The training loader: make_loader's PrefetchLoader, or with --data-on-device a DeviceLoader over the uint8
+  /// images `x_u8` (tickets for a captured step when `in_step`).
+  std::unique_ptr<TrainLoader> make_train_loader(const torch::Tensor& x, const torch::Tensor& x_u8, const torch::Tensor& y,
+                                                 policytrain::data::LoaderOptions lo, torch::Device device,
+                                                 bool in_step) const {
+    namespace d = policytrain::data;
+    if (!data_on_device) {
+      if (cutout > 0) throw std::invalid_argument("--cutout needs --data-on-device (PrefetchLoader has no cutout)");
+      return std::make_unique<TrainLoader>(make_loader(x, y, lo, device));
+    }
+    d::DeviceLoaderOptions o{.device = device, .input_scale = 1.0 / 255, .mean = {d::kFashionMnistMean},
+                             .std = {d::kFashionMnistStd}, .cutout = augment ? cutout : 0,
+                             .channels_last = knobs.channels_last, .in_step = in_step};
+    o.augment = {.enabled = augment, .crop_padding = crop_padding, .horizontal_flip = flip,
+                 .fill = static_cast<float>(-d::kFashionMnistMean / d::kFashionMnistStd)};
+    return std::make_unique<TrainLoader>(std::make_unique<d::DeviceLoader>(x_u8, y, lo, o));
+  }
+
   policytrain::callbacks::PerfKnobs make_knobs(uint64_t seed, int intra_threads) const {
     auto o = knobs;
     // main() seeds before building the model (pt::seed_everything); seeding again at fit begin would overwrite
@@ -151,8 +219,12 @@ struct FastpathFlags {
     auto o = knobs;
     o.seed = seed_;
     auto knobs_j = policytrain::callbacks::PerfKnobs(o).describe();
-    return {{"loader", {{"name", "data::PrefetchLoader"}, {"workers", workers}, {"prefetch", prefetch},
-                        {"augment", augment}, {"crop_padding", crop_padding}, {"flip", flip}, {"channels_last", knobs.channels_last}}},
+    nlohmann::json loader{{"name", data_on_device ? "data::DeviceLoader" : "data::PrefetchLoader"},
+                          {"augment", augment}, {"crop_padding", crop_padding}, {"flip", flip},
+                          {"channels_last", knobs.channels_last}};
+    if (data_on_device) loader["cutout"] = cutout;
+    else loader.update({{"workers", workers}, {"prefetch", prefetch}});
+    return {{"loader", loader},
             {"tta", tta ? "flip" : "none"},
             {"knobs", knobs_j},
             {"grad_clip", make_clip().describe()},

@@ -234,10 +234,15 @@ int main(int argc, char** argv) {
     auto optimizer = make_optimizer(cfg, task.module());
     const int64_t micro_batch = accumulation.resolve(task, train.x, train.y, cfg.batch_size);
     // [snippet:loader]
+    // --data-on-device: the same split's images as uint8, standardised on the device by the loader.
+    const auto train_u8 = fastpath.data_on_device
+        ? pt::data::read_idx_pair(cfg.data, "train", 10).images.unsqueeze(1).index_select(0, split.train_index).slice(0, 0, train_n)
+        : torch::Tensor();
     auto make_train_loader = [&](int64_t batch) {
-      return fastpath.make_loader(train.x, train.y, {.batch_size = batch, .shuffle = true, .seed = cfg.seed,
-                                                     .rank = rank, .world_size = world_size},
-                                 device);
+      return fastpath.make_train_loader(train.x, train_u8, train.y,
+                                        {.batch_size = batch, .shuffle = true, .seed = cfg.seed, .rank = rank,
+                                         .world_size = world_size},
+                                        device, /*in_step=*/cfg.cuda_graph);
     };
     auto train_loader_ptr = make_train_loader(micro_batch);
     auto& train_loader = *train_loader_ptr;
@@ -362,7 +367,9 @@ int main(int argc, char** argv) {
     };
     if (cfg.cuda_graph) {
       // The graph-safe policies of the composition below (no accumulation, data parallelism or host timers).
-      pt::Trainer trainer(task, *optimizer, precision_flags.make(ckpt_flags.rollback), schedule.make(),
+      // With --data-on-device the loader yields tickets, made into batches inside the captured step.
+      pt::data::DeviceBatchTask graph_task(task, train_loader.device_loader());
+      pt::Trainer trainer(graph_task, *optimizer, precision_flags.make(ckpt_flags.rollback), schedule.make(),
                           ckpt_flags.make_checkpoint(cfg.run_dir, settings), ckpt_flags.make_rollback(),
                           ckpt_flags.make_ema(), ckpt_flags.make_early_stopping(), std::move(progress),
                           fastpath.make_knobs(cfg.seed, cfg.threads), fastpath.make_clip(), pt::step::CudaGraph{});

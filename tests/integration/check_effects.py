@@ -2,13 +2,61 @@
 (as many cells in each row as in its header), each technique has its table, the numbers in the tables are the
 runs' own (read back from their summary.json), the GPU rows say "not measured", and the plots are PNG images.
 
-Usage: check_effects.py PYTHON_WITH_MATPLOTLIB EXE OUT_DIR
+With a fourth argument `gpu`: runs the GPU tables' logic on the CPU (`--device cuda --run-device cpu`, tiny) over
+an existing EFFECTS.md and checks that only its GPU block was written, that block's five tables, that each row's
+samples/s is its run's, and the plot.
+
+Usage: check_effects.py PYTHON_WITH_MATPLOTLIB EXE OUT_DIR [gpu]
 """
 import json, os, re, shutil, subprocess, sys
 
 python, exe, out = sys.argv[1:4]
 shutil.rmtree(out, ignore_errors=True)
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def gpu_smoke():
+    os.makedirs(out)
+    before = "# Effect tables\n\n## A CPU table\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+    with open(os.path.join(out, "EFFECTS.md"), "w") as f:
+        f.write(before)
+    p = subprocess.run([python, os.path.join(root, "bench", "effects.py"), "--exe", exe, "--out", out, "--device", "cuda",
+                        "--run-device", "cpu", "--profile", "tiny"], capture_output=True, text=True, timeout=2400)
+    print(p.stdout[-3000:]); print(p.stderr[-3000:], file=sys.stderr)
+    assert p.returncode == 0, f"effects.py --device cuda exit code {p.returncode}"
+    md = open(os.path.join(out, "EFFECTS.md")).read()
+    assert md.startswith(before), "the CPU tables before the GPU block changed"
+    block = md[md.index("<!-- effects:gpu:begin -->"):md.index("<!-- effects:gpu:end -->")]
+    assert "CPU smoke run" in block and "not GPU figures" in block, "a CPU smoke run is not marked as such"
+    tables = {}
+    for part in block.split("\n## ")[1:]:
+        title, _, body = part.partition("\n")
+        rows = [l for l in body.splitlines() if l.startswith("|")]
+        header = [c.strip() for c in rows[0].strip("|").split("|")]
+        tables[title] = [dict(zip(header, [c.strip() for c in r.strip("|").split("|")])) for r in rows[2:]]
+        assert all(len(t) == len(header) and all(t.values()) for t in tables[title]), f"{title!r} is malformed"
+    for needle in ("FP32 vs TF32 vs bf16 vs fp16", "Loaders", "Batch size and accumulation",
+                   "channels_last and cudnn.benchmark", "The graph step"):
+        assert any(needle in t for t in tables), f"the GPU block lacks {needle!r}: {list(tables)}"
+    loaders = next(t for k, t in tables.items() if "Loaders" in k)
+    assert len(loaders) == 6 and any("DeviceLoader inside the CUDA graph" in r["configuration"] for r in loaders)
+    names = [l.split("--run-dir ")[1].split()[0] for l in open(os.path.join(out, "effects", "commands-gpu.txt")).read().splitlines()]
+    rows = [r for t in tables.values() for r in t]
+    assert len(rows) == len(names), (len(rows), len(names))
+    for r, run_dir in zip(rows, names):
+        s = json.load(open(os.path.join(run_dir, "summary.json")))
+        assert r["samples/s"] == f"{s['train_samples_per_second']:.0f}", (r, s["train_samples_per_second"])
+        assert s["device"] == "cpu", s["device"]
+        want = "data::DeviceLoader" if "--data-on-device" in open(os.path.join(out, "effects", "commands-gpu.txt")).read().splitlines()[names.index(run_dir)] else "data::PrefetchLoader"
+        assert s["policies"]["loader"]["name"] == want, (run_dir, s["policies"]["loader"])
+    with open(os.path.join(out, "effects", "gpu.png"), "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n", "gpu.png is not a PNG"
+    print("effects GPU smoke OK:", len(tables), "tables,", len(rows), "rows")
+
+
+if len(sys.argv) > 4 and sys.argv[4] == "gpu":
+    gpu_smoke()
+    sys.exit(0)
 p = subprocess.run([python, os.path.join(root, "bench", "effects.py"), "--exe", exe, "--out", out, "--profile", "tiny"],
                    capture_output=True, text=True, timeout=1200)
 print(p.stdout[-3000:]); print(p.stderr[-3000:], file=sys.stderr)
