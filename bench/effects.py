@@ -83,8 +83,9 @@ class Runner:
 
 def gpu_args(args, device):
     """A GPU row's flags on `device`: --device added. On the CPU (the smoke test of the tables' logic) the CUDA-only
-    flags are dropped, every precision runs as fp32 (this CPU's bf16 is emulated, 5x slower) and the model is the
-    default one (the recipe's takes minutes a run here)."""
+    flags are dropped, every precision runs as fp32 (this CPU's bf16 is emulated, 5x slower), the model is the
+    default one (the recipe's takes minutes a run here) and the evaluation is small (batches of 100, no training-set
+    accuracy): the smoke checks the tables' logic, and most of each short run was evaluation."""
     if device != "cpu":
         return ["--device", device] + GPU_MODEL + args
     out, skip = ["--device", "cpu"], False
@@ -97,7 +98,7 @@ def gpu_args(args, device):
             continue
         skip = a == "--precision"
         out.append(a)
-    return out
+    return out + ["--eval-batch-size", "100", "--train-eval-size", "0"]
 
 
 def gpu_row(r, name, label, args):
