@@ -99,6 +99,11 @@ namespace detail {
 struct Zero2State {
   std::shared_ptr<DataParallelState> dp;
   std::vector<int> owner;  ///< per DataParallelState::params entry: its owning rank
+  /// per parameter: its gradient travels in the parameter's memory order and comes back with its strides (a
+  /// channels_last weight gets a channels_last gradient, as autograd and c10d::Reducer give it; the fused
+  /// optimizers walk a parameter, its gradient and its state in memory order). False: contiguous (also for a
+  /// parameter that is not dense).
+  std::vector<char> keeps_layout;
   struct Bucket {
     std::vector<size_t> members;  ///< indices into dp->params, in launch order
     size_t pending = 0;           ///< members not yet accumulated in this backward
@@ -143,7 +148,7 @@ struct Zero2State {
       auto& p = dp->params[i];
       torch::Tensor g = p.grad();
       if (!g.defined()) g = torch::zeros_like(p);
-      parts[static_cast<size_t>(owner[i])].push_back(g.reshape({-1}));
+      parts[static_cast<size_t>(owner[i])].push_back(flat(g, p, keeps_layout[i]));
       if (!like.defined()) like = g;
     }
     b.launched = true;
@@ -174,6 +179,13 @@ struct Zero2State {
     inflight.push_back(std::move(f));
   }
 
+  /// `g` (the gradient of `p`) as one dimension: in `p`'s memory order when `in_layout`, else row-major.
+  static torch::Tensor flat(const torch::Tensor& g, const torch::Tensor& p, bool in_layout) {
+    if (!in_layout) return g.reshape({-1});
+    torch::Tensor h = g.strides() == p.strides() ? g : torch::empty_strided(p.sizes(), p.strides(), g.options()).copy_(g);
+    return h.as_strided({h.numel()}, {1}, h.storage_offset());
+  }
+
   /// Waits for every bucket launched, and makes this rank's parameters' gradients views of what it received.
   void finish() {
     for (auto& f : inflight) {
@@ -184,7 +196,9 @@ struct Zero2State {
         if (owner[i] != dp->env.rank) continue;
         auto& p = dp->params[i];
         if (!used_now.empty() && !used_now[i]) continue;
-        p.mutable_grad() = out.narrow(0, off, p.numel()).view(p.sizes());
+        auto chunk = out.narrow(0, off, p.numel());
+        p.mutable_grad() = keeps_layout[i] ? chunk.as_strided(p.sizes(), p.strides(), chunk.storage_offset())
+                                           : chunk.view(p.sizes());
         off += p.numel();
       }
     }
@@ -310,11 +324,13 @@ class ShardedDataParallel : public DataParallel {
 
   /// DataParallel's on_fit_begin (connect, verify, broadcast, the Reducer), then the partition of the optimizer's
   /// parameters.
+  /// Every fit re-reads the optimizer (DESIGN §7): a param group added since the last fit is partitioned, and at
+  /// stage 2 the owner table and buckets are rebuilt when the trainable parameters or their owners changed.
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     DataParallel::on_fit_begin(ctx);
     partition_parameters(ctx.optimizer());
-    if (z_.stage == 2 && active() && !z2_) build_zero2();
+    if (z_.stage == 2 && active()) sync_zero2();
   }
 
   /// Stage 2: on a window's last micro-step the gradients are reduce-scattered as their buckets complete, during
@@ -379,8 +395,14 @@ class ShardedDataParallel : public DataParallel {
 
   /// DataParallel's start check at the first epoch; after a resume (the checkpoint policy's on_fit_begin loaded the
   /// whole state on every rank) each rank lets the other partitions' state go.
+  /// First, once per fit, what DataParallel re-reads there (a layout converted by a policy after this one at fit
+  /// begin), and stage 2's buckets with it.
   template <class Ctx>
   void on_epoch_begin(Ctx& ctx) {
+    if (!verified_ && active()) {
+      sync_parameters(ctx.module());
+      if (z_.stage == 2) sync_zero2();
+    }
     DataParallel::on_epoch_begin(ctx);
     if (active()) drop_foreign_state(ctx.optimizer());
   }
@@ -512,7 +534,7 @@ class ShardedDataParallel : public DataParallel {
         const int r = group_owner[g][i];
         owner_[ps[i].unsafeGetTensorImpl()] = r;
         if (r == rank()) owned_[g].push_back(ps[i]);
-        per_rank_[static_cast<size_t>(r)].push_back(ps[i].detach());
+        per_rank_[static_cast<size_t>(r)].push_back(ps[i]);
       }
     }
   }
@@ -521,7 +543,11 @@ class ShardedDataParallel : public DataParallel {
   void broadcast_partitions() {
     torch::NoGradGuard ng;
     for (int r = 0; r < world_size(); ++r) {
-      const auto& ts = per_rank_[static_cast<size_t>(r)];
+      // Detached now, not when partitioned: a parameter's storage may have been replaced since (set_data: a layout
+      // conversion such as PerfKnobs' channels_last, a load), and a handle detached before would still point at
+      // the old storage, which the model no longer reads.
+      std::vector<torch::Tensor> ts;
+      for (const auto& p : per_rank_[static_cast<size_t>(r)]) ts.push_back(p.detach());
       if (ts.empty()) continue;
       s_->guarded(policytrain::detail::format("broadcast of rank {}'s updated parameters (optimizer step {})", r, s_->step), [&] {
         c10d::broadcast_coalesced(s_->pg, ts, size_t{250} * 1024 * 1024, r);
@@ -554,14 +580,33 @@ class ShardedDataParallel : public DataParallel {
     }
   }
 
+  /// Stage 2: builds the buckets and hooks, or rebuilds them when DataParallel rebuilt its parameter list (a part
+  /// unfrozen, a layout changed: sync_parameters), or when an owner changed (a param group added between fits).
+  void sync_zero2() {
+    const size_t n = s_->params.size();
+    std::vector<int> owners(n, 0);
+    for (size_t i = 0; i < n; ++i) owners[i] = std::max(0, owner(s_->params[i]));  // not in the optimizer: rank 0
+    if (!z2_ || z2_->owner != owners || z2_generation_ != sync_generation_) build_zero2(std::move(owners));
+  }
+
   /// Stage 2: the buckets (the parameters in reverse order, up to bucket_mb each, one dtype and device per bucket)
   /// and a post-accumulate hook on every parameter.
-  void build_zero2() {
+  void build_zero2(std::vector<int> owners) {
     auto z = std::make_shared<detail::Zero2State>();
     z->dp = s_;
     const size_t n = s_->params.size();
-    z->owner.assign(n, 0);
-    for (size_t i = 0; i < n; ++i) z->owner[i] = std::max(0, owner(s_->params[i]));  // not in the optimizer: rank 0
+    z->owner = std::move(owners);
+    z->keeps_layout.assign(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      const auto& p = s_->params[i];
+      z->keeps_layout[i] = !p.is_contiguous() && p.is_non_overlapping_and_dense();
+      if (s_->sparse[i])
+        throw std::invalid_argument(policytrain::detail::format(
+            "policytrain::parallel::ShardedDataParallel: {}: parameter '{}' gets sparse gradients (an embedding with "
+            "sparse = true), which stage 2 cannot reduce-scatter into its owner's partition; use stage 1 (its "
+            "c10d::Reducer all-reduces sparse gradients, as DataParallel's), or sparse = false", s_->who(),
+            s_->names[i]));
+    }
     const auto cap = static_cast<int64_t>(o_.bucket_mb * 1024 * 1024);
     z->bucket_of.assign(n, 0);
     int64_t bytes = 0;
@@ -585,13 +630,15 @@ class ShardedDataParallel : public DataParallel {
     for (size_t i = 0; i < n; ++i)
       torch::autograd::impl::set_post_acc_grad_hooks(s_->params[i], std::make_unique<detail::Zero2Accumulated>(z, i));
     z2_ = std::move(z);
+    z2_generation_ = sync_generation_;
   }
 
   ShardingOptions z_;
   std::shared_ptr<detail::Zero2State> z2_;  ///< stage 2's gradient synchronisation (null otherwise)
+  int64_t z2_generation_ = -1;              ///< DataParallel's sync_generation_ when z2_ was built
   std::unordered_map<const void*, int> owner_;
   std::vector<std::vector<torch::Tensor>> owned_;     ///< per param group: this rank's parameters
-  std::vector<std::vector<torch::Tensor>> per_rank_;  ///< per rank: its parameters (detached), for the broadcast
+  std::vector<std::vector<torch::Tensor>> per_rank_;  ///< per rank: its parameters, for the broadcast
   int64_t bytes_ = 0, bytes_total_ = 0, bytes_largest_ = 0;
 };
 
