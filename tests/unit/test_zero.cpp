@@ -268,8 +268,11 @@ int run_defect(const std::string& scenario, const fs::path& dir, const std::stri
   pt::parallel::DataParallel probe(dpo);
   const int world = probe.world_size(), rank = probe.rank();
   Tensors out;
+  // POLICYTRAIN_ZERO_ONE_TYPE: ShardedDataParallel at every stage, 0 included (one Trainer type, the stage a run-time
+  // value); otherwise stage 0 is DataParallel itself.
+  const bool one_type = std::getenv("POLICYTRAIN_ZERO_ONE_TYPE") != nullptr;
   auto with_parallel = [&](auto&& body) {
-    if (stage == 0) body(pt::parallel::DataParallel(dpo));
+    if (stage == 0 && !one_type) body(pt::parallel::DataParallel(dpo));
     else body(pt::parallel::ShardedDataParallel(dpo, {.stage = stage}));
   };
   const pt::data::LoaderOptions lo{.batch_size = kDefectGlobalBatch / world, .shuffle = true, .seed = 3, .rank = rank,
@@ -447,15 +450,16 @@ void run_python(const std::string& scenario, int world, const fs::path& dir) {
 
 /// Our side: `world` ranks of this binary on one node (launch_local).
 void run_ours(const std::string& scenario, int world, const fs::path& dir, const std::string& subdir, int stage = 1,
-              double bucket_mb = 25) {
+              double bucket_mb = 25, std::map<std::string, std::string> extra = {}) {
+  extra.insert({{"POLICYTRAIN_ZERO_WORKER", scenario},
+                {"POLICYTRAIN_ZERO_DIR", dir.string()},
+                {"POLICYTRAIN_ZERO_SUBDIR", subdir},
+                {"POLICYTRAIN_ZERO_STAGE", std::to_string(stage)},
+                {"POLICYTRAIN_ZERO_BUCKET_MB", fmt::format("{}", bucket_mb)},
+                {"OMP_NUM_THREADS", "1"}});
   const int rc = pt::parallel::launch_local({.nproc = world,
                                              .program = "/proc/self/exe",
-                                             .env = {{"POLICYTRAIN_ZERO_WORKER", scenario},
-                                                     {"POLICYTRAIN_ZERO_DIR", dir.string()},
-                                                     {"POLICYTRAIN_ZERO_SUBDIR", subdir},
-                                                     {"POLICYTRAIN_ZERO_STAGE", std::to_string(stage)},
-                                                     {"POLICYTRAIN_ZERO_BUCKET_MB", fmt::format("{}", bucket_mb)},
-                                                     {"OMP_NUM_THREADS", "1"}},
+                                             .env = extra,
                                              .deadline = std::chrono::seconds(600)});
   std::string logs;
   for (int r = 0; r < world; ++r) logs += fmt::format("\nrank {}: {}", r, read_text(dir / fmt::format("{}-stderr{}.txt", subdir, r)));
@@ -692,8 +696,9 @@ TEST_CASE("fit_auto_batch under ZeRO-2 on 3 ranks: the ranks agree on the smalle
 
 TEST_CASE("ShardedDataParallel refuses a ZeRO stage it does not implement, and Reducer options at stage 2, naming each") {
   CHECK_THROWS_WITH_AS(pt::parallel::ShardedDataParallel({}, {.stage = 3}),
-                       doctest::Contains("stage 3 is not supported; expected 1"), std::invalid_argument);
-  CHECK_THROWS_AS(pt::parallel::ShardedDataParallel({}, {.stage = 0}), std::invalid_argument);
+                       doctest::Contains("stage 3 is not supported; expected 0 (nothing sharded"), std::invalid_argument);
+  CHECK_THROWS_AS(pt::parallel::ShardedDataParallel({}, {.stage = -1}), std::invalid_argument);
+  CHECK_NOTHROW(pt::parallel::ShardedDataParallel({}, {.stage = 0}));
   CHECK_NOTHROW(pt::parallel::ShardedDataParallel({}, {.stage = 1}));
   CHECK_NOTHROW(pt::parallel::ShardedDataParallel({}, {.stage = 2}));
   CHECK_THROWS_WITH_AS(pt::parallel::ShardedDataParallel({.find_unused_parameters = true}, {.stage = 2}),
@@ -887,4 +892,20 @@ TEST_CASE("issue 37: TensorBoard's gradient histograms under ZeRO-2 cover every 
   INFO(fmt::format("missing under ZeRO-2: {}", fmt::join(missing, " ")));
   CHECK(missing.empty());
   CHECK(z2.size() == dp.size());
+}
+
+TEST_CASE("one Trainer type for DataParallel, ZeRO-1 and ZeRO-2: ShardedDataParallel{.stage = 0} ends bit-identical "
+          "to DataParallel, and stages 1 and 2 of the same type equal one process") {
+  const auto dir = defect_runs("defect-cl", {0});
+  for (int st : {0, 1, 2})
+    run_ours("defect-cl", 2, dir, fmt::format("one{}", st), st, 25, {{"POLICYTRAIN_ZERO_ONE_TYPE", "1"}});
+  for (int r = 0; r < 2; ++r) {
+    const auto dp = load_tensors(dir / "s0" / fmt::format("rank{}", r));
+    const auto z0 = load_tensors(dir / "one0" / fmt::format("rank{}", r));
+    for (const auto& [name, t] : dp) {
+      INFO(name << " rank " << r);
+      CHECK(torch::equal(z0.at(name), t));
+    }
+  }
+  for (const std::string sub : {"one1", "one2"}) CHECK(check_against_reference(dir, sub, 1e-5) <= 1e-6);
 }

@@ -5,6 +5,8 @@
 /// each rank keeps and steps the optimizer state of its partition of the parameters only, and after the step
 /// every owner broadcasts its updated parameters.
 ///
+/// Stage 0: nothing is sharded; the policy behaves as DataParallel (one Trainer type for a stage chosen at run
+/// time: ShardingOptions{.stage = 0, 1 or 2}).
 /// Stage 1: everything DataParallel does stays as it is (the same c10d process group, the same c10d::Reducer,
 /// buckets overlapped with backward, no_sync under accumulation, static_graph, find_unused_parameters, buffers, the
 /// start check, the agreement helpers): the gradients are still averaged over all ranks, so every rank holds the
@@ -81,8 +83,10 @@ inline int64_t param_state_bytes(const torch::optim::OptimizerParamState& s) {
 
 /// Run-time options of the sharding (beyond DataParallelOptions).
 struct ShardingOptions {
-  /// ZeRO stage: 1 shards the optimizer state (gradients are all-reduced by c10d::Reducer, as under DataParallel);
-  /// 2 shards the gradients too (reduce-scattered into their owners' partitions during the backward).
+  /// ZeRO stage: 0 shards nothing (DataParallel's behaviour, so that one Trainer type can choose DataParallel,
+  /// ZeRO-1 or ZeRO-2 at run time); 1 shards the optimizer state (gradients are all-reduced by c10d::Reducer, as
+  /// under DataParallel); 2 shards the gradients too (reduce-scattered into their owners' partitions during the
+  /// backward).
   int stage = 1;
 };
 
@@ -250,12 +254,13 @@ class ShardedDataParallel : public DataParallel {
   /// Name in logs and summaries.
   static constexpr std::string_view name = "parallel::ShardedDataParallel";
 
-  /// Reads the environment now (as DataParallel). Throws std::invalid_argument for a stage other than 1.
+  /// Reads the environment now (as DataParallel). Throws std::invalid_argument for a stage other than 0, 1 or 2.
   explicit ShardedDataParallel(DataParallelOptions o = {}, ShardingOptions z = {}) : DataParallel(std::move(o)), z_(z) {
-    if (z_.stage != 1 && z_.stage != 2)
+    if (z_.stage < 0 || z_.stage > 2)
       throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::parallel::ShardedDataParallel: stage {} is not supported; expected 1 (optimizer state "
-          "sharded, gradients all-reduced) or 2 (optimizer state and gradients sharded)", z_.stage));
+          "policytrain::parallel::ShardedDataParallel: stage {} is not supported; expected 0 (nothing sharded: "
+          "DataParallel's behaviour), 1 (optimizer state sharded, gradients all-reduced) or 2 (optimizer state and "
+          "gradients sharded)", z_.stage));
     if (z_.stage == 2) {
       // These options configure c10d::Reducer, which stage 2 replaces by its own reduce-scatter.
       const auto refuse = [](const char* option, const char* why) {
@@ -329,6 +334,7 @@ class ShardedDataParallel : public DataParallel {
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     DataParallel::on_fit_begin(ctx);
+    if (z_.stage == 0) return;
     partition_parameters(ctx.optimizer());
     if (z_.stage == 2 && active()) sync_zero2();
   }
@@ -399,12 +405,12 @@ class ShardedDataParallel : public DataParallel {
   /// begin), and stage 2's buckets with it.
   template <class Ctx>
   void on_epoch_begin(Ctx& ctx) {
-    if (!verified_ && active()) {
+    if (!verified_ && sharding_active()) {
       sync_parameters(ctx.module());
       if (z_.stage == 2) sync_zero2();
     }
     DataParallel::on_epoch_begin(ctx);
-    if (active()) drop_foreign_state(ctx.optimizer());
+    if (sharding_active()) drop_foreign_state(ctx.optimizer());
   }
 
   /// Steps the optimizer over this rank's partition, then broadcasts every partition from its owner. A step is
@@ -412,7 +418,7 @@ class ShardedDataParallel : public DataParallel {
   /// a skip nothing is broadcast.
   template <class Ctx, class F>
   bool around_step(Ctx& ctx, F&& fn) {
-    if (!active()) return fn();
+    if (!sharding_active()) return fn();
     auto& opt = ctx.optimizer();
     drop_foreign_state(opt);  // a resume or a consolidation left the whole state here
     auto& groups = opt.param_groups();
@@ -440,7 +446,7 @@ class ShardedDataParallel : public DataParallel {
   template <class Ctx>
   void before_save(Ctx& ctx) {
     DataParallel::before_save(ctx);  // the ranks' generator states
-    if (!active()) return;
+    if (!sharding_active()) return;
     auto& opt = ctx.optimizer();
     drop_foreign_state(opt);
     if (rank() != 0) {
@@ -478,7 +484,7 @@ class ShardedDataParallel : public DataParallel {
   /// After the checkpoint serialised the optimizer: rank 0 lets the other ranks' state go.
   template <class Ctx>
   void after_save(Ctx& ctx) {
-    if (active()) drop_foreign_state(ctx.optimizer());
+    if (sharding_active()) drop_foreign_state(ctx.optimizer());
   }
 
   /// DataParallel's on_fit_end, then this rank's and every rank's optimizer state bytes (a collective).
@@ -504,8 +510,11 @@ class ShardedDataParallel : public DataParallel {
  private:
   static constexpr int kTagSize = 0x5a01, kTagData = 0x5a02;
 
+  /// More than one process and a stage that shards something.
+  bool sharding_active() const { return active() && z_.stage > 0; }
+
   bool owned(const void* key) const {
-    if (!active()) return true;
+    if (!sharding_active()) return true;
     auto it = owner_.find(key);
     return it != owner_.end() && it->second == rank();
   }
