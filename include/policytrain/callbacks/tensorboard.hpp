@@ -7,7 +7,9 @@
 ///     the last row; phases as StepPhases times them);
 ///   per validation: val/loss and val/accuracy, at the step it followed;
 ///   histograms of every parameter (`weights/<name>`) and its gradient (`grads/<name>`) every `histogram_every`
-///     steps (0: never): 30 equal-width buckets between the tensor's min and max, finite values only;
+///     steps (0: never): 30 equal-width buckets between the tensor's min and max, finite values only; under
+///     ZeRO-2 (gradients sharded across the ranks) the whole averaged gradients, gathered from their owners on
+///     the histogram steps (a collective on every rank), as under DataParallel;
 ///   the run's `settings` as text (tag settings/text_summary), and `hparams` with val/loss and val/accuracy
 ///     as their metrics (the HParams tab shows the last values), as torch.utils.tensorboard's add_hparams.
 /// Every step axis is the optimizer step. Resume: at fit begin, events after the current step (written by a
@@ -120,8 +122,12 @@ class TensorBoard {
   void after_step(Ctx& ctx, bool) {
     since_ += phases_.step_end();
     since_samples_ += ctx.state().window_samples;
-    if (!f_.is_open()) return;
     const int64_t step = ctx.state().global_step;
+    const bool histograms = enabled() && o_.histogram_every > 0 && step % o_.histogram_every == 0;
+    // ZeRO-2: each rank holds its own partition's gradients; every rank takes part in gathering them (a collective).
+    std::vector<torch::Tensor> grads;
+    if (histograms) grads = whole_gradients(ctx);
+    if (!f_.is_open()) return;
     bool wrote = false;
     if (step % o_.every == 0) {
       tb_events::Message summary;
@@ -145,11 +151,13 @@ class TensorBoard {
       since_samples_ = 0;
       wrote = true;
     }
-    if (o_.histogram_every > 0 && step % o_.histogram_every == 0) {
+    if (histograms) {
       tb_events::Message summary;
+      size_t i = 0;
       for (const auto& p : ctx.module().named_parameters(true)) {
         summary.msg(1, histogram("weights/" + p.key(), p.value()));
-        if (p.value().grad().defined()) summary.msg(1, histogram("grads/" + p.key(), p.value().grad()));
+        if (grads[i].defined()) summary.msg(1, histogram("grads/" + p.key(), grads[i]));
+        ++i;
       }
       write(tb_events::event(now(), step).msg(5, summary));
       wrote = true;
@@ -200,6 +208,39 @@ class TensorBoard {
                        static_cast<int>(::getpid()));
   }
   void write(const tb_events::Message& event) { f_ << tb_events::record(event.str()); }
+
+  /// Every parameter's gradient (undefined where it has none), in named_parameters order. When the gradients are
+  /// sharded (ZeRO-2: a rank holds only its own partition's), they are gathered: each rank contributes the
+  /// gradients it holds and zeros elsewhere, summed over the ranks (Context::reduce_gradient_statistic, one
+  /// collective on every rank), with a flag per parameter so that one no rank holds stays undefined.
+  template <class Ctx>
+  static std::vector<torch::Tensor> whole_gradients(Ctx& ctx) {
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : ctx.module().named_parameters(true)) grads.push_back(p.value().grad());
+    bool sharded = false;
+    if constexpr (requires { ctx.gradients_sharded(); }) sharded = ctx.gradients_sharded();
+    if (!sharded) return grads;
+    const auto params = ctx.module().parameters(true);
+    torch::NoGradGuard ng;
+    std::vector<torch::Tensor> flat;
+    auto held = torch::zeros({static_cast<int64_t>(params.size())}, params.empty() ? torch::TensorOptions() : params[0].options());
+    for (size_t i = 0; i < params.size(); ++i) {
+      // A gradient held here (dense), or zeros; in the parameter's dtype, promoted to a common one by cat.
+      if (grads[i].defined()) held[static_cast<int64_t>(i)].fill_(1);
+      flat.push_back(grads[i].defined() ? grads[i].to_dense().reshape({-1}) : torch::zeros({params[i].numel()}, params[i].options()));
+    }
+    flat.push_back(held.to(flat.empty() ? held.options() : flat[0].options()));
+    auto all = torch::cat(flat);
+    ctx.reduce_gradient_statistic(all, GradientReduce::sum);
+    int64_t off = 0;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const int64_t n = params[i].numel();
+      const bool any = all[all.numel() - static_cast<int64_t>(params.size()) + static_cast<int64_t>(i)].item<double>() > 0;
+      grads[i] = any ? all.narrow(0, off, n).view(params[i].sizes()) : torch::Tensor();
+      off += n;
+    }
+    return grads;
+  }
 
   // Summary.Value { string tag = 1; float simple_value = 2; HistogramProto histo = 5; TensorProto tensor = 8;
   //                 SummaryMetadata metadata = 9; }

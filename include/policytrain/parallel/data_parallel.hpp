@@ -46,6 +46,7 @@
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -68,6 +69,7 @@
 #define POLICYTRAIN_WITH_NCCL 1
 #endif
 #include <torch/nn/module.h>
+#include <torch/nn/modules/embedding.h>
 #include <torch/types.h>
 #include <torch/utils.h>
 
@@ -192,6 +194,8 @@ struct DataParallelState {
   torch::Device comm_device{torch::kCPU};  ///< where small control tensors go (NCCL reduces CUDA tensors only)
   std::vector<torch::Tensor> params;
   std::vector<std::string> names;         ///< the parameters' names in the module (for errors)
+  std::vector<bool> sparse;               ///< per parameter: its gradient is sparse (an Embedding with sparse = true)
+  std::vector<std::vector<int64_t>> strides;  ///< per parameter: its strides when the gradient sync was built
   std::optional<c10::ScalarType> wire_dtype;  ///< gradient compression: all-reduce in this dtype
   std::unique_ptr<c10d::Reducer> reducer;
   torch::Tensor pending_output;           ///< the forward's output, for find_unused_parameters' graph search
@@ -206,9 +210,19 @@ struct DataParallelState {
   std::atomic<int64_t> last_launch_ns{0};
   double comm_wait_seconds = 0;
 
-  ~DataParallelState() {
+  ~DataParallelState() { release(); }
+
+  /// Removes the autograd hooks of the gradient synchronisation (ours and the Reducer's) and forgets the
+  /// parameters, so that it can be built again from the live ones.
+  void release() {
     for (auto& p : params) torch::autograd::impl::set_post_acc_grad_hooks(p, nullptr);
     reducer.reset();  // removes the Reducer's hooks from the parameters
+    params.clear();
+    names.clear();
+    sparse.clear();
+    strides.clear();
+    static_first_pending = false;
+    synced = false;
   }
 
   std::string who() const { return policytrain::detail::format("rank {} of {}", env.rank, env.world_size); }
@@ -302,6 +316,16 @@ struct DataParallelState {
     }
   }
 
+  /// An empty sparse gradient of an embedding table `p` (indices over its first dimension, rows of the rest), as
+  /// the sparse gradients of the ranks that used it are: Gloo's sparse all-reduce wants the same sparse and dense
+  /// dimensions on every rank.
+  static torch::Tensor zero_sparse_gradient(const torch::Tensor& p) {
+    auto rows = p.sizes().vec();
+    rows[0] = 0;
+    return torch::sparse_coo_tensor(torch::empty({1, 0}, torch::TensorOptions(torch::kLong).device(p.device())),
+                                    torch::empty(rows, p.options()), p.sizes());
+  }
+
   /// A window ended without a synchronised backward (a loader of unknown length: its last micro-batch was not
   /// known to be the last until the loader ended): averages the gradients now, one all-reduce per parameter,
   /// with one "used on this rank" flag each so that a parameter no rank used keeps an undefined gradient.
@@ -318,7 +342,7 @@ struct DataParallelState {
     for (size_t i = 0; i < params.size(); ++i) {
       if (u[i] == 0) continue;
       auto& p = params[i];
-      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      if (!p.grad().defined()) p.mutable_grad() = sparse[i] ? zero_sparse_gradient(p) : torch::zeros_like(p);
       std::vector<at::Tensor> g{p.mutable_grad()};
       g[0].mul_(1.0 / ws);
       wait(backend->allreduce(g, c10d::AllreduceOptions{}),
@@ -540,6 +564,7 @@ class DataParallel {
   /// Broadcasts `tensors` from rank 0, in place.
   void broadcast(std::vector<torch::Tensor> tensors, const std::string& what) {
     if (!active()) return;
+    require_connected(what);
     for (size_t i = 0; i < tensors.size(); ++i) {
       std::vector<at::Tensor> ts{tensors[i]};
       s_->wait(s_->backend->broadcast(ts, c10d::BroadcastOptions{}),
@@ -550,6 +575,7 @@ class DataParallel {
   /// Reduces `t` over the ranks with `op`, in place; `what` names the collective in errors.
   void all_reduce(torch::Tensor& t, c10d::ReduceOp op, const std::string& what) {
     if (!active()) return;
+    require_connected(what);
     std::vector<at::Tensor> ts{t.device() == s_->comm_device ? t : t.to(s_->comm_device)};
     c10d::AllreduceOptions ao;
     ao.reduceOp = op;
@@ -571,23 +597,23 @@ class DataParallel {
           refuse_recompute(m.key().empty() ? std::string("the model is a memory::Recomputed module")
                                            : policytrain::detail::format("the model holds a memory::Recomputed module '{}'", m.key()));
     connect(ctx.device());
-    if (!s_->reducer && s_->params.empty()) collect_params(ctx.module());
+    // From the live parameters at every fit (DESIGN §7): a part unfrozen since the last fit takes part, and one
+    // frozen since does not. on_epoch_begin looks again, after the other policies' on_fit_begin (a layout change).
+    sync_parameters(ctx.module());
     if (!s_->params.empty())
       s_->guarded("check that every rank has the same parameters (count, shapes, dtypes)",
                   [&] { c10d::verify_params_across_processes(s_->pg, s_->params, std::nullopt); });
-    torch::NoGradGuard ng;
-    std::vector<torch::Tensor> state;
-    for (auto& p : unique_parameters(ctx.module())) state.push_back(p.detach());
-    for (auto& [name, b] : unique_named_buffers(ctx.module())) state.push_back(b.detach());
-    broadcast_from_0(state, "broadcast of rank 0's parameters and buffers");
-    if (!s_->reducer && !s_->params.empty() && use_reducer_) build_reducer();
+    broadcast_states(ctx.module());
   }
 
   /// At the first epoch of a fit, after every policy's on_fit_begin (a checkpoint policy has resumed by then):
   /// checks that every rank starts from the same state (verify_start).
+  /// Before that, once per fit, rebuilds the gradient synchronisation if the parameters changed since on_fit_begin
+  /// built it (a policy after this one converted the layout: callbacks::PerfKnobs' channels_last; sync_parameters).
   template <class Ctx>
   void on_epoch_begin(Ctx& ctx) {
     if (!verified_) {
+      if (active()) sync_parameters(ctx.module());
       verify_start(ctx);
       restore_rank_rng(ctx.device());
     }
@@ -644,9 +670,16 @@ class DataParallel {
 
   /// Broadcasts rank 0's buffers before an evaluation (when `broadcast_buffers` is set), so that every rank
   /// evaluates the same model.
+  /// An evaluation before the first fit joins the job first (connect) and broadcasts rank 0's parameters and
+  /// buffers, as fit begin does (and as DDP's constructor does): every rank evaluates rank 0's model.
   template <class Ctx, class F>
   Metrics around_evaluate(Ctx& ctx, F&& evaluate) {
-    if (active() && o_.broadcast_buffers) sync_buffers(ctx.module());
+    if (active() && !states_broadcast_) {
+      connect(ctx.device());
+      broadcast_states(ctx.module());
+    } else if (active() && o_.broadcast_buffers) {
+      sync_buffers(ctx.module());
+    }
     return evaluate();
   }
 
@@ -751,8 +784,9 @@ class DataParallel {
 
   /// True on every rank when `b` is true on any rank.
   template <class Ctx>
-  bool agree_any(Ctx&, bool b) {
+  bool agree_any(Ctx& ctx, bool b) {
     if (!active()) return b;
+    connect(ctx.device());
     auto t = torch::tensor({b ? 1 : 0}, torch::kInt);
     all_reduce(t, c10d::ReduceOp::SUM, "agreement on a stop / save / rollback decision");
     return t.item<int>() > 0;
@@ -770,8 +804,9 @@ class DataParallel {
   /// Sums the loss, sample count, confusion matrix and the task's own metrics (Prediction::metrics) of an
   /// evaluation over the ranks. Every rank must report the same metric names (std::runtime_error otherwise).
   template <class Ctx>
-  void reduce_metrics(Ctx&, MetricsAccumulator& acc) {
+  void reduce_metrics(Ctx& ctx, MetricsAccumulator& acc) {
     if (!active()) return;
+    connect(ctx.device());
     auto sums = acc.sums();
     // A rank without a classification batch has no confusion matrix: take the largest class count.
     const int64_t ne = static_cast<int64_t>(sums.extra.size());
@@ -844,14 +879,81 @@ class DataParallel {
     ++buffer_broadcasts_;
   }
 
-  /// Collects the trainable parameters the Reducer synchronises (each tensor once).
-  void collect_params(torch::nn::Module& m) {
-    // Each tensor once: a tied weight has one gradient, one hook and one slot in a bucket.
+  /// A collective before connect(): a named error instead of a null process group.
+  void require_connected(const std::string& what) const {
+    if (!s_->backend)
+      throw std::logic_error(policytrain::detail::format(
+          "policytrain::parallel::DataParallel: {}: {} before this rank joined the job; call connect() first (fit "
+          "and evaluate join by themselves)", s_->who(), what));
+  }
+
+  /// Broadcasts rank 0's parameters and buffers to every rank (c10d::broadcast_coalesced, as DDP's
+  /// _sync_module_states).
+  void broadcast_states(torch::nn::Module& m) {
+    torch::NoGradGuard ng;
+    std::vector<torch::Tensor> state;
+    for (auto& p : unique_parameters(m)) state.push_back(p.detach());
+    for (auto& [name, b] : unique_named_buffers(m)) state.push_back(b.detach());
+    broadcast_from_0(state, "broadcast of rank 0's parameters and buffers");
+    states_broadcast_ = true;
+  }
+
+  /// The trainable parameters as they are now (each tensor once: a tied weight has one gradient, one hook and
+  /// one slot in a bucket), their names, and whether each gets sparse gradients (the weight of an Embedding or
+  /// EmbeddingBag with sparse = true, as DDP's expect_sparse_gradient).
+  struct Trainable {
+    std::vector<torch::Tensor> params;
+    std::vector<std::string> names;
+    std::vector<bool> sparse;
+  };
+  static Trainable trainable(torch::nn::Module& m) {
+    std::unordered_set<const void*> sparse_tables;
+    for (const auto& item : m.named_modules()) {
+      auto* mod = item.value().get();
+      if (auto* e = dynamic_cast<torch::nn::EmbeddingImpl*>(mod); e && e->options.sparse())
+        sparse_tables.insert(e->weight.unsafeGetTensorImpl());
+      if (auto* b = dynamic_cast<torch::nn::EmbeddingBagImpl*>(mod); b && b->options.sparse())
+        sparse_tables.insert(b->weight.unsafeGetTensorImpl());
+    }
+    Trainable t;
     for (auto& [name, p] : unique_named_parameters(m))
       if (p.requires_grad()) {
-        s_->params.push_back(p);
-        s_->names.push_back(name);
+        t.sparse.push_back(sparse_tables.count(p.unsafeGetTensorImpl()) > 0);
+        t.params.push_back(p);
+        t.names.push_back(name);
       }
+    return t;
+  }
+
+  /// Builds the gradient synchronisation (c10d::Reducer, or a derived policy's) from the live trainable
+  /// parameters, or rebuilds it when they changed since it was built (DESIGN §7: state that a later fit can
+  /// change is re-read): the set of trainable tensors (a part frozen or unfrozen between two fits) and their
+  /// strides (the Reducer's bucket views copy each gradient with its parameter's layout at construction, so a
+  /// layout converted afterwards, as callbacks::PerfKnobs' channels_last does at fit begin, would scramble the
+  /// averaged gradients). Local, no collective: every rank changes its model alike. Returns whether it (re)built.
+  bool sync_parameters(torch::nn::Module& m) {
+    auto t = trainable(m);
+    auto& s = *s_;
+    bool same = t.params.size() == s.params.size();
+    for (size_t i = 0; same && i < t.params.size(); ++i)
+      same = t.params[i].unsafeGetTensorImpl() == s.params[i].unsafeGetTensorImpl() &&
+             t.params[i].strides().vec() == s.strides[i];
+    if (same) return false;
+    s.release();
+    s.params = std::move(t.params);
+    s.names = std::move(t.names);
+    s.sparse = std::move(t.sparse);
+    for (size_t i = 0; i < s.params.size(); ++i) {
+      s.strides.push_back(s.params[i].strides().vec());
+      if (s.sparse[i] && s.wire_dtype)
+        throw std::invalid_argument(policytrain::detail::format(
+            "policytrain::parallel::DataParallel: parameter '{}' gets sparse gradients (an embedding with sparse = "
+            "true), which gradient compression ('{}') cannot cast; set compression = \"none\", or sparse = false",
+            s.names[i], o_.compression));
+    }
+    if (use_reducer_ && !s.params.empty()) build_reducer();
+    ++sync_generation_;
+    return true;
   }
 
   /// DDP's _ddp_init_helper: the first bucket assignment (one bucket of everything unless
@@ -865,7 +967,7 @@ class DataParallel {
     if (o_.static_graph || !o_.find_unused_parameters) limits = {std::numeric_limits<size_t>::max()};
     else if (first < cap) limits = {static_cast<size_t>(first), static_cast<size_t>(cap)};
     else limits = {static_cast<size_t>(cap)};
-    const std::vector<bool> sparse(s.params.size(), false);
+    const std::vector<bool>& sparse = s.sparse;  // each sparse gradient in a bucket of its own, as DDP's
     auto [indices, per_bucket] = c10d::compute_bucket_assignment_by_size(s.params, limits, sparse);
     std::reverse(indices.begin(), indices.end());  // as DDP: roughly the order backward produces gradients
     std::unordered_map<size_t, std::string> names;
@@ -978,6 +1080,8 @@ class DataParallel {
   Options o_;                                     ///< the settings
   std::shared_ptr<detail::DataParallelState> s_;  ///< the process group, the Reducer and the counters
   bool verified_ = false;                         ///< parameters checked across ranks
+  int64_t sync_generation_ = 0;    ///< parameter lists sync_parameters has built
+  bool states_broadcast_ = false;  ///< rank 0's parameters and buffers broadcast (fit begin, or an evaluation before)
   bool use_reducer_ = true;  ///< false: a derived policy synchronises the gradients itself (ZeRO-2)
   int64_t saved_world_size_ = 0;   ///< world size of the run whose checkpoint was loaded (0: none loaded)
   torch::Tensor rank_rng_;         ///< [world size, bytes]: every rank's generator states at the last checkpoint

@@ -5,6 +5,8 @@
 /// each rank keeps and steps the optimizer state of its partition of the parameters only, and after the step
 /// every owner broadcasts its updated parameters.
 ///
+/// Stage 0: nothing is sharded; the policy behaves as DataParallel (one Trainer type for a stage chosen at run
+/// time: ShardingOptions{.stage = 0, 1 or 2}).
 /// Stage 1: everything DataParallel does stays as it is (the same c10d process group, the same c10d::Reducer,
 /// buckets overlapped with backward, no_sync under accumulation, static_graph, find_unused_parameters, buffers, the
 /// start check, the agreement helpers): the gradients are still averaged over all ranks, so every rank holds the
@@ -81,8 +83,10 @@ inline int64_t param_state_bytes(const torch::optim::OptimizerParamState& s) {
 
 /// Run-time options of the sharding (beyond DataParallelOptions).
 struct ShardingOptions {
-  /// ZeRO stage: 1 shards the optimizer state (gradients are all-reduced by c10d::Reducer, as under DataParallel);
-  /// 2 shards the gradients too (reduce-scattered into their owners' partitions during the backward).
+  /// ZeRO stage: 0 shards nothing (DataParallel's behaviour, so that one Trainer type can choose DataParallel,
+  /// ZeRO-1 or ZeRO-2 at run time); 1 shards the optimizer state (gradients are all-reduced by c10d::Reducer, as
+  /// under DataParallel); 2 shards the gradients too (reduce-scattered into their owners' partitions during the
+  /// backward).
   int stage = 1;
 };
 
@@ -99,6 +103,11 @@ namespace detail {
 struct Zero2State {
   std::shared_ptr<DataParallelState> dp;
   std::vector<int> owner;  ///< per DataParallelState::params entry: its owning rank
+  /// per parameter: its gradient travels in the parameter's memory order and comes back with its strides (a
+  /// channels_last weight gets a channels_last gradient, as autograd and c10d::Reducer give it; the fused
+  /// optimizers walk a parameter, its gradient and its state in memory order). False: contiguous (also for a
+  /// parameter that is not dense).
+  std::vector<char> keeps_layout;
   struct Bucket {
     std::vector<size_t> members;  ///< indices into dp->params, in launch order
     size_t pending = 0;           ///< members not yet accumulated in this backward
@@ -143,7 +152,7 @@ struct Zero2State {
       auto& p = dp->params[i];
       torch::Tensor g = p.grad();
       if (!g.defined()) g = torch::zeros_like(p);
-      parts[static_cast<size_t>(owner[i])].push_back(g.reshape({-1}));
+      parts[static_cast<size_t>(owner[i])].push_back(flat(g, p, keeps_layout[i]));
       if (!like.defined()) like = g;
     }
     b.launched = true;
@@ -174,6 +183,13 @@ struct Zero2State {
     inflight.push_back(std::move(f));
   }
 
+  /// `g` (the gradient of `p`) as one dimension: in `p`'s memory order when `in_layout`, else row-major.
+  static torch::Tensor flat(const torch::Tensor& g, const torch::Tensor& p, bool in_layout) {
+    if (!in_layout) return g.reshape({-1});
+    torch::Tensor h = g.strides() == p.strides() ? g : torch::empty_strided(p.sizes(), p.strides(), g.options()).copy_(g);
+    return h.as_strided({h.numel()}, {1}, h.storage_offset());
+  }
+
   /// Waits for every bucket launched, and makes this rank's parameters' gradients views of what it received.
   void finish() {
     for (auto& f : inflight) {
@@ -184,7 +200,9 @@ struct Zero2State {
         if (owner[i] != dp->env.rank) continue;
         auto& p = dp->params[i];
         if (!used_now.empty() && !used_now[i]) continue;
-        p.mutable_grad() = out.narrow(0, off, p.numel()).view(p.sizes());
+        auto chunk = out.narrow(0, off, p.numel());
+        p.mutable_grad() = keeps_layout[i] ? chunk.as_strided(p.sizes(), p.strides(), chunk.storage_offset())
+                                           : chunk.view(p.sizes());
         off += p.numel();
       }
     }
@@ -236,12 +254,13 @@ class ShardedDataParallel : public DataParallel {
   /// Name in logs and summaries.
   static constexpr std::string_view name = "parallel::ShardedDataParallel";
 
-  /// Reads the environment now (as DataParallel). Throws std::invalid_argument for a stage other than 1.
+  /// Reads the environment now (as DataParallel). Throws std::invalid_argument for a stage other than 0, 1 or 2.
   explicit ShardedDataParallel(DataParallelOptions o = {}, ShardingOptions z = {}) : DataParallel(std::move(o)), z_(z) {
-    if (z_.stage != 1 && z_.stage != 2)
+    if (z_.stage < 0 || z_.stage > 2)
       throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::parallel::ShardedDataParallel: stage {} is not supported; expected 1 (optimizer state "
-          "sharded, gradients all-reduced) or 2 (optimizer state and gradients sharded)", z_.stage));
+          "policytrain::parallel::ShardedDataParallel: stage {} is not supported; expected 0 (nothing sharded: "
+          "DataParallel's behaviour), 1 (optimizer state sharded, gradients all-reduced) or 2 (optimizer state and "
+          "gradients sharded)", z_.stage));
     if (z_.stage == 2) {
       // These options configure c10d::Reducer, which stage 2 replaces by its own reduce-scatter.
       const auto refuse = [](const char* option, const char* why) {
@@ -310,11 +329,14 @@ class ShardedDataParallel : public DataParallel {
 
   /// DataParallel's on_fit_begin (connect, verify, broadcast, the Reducer), then the partition of the optimizer's
   /// parameters.
+  /// Every fit re-reads the optimizer (DESIGN §7): a param group added since the last fit is partitioned, and at
+  /// stage 2 the owner table and buckets are rebuilt when the trainable parameters or their owners changed.
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     DataParallel::on_fit_begin(ctx);
+    if (z_.stage == 0) return;
     partition_parameters(ctx.optimizer());
-    if (z_.stage == 2 && active() && !z2_) build_zero2();
+    if (z_.stage == 2 && active()) sync_zero2();
   }
 
   /// Stage 2: on a window's last micro-step the gradients are reduce-scattered as their buckets complete, during
@@ -379,10 +401,16 @@ class ShardedDataParallel : public DataParallel {
 
   /// DataParallel's start check at the first epoch; after a resume (the checkpoint policy's on_fit_begin loaded the
   /// whole state on every rank) each rank lets the other partitions' state go.
+  /// First, once per fit, what DataParallel re-reads there (a layout converted by a policy after this one at fit
+  /// begin), and stage 2's buckets with it.
   template <class Ctx>
   void on_epoch_begin(Ctx& ctx) {
+    if (!verified_ && sharding_active()) {
+      sync_parameters(ctx.module());
+      if (z_.stage == 2) sync_zero2();
+    }
     DataParallel::on_epoch_begin(ctx);
-    if (active()) drop_foreign_state(ctx.optimizer());
+    if (sharding_active()) drop_foreign_state(ctx.optimizer());
   }
 
   /// Steps the optimizer over this rank's partition, then broadcasts every partition from its owner. A step is
@@ -390,7 +418,7 @@ class ShardedDataParallel : public DataParallel {
   /// a skip nothing is broadcast.
   template <class Ctx, class F>
   bool around_step(Ctx& ctx, F&& fn) {
-    if (!active()) return fn();
+    if (!sharding_active()) return fn();
     auto& opt = ctx.optimizer();
     drop_foreign_state(opt);  // a resume or a consolidation left the whole state here
     auto& groups = opt.param_groups();
@@ -418,7 +446,7 @@ class ShardedDataParallel : public DataParallel {
   template <class Ctx>
   void before_save(Ctx& ctx) {
     DataParallel::before_save(ctx);  // the ranks' generator states
-    if (!active()) return;
+    if (!sharding_active()) return;
     auto& opt = ctx.optimizer();
     drop_foreign_state(opt);
     if (rank() != 0) {
@@ -456,7 +484,7 @@ class ShardedDataParallel : public DataParallel {
   /// After the checkpoint serialised the optimizer: rank 0 lets the other ranks' state go.
   template <class Ctx>
   void after_save(Ctx& ctx) {
-    if (active()) drop_foreign_state(ctx.optimizer());
+    if (sharding_active()) drop_foreign_state(ctx.optimizer());
   }
 
   /// DataParallel's on_fit_end, then this rank's and every rank's optimizer state bytes (a collective).
@@ -482,8 +510,11 @@ class ShardedDataParallel : public DataParallel {
  private:
   static constexpr int kTagSize = 0x5a01, kTagData = 0x5a02;
 
+  /// More than one process and a stage that shards something.
+  bool sharding_active() const { return active() && z_.stage > 0; }
+
   bool owned(const void* key) const {
-    if (!active()) return true;
+    if (!sharding_active()) return true;
     auto it = owner_.find(key);
     return it != owner_.end() && it->second == rank();
   }
@@ -512,7 +543,7 @@ class ShardedDataParallel : public DataParallel {
         const int r = group_owner[g][i];
         owner_[ps[i].unsafeGetTensorImpl()] = r;
         if (r == rank()) owned_[g].push_back(ps[i]);
-        per_rank_[static_cast<size_t>(r)].push_back(ps[i].detach());
+        per_rank_[static_cast<size_t>(r)].push_back(ps[i]);
       }
     }
   }
@@ -521,7 +552,11 @@ class ShardedDataParallel : public DataParallel {
   void broadcast_partitions() {
     torch::NoGradGuard ng;
     for (int r = 0; r < world_size(); ++r) {
-      const auto& ts = per_rank_[static_cast<size_t>(r)];
+      // Detached now, not when partitioned: a parameter's storage may have been replaced since (set_data: a layout
+      // conversion such as PerfKnobs' channels_last, a load), and a handle detached before would still point at
+      // the old storage, which the model no longer reads.
+      std::vector<torch::Tensor> ts;
+      for (const auto& p : per_rank_[static_cast<size_t>(r)]) ts.push_back(p.detach());
       if (ts.empty()) continue;
       s_->guarded(policytrain::detail::format("broadcast of rank {}'s updated parameters (optimizer step {})", r, s_->step), [&] {
         c10d::broadcast_coalesced(s_->pg, ts, size_t{250} * 1024 * 1024, r);
@@ -554,14 +589,33 @@ class ShardedDataParallel : public DataParallel {
     }
   }
 
+  /// Stage 2: builds the buckets and hooks, or rebuilds them when DataParallel rebuilt its parameter list (a part
+  /// unfrozen, a layout changed: sync_parameters), or when an owner changed (a param group added between fits).
+  void sync_zero2() {
+    const size_t n = s_->params.size();
+    std::vector<int> owners(n, 0);
+    for (size_t i = 0; i < n; ++i) owners[i] = std::max(0, owner(s_->params[i]));  // not in the optimizer: rank 0
+    if (!z2_ || z2_->owner != owners || z2_generation_ != sync_generation_) build_zero2(std::move(owners));
+  }
+
   /// Stage 2: the buckets (the parameters in reverse order, up to bucket_mb each, one dtype and device per bucket)
   /// and a post-accumulate hook on every parameter.
-  void build_zero2() {
+  void build_zero2(std::vector<int> owners) {
     auto z = std::make_shared<detail::Zero2State>();
     z->dp = s_;
     const size_t n = s_->params.size();
-    z->owner.assign(n, 0);
-    for (size_t i = 0; i < n; ++i) z->owner[i] = std::max(0, owner(s_->params[i]));  // not in the optimizer: rank 0
+    z->owner = std::move(owners);
+    z->keeps_layout.assign(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      const auto& p = s_->params[i];
+      z->keeps_layout[i] = !p.is_contiguous() && p.is_non_overlapping_and_dense();
+      if (s_->sparse[i])
+        throw std::invalid_argument(policytrain::detail::format(
+            "policytrain::parallel::ShardedDataParallel: {}: parameter '{}' gets sparse gradients (an embedding with "
+            "sparse = true), which stage 2 cannot reduce-scatter into its owner's partition; use stage 1 (its "
+            "c10d::Reducer all-reduces sparse gradients, as DataParallel's), or sparse = false", s_->who(),
+            s_->names[i]));
+    }
     const auto cap = static_cast<int64_t>(o_.bucket_mb * 1024 * 1024);
     z->bucket_of.assign(n, 0);
     int64_t bytes = 0;
@@ -585,13 +639,15 @@ class ShardedDataParallel : public DataParallel {
     for (size_t i = 0; i < n; ++i)
       torch::autograd::impl::set_post_acc_grad_hooks(s_->params[i], std::make_unique<detail::Zero2Accumulated>(z, i));
     z2_ = std::move(z);
+    z2_generation_ = sync_generation_;
   }
 
   ShardingOptions z_;
   std::shared_ptr<detail::Zero2State> z2_;  ///< stage 2's gradient synchronisation (null otherwise)
+  int64_t z2_generation_ = -1;              ///< DataParallel's sync_generation_ when z2_ was built
   std::unordered_map<const void*, int> owner_;
   std::vector<std::vector<torch::Tensor>> owned_;     ///< per param group: this rank's parameters
-  std::vector<std::vector<torch::Tensor>> per_rank_;  ///< per rank: its parameters (detached), for the broadcast
+  std::vector<std::vector<torch::Tensor>> per_rank_;  ///< per rank: its parameters, for the broadcast
   int64_t bytes_ = 0, bytes_total_ = 0, bytes_largest_ = 0;
 };
 
