@@ -738,7 +738,7 @@ struct ConvNetImpl : torch::nn::Module {
   ConvNetImpl()
       : c1(register_module("c1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 4, 3).padding(1)))),
         c2(register_module("c2", torch::nn::Conv2d(torch::nn::Conv2dOptions(4, 6, 3)))),
-        fc(register_module("fc", torch::nn::Linear(6 * 4 * 4, 3))) {}
+        fc(register_module("fc", torch::nn::Linear(6 * 6 * 6, 3))) {}
   torch::Tensor forward(torch::Tensor x) { return fc(torch::relu(c2(torch::relu(c1(x)))).flatten(1)); }
   torch::nn::Conv2d c1, c2;
   torch::nn::Linear fc;
@@ -790,7 +790,7 @@ TEST_CASE_TEMPLATE("resumed with channels-last switched on, the optimizer state 
   const auto [resumed, match] = conv_run<Opt>(dir / "run", 12, true, true);
   CHECK(match);  // every moment has its (now channels-last) parameter's strides
   double worst = 0;
-  for (size_t i = 0; i < reference.size(); ++i) worst = std::max(worst, (resumed[i] - reference[i]).abs().max().item<double>());
+  for (size_t i = 0; i < reference.size(); ++i) worst = std::max(worst, (resumed[i] - reference[i]).abs().max().template item<double>());
   MESSAGE("largest difference to the uninterrupted contiguous run: " << worst);
   CHECK(worst < 1e-5);  // channels-last convolutions round differently; a scrambled moment is 1e-2 off
   fs::remove_all(dir);
