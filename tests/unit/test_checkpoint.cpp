@@ -769,6 +769,9 @@ std::pair<std::vector<torch::Tensor>, bool> conv_run(const fs::path& dir, int64_
       task, opt, ck::Disk({.directory = dir, .every_steps = 3, .resume = resume ? "auto" : "", .export_final = false, .log = nullptr}),
       pt::callbacks::PerfKnobs({.channels_last = channels_last}));
   t.fit(loader, {.epochs = 2, .max_steps = max_steps});
+  const auto& w = task.net->c2->weight;  // the conversion did happen (a 4-channel input: not trivially both)
+  CHECK(w.is_contiguous(at::MemoryFormat::ChannelsLast) == channels_last);
+  CHECK(w.is_contiguous() == !channels_last);
   std::vector<torch::Tensor> out;
   bool layouts_match = true;
   for (auto& p : task.module().parameters()) {
