@@ -15,6 +15,8 @@
 #include <policytrain/callbacks/early_stopping.hpp>
 #include <policytrain/callbacks/ema.hpp>
 #include <policytrain/callbacks/metrics_log.hpp>
+#include <policytrain/callbacks/perf_knobs.hpp>
+#include <policytrain/optim/fused_adamw.hpp>
 #include <policytrain/checkpoint/disk.hpp>
 
 #include "unit/helpers.hpp"
@@ -726,4 +728,134 @@ TEST_CASE("killed with SIGKILL after a mid-epoch checkpoint and resumed: every s
   CHECK(steps == all);
   fs::remove_all(ref);
   fs::remove_all(run);
+}
+
+// --- A resume that switches the memory layout (issue 37, point 5) ---
+
+namespace {
+
+struct ConvNetImpl : torch::nn::Module {
+  ConvNetImpl()
+      : c1(register_module("c1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 4, 3).padding(1)))),
+        c2(register_module("c2", torch::nn::Conv2d(torch::nn::Conv2dOptions(4, 6, 3)))),
+        fc(register_module("fc", torch::nn::Linear(6 * 6 * 6, 3))) {}
+  torch::Tensor forward(torch::Tensor x) { return fc(torch::relu(c2(torch::relu(c1(x)))).flatten(1)); }
+  torch::nn::Conv2d c1, c2;
+  torch::nn::Linear fc;
+};
+TORCH_MODULE(ConvNet);
+
+struct ConvTask {
+  ConvNet net{nullptr};
+  ConvTask() {
+    torch::manual_seed(4);
+    net = ConvNet();
+  }
+  torch::nn::Module& module() { return *net; }
+  torch::Tensor training_step(const pt::Batch& b) { return torch::nn::functional::cross_entropy(net->forward(b.x), b.y); }
+};
+
+/// 12 steps of a small CNN (AdamW, fused or LibTorch's), stopped by `max_steps` with a step file every 3 steps,
+/// resumed from `dir` when `resume`; channels-last from this fit on when `channels_last`. Returns the trainer's
+/// parameters (contiguous copies) and whether each state tensor of the optimizer had its parameter's strides.
+template <class Opt>
+std::pair<std::vector<torch::Tensor>, bool> conv_run(const fs::path& dir, int64_t max_steps, bool resume, bool channels_last) {
+  torch::manual_seed(9);
+  auto x = torch::randn({96, 1, 8, 8}), y = torch::randint(0, 3, {96});
+  pt::data::TensorLoader loader(x, y, {.batch_size = 16, .shuffle = true, .seed = 2});
+  ConvTask task;
+  Opt opt(task.module().parameters(), torch::optim::AdamWOptions(0.05).weight_decay(0.01));
+  pt::Trainer<ConvTask, ck::Disk, pt::callbacks::PerfKnobs> t(
+      task, opt, ck::Disk({.directory = dir, .every_steps = 3, .resume = resume ? "auto" : "", .export_final = false, .log = nullptr}),
+      pt::callbacks::PerfKnobs({.channels_last = channels_last}));
+  t.fit(loader, {.epochs = 2, .max_steps = max_steps});
+  const auto& w = task.net->c2->weight;  // the conversion did happen (a 4-channel input: not trivially both)
+  CHECK(w.is_contiguous(at::MemoryFormat::ChannelsLast) == channels_last);
+  CHECK(w.is_contiguous() == !channels_last);
+  std::vector<torch::Tensor> out;
+  bool layouts_match = true;
+  for (auto& p : task.module().parameters()) {
+    out.push_back(p.detach().contiguous().clone());
+    auto& s = static_cast<torch::optim::AdamWParamState&>(*opt.state().at(p.unsafeGetTensorImpl()));
+    layouts_match = layouts_match && s.exp_avg().strides() == p.strides() && s.exp_avg_sq().strides() == p.strides();
+  }
+  return {out, layouts_match};
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("resumed with channels-last switched on, the optimizer state takes the parameters' layout and the run "
+                   "equals the contiguous one", Opt, pt::optim::FusedAdamW, torch::optim::AdamW) {
+  const auto dir = testing::temp_dir("resume-channels-last");
+  const auto [reference, ref_match] = conv_run<Opt>(dir / "ref", 12, false, false);
+  CHECK(ref_match);
+  conv_run<Opt>(dir / "run", 6, false, false);  // stopped at step 6, its step file holds contiguous moments
+  const auto [resumed, match] = conv_run<Opt>(dir / "run", 12, true, true);
+  CHECK(match);  // every moment has its (now channels-last) parameter's strides
+  double worst = 0;
+  for (size_t i = 0; i < reference.size(); ++i) worst = std::max(worst, (resumed[i] - reference[i]).abs().max().template item<double>());
+  MESSAGE("largest difference to the uninterrupted contiguous run: " << worst);
+  CHECK(worst < 1e-5);  // channels-last convolutions round differently; a scrambled moment is 1e-2 off
+  fs::remove_all(dir);
+}
+
+// --- A weights-only start into another run's directory (issue 37, point 7) ---
+
+TEST_CASE("a weights-only start into a directory holding another run's files sets them aside; rotation counts only "
+          "this run's files") {
+  const auto dir = testing::temp_dir("weights-only-dir");
+  const auto [id_a, steps_a] = disk_run(dir, 3);  // run A: step files 2, 4, 6, 8 and last.ckpt (step 9)
+  REQUIRE(steps_a == 9);
+  const std::string a_last = slurp(dir / "last.ckpt");
+  // Run B takes A's last.ckpt weights (a file in that very directory) and keeps its 2 newest step files.
+  auto run_b = [&](int64_t epochs, std::string resume, bool weights_only, ck::Disk::Existing existing, std::FILE* log) {
+    testing::MlpTask task(5);
+    torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+    pt::Trainer<testing::MlpTask, ck::Disk> t(task, opt, ck::Disk({.directory = dir, .every_steps = 1, .keep = 2,
+                                                                   .resume = std::move(resume), .existing = existing,
+                                                                   .weights_only = weights_only, .export_final = false,
+                                                                   .log = log}));
+    auto [x, y] = testing::toy_data(48);
+    pt::data::TensorLoader loader(x, y, {.batch_size = 16});
+    t.fit(loader, {.epochs = epochs});
+    return std::make_pair(t.get<ck::Disk>().run_id(), t.get<ck::Disk>().resumed_from());
+  };
+  SUBCASE("rotate (the default): A's files, the source included, move to previous-<A's id>/ unchanged") {
+    std::FILE* log = std::tmpfile();
+    const auto [id_b, from] = run_b(1, (dir / "last.ckpt").string(), true, ck::Disk::Existing::rotate, log);
+    const std::string msg = read_log(log);
+    std::fclose(log);
+    const auto aside = dir / ("previous-" + id_a);
+    CHECK(id_b != id_a);
+    CHECK(names_in(aside) == std::set<std::string>{"last.ckpt", "step-00000002.ckpt", "step-00000004.ckpt",
+                                                   "step-00000006.ckpt", "step-00000008.ckpt"});
+    CHECK(slurp(aside / "last.ckpt") == a_last);  // A's last checkpoint was not overwritten
+    CHECK(from == aside / "last.ckpt");
+    CHECK_MESSAGE(msg.find("the file this run took its weights from is among them, now " + (aside / "last.ckpt").string()) !=
+                      std::string::npos, msg);
+    // B's own files: its 2 newest steps and its last.ckpt.
+    CHECK(names_in(dir) == std::set<std::string>{"last.ckpt", "previous-" + id_a, "step-00000002.ckpt", "step-00000003.ckpt"});
+    CHECK(ck::read_meta(dir / "last.ckpt")["run_id"] == id_b);
+  }
+  SUBCASE("refuse: named, before anything is written") {
+    const auto before = names_in(dir);
+    CHECK_THROWS_WITH_AS(run_b(1, (dir / "last.ckpt").string(), true, ck::Disk::Existing::refuse, nullptr),
+                         doctest::Contains(("this run starts fresh from the weights of " + (dir / "last.ckpt").string()).c_str()),
+                         ck::CheckpointError);
+    CHECK(names_in(dir) == before);
+    CHECK(slurp(dir / "last.ckpt") == a_last);
+  }
+  SUBCASE("keep = 2 beside another run's higher step numbers: this run's two newest stay, the other run's are untouched") {
+    const auto [id_b, from] = run_b(1, "", false, ck::Disk::Existing::rotate, nullptr);  // A set aside; B: steps 2, 3
+    // A's step 8 back beside B's files (copied by hand), then B continues for one more epoch (steps 4, 5, 6): A's
+    // higher step used to rank above B's and cost B its step 5.
+    fs::copy_file(dir / ("previous-" + id_a) / "step-00000008.ckpt", dir / "step-00000008.ckpt");
+    const auto [id_c, from_c] = run_b(2, "auto", false, ck::Disk::Existing::rotate, nullptr);
+    CHECK(id_c == id_b);
+    CHECK(from_c == dir / "last.ckpt");
+    CHECK(names_in(dir) == std::set<std::string>{"last.ckpt", "previous-" + id_a, "step-00000005.ckpt", "step-00000006.ckpt",
+                                                 "step-00000008.ckpt"});
+    CHECK(ck::read_meta(dir / "step-00000008.ckpt")["run_id"] == id_a);
+  }
+  fs::remove_all(dir);
 }

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -575,4 +576,36 @@ TEST_CASE("the deferred non-finite check: the error names the bad step, comes at
     for (const auto& p : fresh.module().parameters()) CHECK(torch::isfinite(p).all().item<bool>());
     std::filesystem::remove_all(dir);
   }
+}
+
+namespace {
+
+// [snippet:hook-list]
+/// Keeps the lowest validation loss; lists its hooks, so that a misspelt one (on_validaton_end) stops the build.
+struct BestLoss {
+  using hooks = pt::Hooks<pt::hook::on_validation_end, pt::hook::on_fit_end>;
+  double best = std::numeric_limits<double>::infinity();
+  int64_t validations = 0, fits = 0;
+  template <class Ctx> void on_validation_end(Ctx&, const pt::Metrics& m) {
+    best = std::min(best, m.loss);
+    ++validations;
+  }
+  template <class Ctx> void on_fit_end(Ctx&) { ++fits; }
+};
+// [/snippet:hook-list]
+
+}  // namespace
+
+TEST_CASE("a policy that lists its hooks (using hooks = Hooks<...>) has each of them called") {
+  MlpTask task;
+  torch::optim::SGD opt(task.module().parameters(), 0.1);
+  auto [x, y] = testing::toy_data(32);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 8});
+  pt::data::TensorLoader val(x, y, {.batch_size = 32, .shuffle = false});
+  pt::Trainer<MlpTask, BestLoss> trainer(task, opt);
+  trainer.fit(loader, val, {.epochs = 3});
+  const auto& b = trainer.get<BestLoss>();
+  CHECK(b.validations == 3);
+  CHECK(b.fits == 1);
+  CHECK(std::isfinite(b.best));
 }

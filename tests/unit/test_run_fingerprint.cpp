@@ -279,3 +279,58 @@ TEST_CASE("the optimizer in the run fingerprint is its family and its groups' hy
                        ck::CheckpointError);
   fs::remove_all(dir);
 }
+
+// Issue 37, point 10: the fingerprint was frozen at the first fit, so a checkpoint written after add_param_group
+// recorded one group while its optimizer state held two: a resume with the optimizer built as it was then was refused
+// as "another run" (use weights only), and one built with a single group by the payload check ("build the optimizer
+// as the run did"). Now the fingerprint's groups are re-read at each fit's begin, and both refusals say the same.
+TEST_CASE("a checkpoint written after add_param_group resumes with the optimizer built as it was then") {
+  const auto dir = testing::temp_dir("fp-add-group");
+  auto [x, y] = testing::toy_data(48);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 16});
+  auto sgd = [](double lr) { return std::make_unique<torch::optim::SGDOptions>(torch::optim::SGDOptions(lr).momentum(0.9)); };
+  auto build = [&](testing::MlpTask& t, bool both) {  // fc1 only (the first fit's optimizer), or fc1 and fc2
+    auto opt = std::make_unique<torch::optim::SGD>(std::vector<torch::optim::OptimizerParamGroup>{}, torch::optim::SGDOptions(0.05).momentum(0.9));
+    opt->add_param_group(torch::optim::OptimizerParamGroup(t.net->fc1->parameters(), sgd(0.05)));
+    if (both) opt->add_param_group(torch::optim::OptimizerParamGroup(t.net->fc2->parameters(), sgd(0.02)));
+    return opt;
+  };
+  std::vector<torch::Tensor> written;
+  int64_t written_step = 0;
+  {
+    testing::MlpTask task(1);
+    auto opt = build(task, false);
+    pt::Trainer<testing::MlpTask, ck::Disk> t(task, *opt, ck::Disk({.directory = dir, .every_steps = 2, .export_final = false, .log = nullptr}));
+    t.fit(loader, {.epochs = 1});
+    opt->add_param_group(torch::optim::OptimizerParamGroup(task.net->fc2->parameters(), sgd(0.02)));
+    t.fit(loader, {.epochs = 2});  // steps 4..6: last.ckpt holds both groups' momentum
+    REQUIRE(t.state().global_step == 6);
+    REQUIRE(ck::read_meta(dir / "last.ckpt")["global_step"] == 6);
+    CHECK(ck::read_meta(dir / "last.ckpt")["fingerprint"]["optimizer"]["param_groups"].size() == 2);
+    CHECK(ck::read_meta(dir / "step-00000002.ckpt")["fingerprint"]["optimizer"]["param_groups"].size() == 1);
+    for (auto& p : task.module().parameters()) written.push_back(p.detach().clone());
+    written_step = t.state().global_step;
+  }
+  SUBCASE("built with both groups: it resumes, the weights and the step are the file's") {
+    testing::MlpTask task(42);  // other weights: everything must come from the file
+    auto opt = build(task, true);
+    pt::Trainer<testing::MlpTask, ck::Disk> t(task, *opt, ck::Disk({.directory = dir, .resume = "auto", .export_final = false, .log = nullptr}));
+    t.fit(loader, {.epochs = 2});  // nothing left to train: the resume alone
+    CHECK(t.get<ck::Disk>().resumed_from() == dir / "last.ckpt");
+    CHECK(t.state().global_step == written_step);
+    auto now = task.module().parameters();
+    for (size_t i = 0; i < now.size(); ++i) CHECK(torch::equal(now[i], written[i]));
+    CHECK(opt->state().size() == 4);  // both groups' momentum buffers
+  }
+  SUBCASE("built with the first group only: refused, and the advice is to build it with the file's two groups") {
+    testing::MlpTask task(42);
+    auto opt = build(task, false);
+    pt::Trainer<testing::MlpTask, ck::Disk> t(task, *opt, ck::Disk({.directory = dir, .resume = (dir / "last.ckpt").string(),
+                                                                    .export_final = false, .log = nullptr}));
+    CHECK_THROWS_WITH_AS(t.fit(loader, {.epochs = 2}),
+                         doctest::Contains("to continue that run, build the optimizer with the 2 group(s) it had when it "
+                                           "wrote the checkpoint, add_param_group included"),
+                         ck::CheckpointError);
+  }
+  fs::remove_all(dir);
+}

@@ -338,3 +338,56 @@ TEST_CASE("Schedule options are checked, and an unknown length is an error namin
   REQUIRE(lr.size() == 6);
   CHECK(lr[5][0] == doctest::Approx(0.1 * (1 - 5 / 11.0)));
 }
+
+// Issue 37: a run stopped by max_steps and resumed with a larger budget followed a second one-cycle over the new
+// length (the lr jumped back up). The horizon is the run's, saved with the state; horizon_per_fit opts back in.
+TEST_CASE("a run stopped by max_steps and resumed with a larger budget keeps the one-cycle horizon it started with") {
+  Data d;
+  const double base = 0.1;
+  const sch::LrOptions o{.kind = sch::Kind::onecycle, .lrf = 0.01, .pct_start = 0.25, .div_factor = 10};
+  // Independent closed forms (PyTorch's OneCycleLR, cosine annealing) over T steps: a quarter of the run rises from
+  // 1/10 to 1 (to step T/4 - 1), then falls to lrf at step T - 1; past the run it holds lrf.
+  auto onecycle = [&](int64_t T, int64_t t) {
+    const double up = T / 4.0 - 1;
+    if (t >= T - 1) return base * 0.01;
+    if (t <= up) return base * (0.1 + 0.9 * (1 - std::cos(kPi * t / up)) / 2);
+    return base * (0.01 + 0.99 * (1 + std::cos(kPi * (t - up) / (T - 1 - up))) / 2);
+  };
+  pt::StateDict saved;
+  {
+    MlpTask t(1);
+    torch::optim::SGD opt(t.module().parameters(), torch::optim::SGDOptions(base).momentum(0.9));
+    auto loader = d.loader();
+    std::vector<std::vector<double>> first;
+    pt::Trainer<MlpTask, sch::Lr, LrLog> trainer(t, opt, sch::Lr(o), LrLog{&first});
+    trainer.fit(loader, {.epochs = 4, .max_steps = 12});  // 4 epochs of 6 steps planned, stopped at 12
+    REQUIRE(first.size() == 12);
+    CHECK(trainer.policy<pt::Category::schedule>().horizon().total_steps == 12);
+    for (int64_t i = 0; i < 12; ++i) CHECK(first[i][0] == doctest::Approx(onecycle(12, i)).epsilon(1e-12));
+    saved = trainer.state_dict();
+  }
+  CHECK(pt::state_int(saved, "schedule::Lr/horizon/total_steps") == 12);
+  auto resume = [&](sch::LrOptions opts) {
+    MlpTask t(1);
+    torch::optim::SGD opt(t.module().parameters(), torch::optim::SGDOptions(base).momentum(0.9));
+    auto loader = d.loader();
+    std::vector<std::vector<double>> rest;
+    pt::Trainer<MlpTask, sch::Lr, LrLog> trainer(t, opt, sch::Lr(opts), LrLog{&rest});
+    trainer.load_state_dict(saved);
+    trainer.fit(loader, {.epochs = 4});  // the larger budget: all 24 planned steps
+    REQUIRE(rest.size() == 12);
+    return std::make_pair(rest, trainer.policy<pt::Category::schedule>().horizon().total_steps);
+  };
+  SUBCASE("by default: the horizon it started with (12), the lr holds lrf past it") {
+    const auto [rest, horizon] = resume(o);
+    CHECK(horizon == 12);
+    for (int64_t i = 0; i < 12; ++i) CHECK(rest[i][0] == doctest::Approx(onecycle(12, 12 + i)).epsilon(1e-12));
+  }
+  SUBCASE("horizon_per_fit: the resumed fit's own horizon (24), as the user asked") {
+    auto per_fit = o;
+    per_fit.horizon_per_fit = true;
+    const auto [rest, horizon] = resume(per_fit);
+    CHECK(horizon == 24);
+    for (int64_t i = 0; i < 12; ++i) CHECK(rest[i][0] == doctest::Approx(onecycle(24, 12 + i)).epsilon(1e-12));
+  }
+}

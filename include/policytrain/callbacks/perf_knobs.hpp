@@ -21,6 +21,8 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include <policytrain/optim/state_layout.hpp>
+
 namespace policytrain {
 
 /// Seeds LibTorch's default generators (CPU and, where built, every CUDA device) and the C library's rand().
@@ -87,9 +89,14 @@ class PerfKnobs {
     }
   }
 
-  /// Applies the settings and converts the model to channels-last when asked.
+  /// Applies the settings and converts the model to channels-last when asked, with the optimizer's state of the
+  /// converted parameters (moments restored from a checkpoint a moment ago, or kept from an earlier fit): a state
+  /// in another layout than its parameter misleads a fused kernel (optim::match_state_layout).
   template <class Ctx>
-  void on_fit_begin(Ctx& ctx) { apply(&ctx.module()); }
+  void on_fit_begin(Ctx& ctx) {
+    apply(&ctx.module());
+    if (o_.channels_last) optim::match_state_layout(ctx.optimizer());
+  }
 
   /// The settings.
   const Options& options() const { return o_; }

@@ -55,6 +55,7 @@
 #include <policytrain/core/state_dict.hpp>
 #include <policytrain/detail/config.hpp>
 #include <policytrain/detail/format.hpp>
+#include <policytrain/optim/state_layout.hpp>
 
 namespace policytrain::checkpoint {
 
@@ -320,7 +321,8 @@ POLICYTRAIN_DECL void validate_optimizer(InputArchive& file_opt, torch::optim::O
   const int64_t n_groups = need_int(groups, "param_groups/size", "the number of parameter groups");
   if (n_groups != static_cast<int64_t>(live_groups.size()))
     fail(file, policytrain::detail::format("the optimizer has {} parameter groups in the checkpoint, {} here; build the optimizer as the "
-                           "run that wrote the checkpoint did", n_groups, live_groups.size()));
+                           "run that wrote the checkpoint had it then (its {} group(s), add_param_group included)",
+                           n_groups, live_groups.size(), n_groups));
   std::map<std::string, torch::Tensor> by_key;  // the saved parameter keys -> live parameters, by position
   for (int64_t g = 0; g < n_groups; ++g) {
     InputArchive grp, tmpl_grp, opts, tmpl_opts;
@@ -469,6 +471,7 @@ class Snapshot {
     detail::from_bytes(a, optimizer_);
     opt.state().clear();
     opt.load(a);
+    optim::match_state_layout(opt);  // the parameters' layout may have changed since (channels-last)
     if (rng_.defined()) detail::set_rng_state_cpu(rng_);
   }
 
@@ -507,6 +510,9 @@ struct Loaded {
       for (size_t i = 0; i < live.size(); ++i) live[i].second.copy_(model[i]);
       opt.state().clear();
       opt.load(optimizer);
+      // The state takes each parameter's layout: a fused kernel walks them as flat memory (channels-last now,
+      // contiguous when saved, or the other way round).
+      optim::match_state_layout(opt);
       detail::set_rng_state_cpu(rng_cpu);
 #ifdef POLICYTRAIN_WITH_CUDA
       for (size_t i = 0; i < rng_cuda.size() && i < static_cast<size_t>(torch::cuda::device_count()); ++i) {

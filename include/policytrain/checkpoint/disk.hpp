@@ -373,7 +373,7 @@ class Disk {
     std::string settings{};           ///< the run's settings as JSON text, kept in every checkpoint's metadata
     RunInfo run{};                    ///< world size, batch size, data size: part of the run fingerprint
     bool async = false;               ///< write in a background thread (the step pays only the serialization)
-    Existing existing = Existing::rotate;  ///< a fresh start into a directory holding another run's files
+    Existing existing = Existing::rotate;  ///< a fresh or weights-only start into a directory holding another run's files
     bool weights_only = false;        ///< resume: load the model's weights only (any run's file), start a new run
     bool export_final = true;         ///< write final.pt (torch.load-able weights) at fit end
     bool verbose = false;             ///< a line per file written
@@ -409,7 +409,8 @@ class Disk {
   /// This run's id (every checkpoint's metadata "run_id"): made at a fresh start, taken from the file a resume
   /// continues; empty before the first fit.
   const std::string& run_id() const { return run_id_; }
-  /// This run's fingerprint (set at the first fit's begin; see run_fingerprint).
+  /// This run's fingerprint (set at the first fit's begin, its optimizer groups re-read at every later one; see
+  /// run_fingerprint and refresh_fingerprint).
   const nlohmann::json& fingerprint() const { return fingerprint_; }
 
   /// The fingerprint of the run `ctx` trains: run_fingerprint with the world size of the Trainer's parallel
@@ -438,19 +439,22 @@ class Disk {
     last_write_ = Clock::now();
     if (!enabled()) return;
     if (ctx.is_main()) prepare_directory();
-    // Once per policy: a later fit of the same Trainer keeps the run's fingerprint (a schedule has moved the
-    // optimizer's momentum meanwhile; the run is the same).
-    if (fingerprint_.is_null()) fingerprint_ = fingerprint(ctx);
+    // Re-read at every fit's begin: a param group added (add_param_group) since the last fit is part of the run
+    // the next checkpoints record, so that they resume with the optimizer built as they were written. A group's
+    // hyper-parameters stay those of the fit it first appeared in (a schedule has moved the momentum meanwhile;
+    // the run is the same): refresh_fingerprint.
+    fingerprint_ = fingerprint_.is_null() ? fingerprint(ctx) : refresh_fingerprint(fingerprint_, fingerprint(ctx));
     const auto& st = ctx.state();
     const bool at_zero = st.global_step == 0 && st.epoch == 0 && st.batch_in_epoch == 0;
     // A full resume continues the run that wrote the file (its run id, load_one); anything else is a new run. A
-    // new run from step 0 that loaded nothing must not share the directory with another run's files. (Weights
-    // only: the file named may be in the directory; it stays, and auto-resume tells the runs apart by their ids.)
+    // new run from step 0 must not share the directory with another run's files, whether it loaded nothing or took
+    // its weights from a file (weights only, which may be one of them: its weights are in the model already, and the
+    // file moves with the others): its last.ckpt and best.ckpt would overwrite that run's.
     bool continued = false;
     if (!o_.resume.empty()) continued = resume(access(ctx));
     if (!continued && run_id_.empty()) {
       run_id_ = detail::new_run_id();
-      if (at_zero && resumed_from_.empty() && ctx.is_main()) set_aside_other_runs();
+      if (at_zero && (resumed_from_.empty() || o_.weights_only) && ctx.is_main()) set_aside_other_runs();
     }
     last_saved_step_ = ctx.state().global_step;
   }
@@ -841,10 +845,11 @@ POLICYTRAIN_DECL void Disk::set_aside_other_runs() {
     if (files.size() > 5) names.push_back(policytrain::detail::format("and {} more", files.size() - 5));
     throw CheckpointError(policytrain::detail::format(
         "policytrain::checkpoint: {} holds {} checkpoint file(s) of another run (run {}, newest step {}: {}), and "
-        "this run starts fresh; continue that run (resume = \"auto\"), choose another directory, remove them, or "
+        "this run starts fresh{}; continue that run (resume = \"auto\"), choose another directory, remove them, or "
         "set checkpoint::Disk::Options::existing = Existing::rotate to move them to previous-<run id>/ "
         "(existing is refuse)", o_.directory.string(), files.size(), id.empty() ? "without id" : id, step,
-        fmt::join(names, ", ")));
+        fmt::join(names, ", "),
+        resumed_from_.empty() ? std::string() : policytrain::detail::format(" from the weights of {}", resumed_from_.string())));
   }
   if (files.empty()) return;
   // The id names a folder: only letters, digits, '-' and '_' (a forged file's id could hold "../").
@@ -865,14 +870,22 @@ POLICYTRAIN_DECL void Disk::set_aside_other_runs() {
   fs::create_directories(dest, ec);
   if (ec) throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: cannot create {} to move another run's files "
                                             "into: {}", dest.string(), ec.message()));
+  std::string source_moved;
   for (const auto& f : files) {
     fs::rename(f, dest / f.filename(), ec);
     if (ec) throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: cannot move {} to {}: {}", f.string(),
                                               dest.string(), ec.message()));
+    if (!resumed_from_.empty() &&
+        fs::absolute(f, ec).lexically_normal() == fs::absolute(resumed_from_, ec).lexically_normal()) {
+      source_moved = policytrain::detail::format("; the file this run took its weights from is among them, now {}",
+                                                 (dest / f.filename()).string());
+      resumed_from_ = dest / f.filename();
+    }
   }
   say("policytrain::checkpoint: {} held {} file(s) of another run (run {}, newest step {}); moved them to {} so "
       "that this run (run {}) does not mix with them (checkpoint::Disk::Options::existing = rotate; refuse stops "
-      "instead)", o_.directory.string(), files.size(), id.empty() ? "without id" : id, step, dest.string(), run_id_);
+      "instead){}", o_.directory.string(), files.size(), id.empty() ? "without id" : id, step, dest.string(), run_id_,
+      source_moved);
 }
 
 POLICYTRAIN_DECL void Disk::rotate() {
@@ -883,11 +896,14 @@ POLICYTRAIN_DECL void Disk::rotate() {
   for (const auto& e : fs::directory_iterator(o_.directory, ec)) {
     const auto n = e.path().filename().string();
     if (e.path().extension() != ".ckpt" || !(n.starts_with("epoch-") || n.starts_with("step-"))) continue;
+    // Only this run's files count: another run's (left beside a resumed run, or copied in) neither outrank this
+    // run's newest files nor go. An unreadable file is not known to be this run's (its writes are atomic): it stays.
     try {
       const auto m = read_meta(e.path());
+      if (meta_string(e.path(), m, "run_id", "") != run_id_) continue;
       periodic.push_back({{meta_int(e.path(), m, "global_step", 0), meta_int(e.path(), m, "epoch", 0)}, e.path()});
     } catch (const CheckpointError&) {
-      periodic.push_back({{-1, -1}, e.path()});  // unreadable: the first to go
+      continue;
     }
   }
   std::sort(periodic.begin(), periodic.end(), [](auto& a, auto& b) { return a.first > b.first; });

@@ -88,7 +88,11 @@ POLICYTRAIN_DECL void optimizer_differences(const nlohmann::json& saved, const n
   if (!saved.is_object() || !now.is_object() || !saved.contains("param_groups") || !now.contains("param_groups")) return;
   const auto &gs = saved["param_groups"], &gn = now["param_groups"];
   if (gs.size() != gn.size()) {
-    out.push_back(policytrain::detail::format("optimizer parameter groups: {} in the checkpoint, {} in this run", gs.size(), gn.size()));
+    // The advice of the payload's own check (read_payload): the same run continues with the groups it had then.
+    out.push_back(policytrain::detail::format("optimizer parameter groups: {} in the checkpoint, {} in this run (to "
+                                              "continue that run, build the optimizer with the {} group(s) it had when "
+                                              "it wrote the checkpoint, add_param_group included)",
+                                              gs.size(), gn.size(), gs.size()));
     return;
   }
   for (size_t g = 0; g < gs.size(); ++g) {
@@ -110,6 +114,34 @@ POLICYTRAIN_DECL void optimizer_differences(const nlohmann::json& saved, const n
 ;
 #endif
 }  // namespace detail
+
+/// The fingerprint of a run at a later fit's begin: `now` (the model, the world size and the optimizer's groups as
+/// they are now: a group added with add_param_group since, parameters added to a group), except that each group
+/// `recorded` already holds keeps its hyper-parameters from then (a schedule has moved the momentum meanwhile; the run
+/// is the same). Both must be objects as run_fingerprint makes them.
+POLICYTRAIN_DECL nlohmann::json refresh_fingerprint(const nlohmann::json& recorded, nlohmann::json now)
+#if POLICYTRAIN_DEFINE
+{
+  if (!recorded.is_object() || !now.is_object() || !recorded.contains("optimizer") || !now.contains("optimizer"))
+    return now;
+  const auto &ro = recorded["optimizer"];
+  auto& no = now["optimizer"];
+  if (!ro.is_object() || !no.is_object() || detail::optimizer_family(ro) != detail::optimizer_family(no) ||
+      !ro.contains("param_groups") || !no.contains("param_groups"))
+    return now;
+  const auto& rg = ro["param_groups"];
+  auto& ng = no["param_groups"];
+  for (size_t g = 0; g < rg.size() && g < ng.size(); ++g) {
+    auto kept = rg[g];
+    for (const char* k : {"params", "elements"})
+      if (ng[g].contains(k)) kept[k] = ng[g][k];
+    ng[g] = std::move(kept);
+  }
+  return now;
+}
+#else
+;
+#endif
 
 /// What differs between a checkpoint's fingerprint (`saved`) and this run's (`now`), one phrase per field;
 /// empty when they agree. A field only one of them records is not compared (a file of an older version records none).

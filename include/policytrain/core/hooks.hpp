@@ -26,6 +26,11 @@
 /// | `on_replay(ctx)` | after a step policy replayed the captured step (its hooks' host code did not run) | void |
 /// | `graph_refusal(ctx)` | when a step policy begins a fit | std::string (empty: graph-safe as configured) |
 ///
+/// Return types are checked: a hook listed as void that returns something (a `bool on_step_end` meant as "stop")
+/// is a static_assert, as is any other type where bool or Tensor is asked. A policy may also list the hooks it
+/// declares (`using hooks = policytrain::Hooks<policytrain::hook::on_validation_end>;`), so that a misspelt one is
+/// caught: see policytrain::Hooks.
+///
 /// Graph safety: under a step policy that captures the step (step::CudaGraph) the hooks inside the step
 /// (around_forward, transform_loss, around_backward, should_step, before_step, step) run once, at capture; a replay
 /// runs only the device work they launched. A policy with such hooks declares `static constexpr bool graph_safe`;
@@ -235,6 +240,32 @@ POLICYTRAIN_DETAIL_NEAR_HOOK_NAMES(POLICYTRAIN_DETAIL_NEAR_DECLARES)
 #undef POLICYTRAIN_DETAIL_NEAR_DECLARES
 #undef POLICYTRAIN_DETAIL_DECLARES
 
+}  // namespace detail
+
+/// The hooks by name, as tags for a policy's opt-in list (policytrain::Hooks); one per hook the Trainer calls.
+namespace hook {
+#define POLICYTRAIN_DETAIL_TAG(name) struct name {};
+POLICYTRAIN_DETAIL_HOOK_NAMES(POLICYTRAIN_DETAIL_TAG)
+#undef POLICYTRAIN_DETAIL_TAG
+}  // namespace hook
+
+/// A policy's list of the hooks it declares, opted into with `using hooks = policytrain::Hooks<hook::on_epoch_end,
+/// hook::on_validation_end>;`. The Trainer then checks that each listed hook is declared so that it calls it, and
+/// that every hook it calls is listed: a member whose name is a typo of a hook's (`on_validaton_end`) leaves the
+/// listed hook undeclared and stops the build (docs/writing-a-policy.md).
+template <class... Tags>
+struct Hooks {};
+
+namespace detail {
+template <class T> inline constexpr bool IsHooks = false;
+template <class... Tags> inline constexpr bool IsHooks<Hooks<Tags...>> = true;
+/// Whether policy P opted into the hook list (declares a member type `hooks`).
+template <class P> concept ListsHooks = requires { typename P::hooks; };
+template <class P> struct HooksOf { using type = Hooks<>; };
+template <ListsHooks P> struct HooksOf<P> { using type = typename P::hooks; };
+template <class Tag, class List> inline constexpr bool listed_v = false;
+template <class Tag, class... Tags> inline constexpr bool listed_v<Tag, Hooks<Tags...>> = (std::is_same_v<Tag, Tags> || ...);
+
 /// Compile-time checks of one policy against the hook contract. Instantiated once per policy, so the
 /// compiler's "in instantiation of HookCheck<P, ...>" line names the offending policy.
 template <class P, class C>
@@ -266,6 +297,25 @@ struct HookCheck {
                 "write it as `template <class C, class F> auto around_forward(C& ctx, F&& fn) { ...; return fn(); }`");
   static_assert(!HasAfterStep<P, C> || requires(P& p, C& c, bool s) { { p.after_step(c, s) } -> std::same_as<void>; },
                 "policytrain::Trainer: a policy's after_step(ctx, stepped) must return void; change its return type");
+  // The hooks whose result the Trainer drops: a `bool on_step_end` meant as "stop" would be silently ignored.
+#define POLICYTRAIN_DETAIL_VOID_CHECK(hook, call, has, expr)                                                        \
+  static_assert(!(has) || requires(P& p, C& c) { { expr } -> std::same_as<void>; },                              \
+                "policytrain::Trainer: a policy's " call " must return void (the Trainer drops its result; to "   \
+                "stop training return bool from on_epoch_end or on_validation_end); declare it `"                \
+                POLICYTRAIN_DETAIL_SIG_##hook "`");
+  POLICYTRAIN_DETAIL_VOID_CHECK(on_fit_begin, "on_fit_begin(ctx)", (HasOnFitBegin<P, C>), p.on_fit_begin(c))
+  POLICYTRAIN_DETAIL_VOID_CHECK(on_fit_end, "on_fit_end(ctx)", (HasOnFitEnd<P, C>), p.on_fit_end(c))
+  POLICYTRAIN_DETAIL_VOID_CHECK(on_epoch_begin, "on_epoch_begin(ctx)", (HasOnEpochBegin<P, C>), p.on_epoch_begin(c))
+  POLICYTRAIN_DETAIL_VOID_CHECK(before_step, "before_step(ctx)", (HasBeforeStep<P, C>), p.before_step(c))
+  POLICYTRAIN_DETAIL_VOID_CHECK(on_step_end, "on_step_end(ctx)", (HasOnStepEnd<P, C>), p.on_step_end(c))
+  POLICYTRAIN_DETAIL_VOID_CHECK(flush_checks, "flush_checks(ctx)", (HasFlushChecks<P, C>), p.flush_checks(c))
+  POLICYTRAIN_DETAIL_VOID_CHECK(prepare_capture, "prepare_capture(ctx)", (HasPrepareCapture<P, C>), p.prepare_capture(c))
+  POLICYTRAIN_DETAIL_VOID_CHECK(on_replay, "on_replay(ctx)", (HasOnReplay<P, C>), p.on_replay(c))
+  POLICYTRAIN_DETAIL_VOID_CHECK(before_save, "before_save(ctx)", (HasBeforeSave<P, C>), p.before_save(c))
+  POLICYTRAIN_DETAIL_VOID_CHECK(after_save, "after_save(ctx)", (HasAfterSave<P, C>), p.after_save(c))
+  POLICYTRAIN_DETAIL_VOID_CHECK(before_checkpoint, "before_checkpoint(ctx, epoch_end)", (HasBeforeCheckpoint<P, C>),
+                                p.before_checkpoint(c, true))
+#undef POLICYTRAIN_DETAIL_VOID_CHECK
   // A member named like a hook (a plain function, a member template or an overload set) that the Trainer cannot
   // call with its arguments would never run: refused, naming the hook and the signature it needs.
 #define POLICYTRAIN_DETAIL_CALLABLE_CHECK(hook, call, has)                                                          \
@@ -307,6 +357,46 @@ struct HookCheck {
                 "member if it is not meant as a hook");
   POLICYTRAIN_DETAIL_NEAR_HOOK_NAMES(POLICYTRAIN_DETAIL_NEAR_CHECK)
 #undef POLICYTRAIN_DETAIL_NEAR_CHECK
+  // The opt-in list (`using hooks = policytrain::Hooks<policytrain::hook::on_epoch_end, ...>`): every hook listed
+  // must be declared so that the Trainer calls it (a misspelt member is then caught: on_validaton_end leaves the
+  // listed on_validation_end undeclared), and every hook the Trainer calls must be listed.
+  static_assert(!ListsHooks<P> || IsHooks<typename HooksOf<P>::type>,
+                "policytrain::Trainer: a policy's `hooks` must be policytrain::Hooks<policytrain::hook::...>, the "
+                "list of the hooks it declares; write `using hooks = policytrain::Hooks<policytrain::hook::on_epoch_end>;`");
+#define POLICYTRAIN_DETAIL_LIST_CHECK(h, call, has)                                                              \
+  static_assert(!ListsHooks<P> || !listed_v<policytrain::hook::h, typename HooksOf<P>::type> || (has),        \
+                "policytrain::Trainer: a policy lists hook::" #h " in its `using hooks`, but declares no " #h \
+                " the Trainer can call as " call " (a misspelt name?); declare it `" POLICYTRAIN_DETAIL_SIG_##h \
+                "`, or take hook::" #h " off the list");                                                      \
+  static_assert(!ListsHooks<P> || listed_v<policytrain::hook::h, typename HooksOf<P>::type> || !(has),        \
+                "policytrain::Trainer: a policy declares the hook " #h " but its `using hooks` does not list "   \
+                "it; add policytrain::hook::" #h " to the list");
+  POLICYTRAIN_DETAIL_LIST_CHECK(on_fit_begin, "on_fit_begin(ctx)", (HasOnFitBegin<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(on_fit_end, "on_fit_end(ctx)", (HasOnFitEnd<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(on_epoch_begin, "on_epoch_begin(ctx)", (HasOnEpochBegin<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(on_epoch_end, "on_epoch_end(ctx)", (HasOnEpochEnd<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(around_forward, "around_forward(ctx, fn)", (HasAroundForward<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(transform_loss, "transform_loss(ctx, loss)", (HasTransformLoss<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(around_backward, "around_backward(ctx, fn)", (HasAroundBackward<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(should_step, "should_step(ctx)", (HasShouldStep<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(before_step, "before_step(ctx)", (HasBeforeStep<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(step, "step(ctx)", (HasStep<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(after_step, "after_step(ctx, stepped)", (HasAfterStep<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(on_step_end, "on_step_end(ctx)", (HasOnStepEnd<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(around_evaluate, "around_evaluate(ctx, fn)", (HasAroundEvaluate<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(on_validation_end, "on_validation_end(ctx, metrics)", (HasOnValidationEnd<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(flush_checks, "flush_checks(ctx)", (HasFlushChecks<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(run_step, "run_step(ctx, batch, body)", (HasRunStep<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(prepare_capture, "prepare_capture(ctx)", (HasPrepareCapture<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(on_replay, "on_replay(ctx)", (HasOnReplay<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(graph_refusal, "graph_refusal(ctx)", (HasGraphRefusal<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(state_dict, "state_dict() beside load_state_dict(d)", (Stateful<P>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(load_state_dict, "load_state_dict(d) beside state_dict()", (Stateful<P>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(around_step, "around_step(ctx, fn)", (HasAroundStep<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(before_save, "before_save(ctx)", (HasBeforeSave<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(after_save, "after_save(ctx)", (HasAfterSave<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(before_checkpoint, "before_checkpoint(ctx, epoch_end)", (HasBeforeCheckpoint<P, C>))
+#undef POLICYTRAIN_DETAIL_LIST_CHECK
   static_assert(!Stateful<P> || requires { std::string_view{P::name}; },
                 "policytrain::Trainer: a stateful policy (one with state_dict/load_state_dict) must declare "
                 "`static constexpr std::string_view name`; it prefixes the policy's entries in a checkpoint");
@@ -330,6 +420,10 @@ struct GraphSafeCheck {
 
 #undef POLICYTRAIN_DETAIL_HOOK_NAMES
 #undef POLICYTRAIN_DETAIL_NEAR_HOOK_NAMES
+#undef POLICYTRAIN_DETAIL_SIG_around_step
+#undef POLICYTRAIN_DETAIL_SIG_before_save
+#undef POLICYTRAIN_DETAIL_SIG_after_save
+#undef POLICYTRAIN_DETAIL_SIG_before_checkpoint
 #undef POLICYTRAIN_DETAIL_SIG_on_fit_begin
 #undef POLICYTRAIN_DETAIL_SIG_on_fit_end
 #undef POLICYTRAIN_DETAIL_SIG_on_epoch_begin

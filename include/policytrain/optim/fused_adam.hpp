@@ -20,6 +20,7 @@
 #include <torch/types.h>
 
 #include <policytrain/optim/fused_common.hpp>
+#include <policytrain/optim/state_layout.hpp>
 
 namespace policytrain::optim {
 namespace detail {
@@ -46,6 +47,7 @@ class FusedAdamImpl : public Base, public FusedGradScaling, public GraphReplayab
     for (auto& group : this->param_groups()) {
       const auto& o = static_cast<const Options&>(group.options());
       std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps;
+      std::vector<std::pair<torch::Tensor, torch::Tensor>> relaid;  // (the gradient, its copy in the param's layout)
       for (auto& p : group.params()) {
         if (!p.grad().defined()) continue;
         TORCH_CHECK(!p.grad().is_sparse(), "policytrain::optim::Fused", Decoupled ? "AdamW" : "Adam",
@@ -59,6 +61,12 @@ class FusedAdamImpl : public Base, public FusedGradScaling, public GraphReplayab
           slot = std::move(s);
         }
         auto& s = static_cast<ParamState&>(*slot);
+        // The kernel walks each tensor as flat memory: the moments take the parameter's layout for good (a
+        // parameter converted to channels-last after they were created, or state restored from before the switch),
+        // the gradient for this step (a copy, written back after the kernel, which unscales it in place).
+        s.exp_avg(in_layout_of(s.exp_avg(), p));
+        s.exp_avg_sq(in_layout_of(s.exp_avg_sq(), p));
+        if (o.amsgrad()) s.max_exp_avg_sq(in_layout_of(s.max_exp_avg_sq(), p));
         // The kernel reads the step as a float tensor (PyTorch's dtype for fused). It is the truth; the integer
         // step of the state (the serialised one) is rebuilt from it by sync_step_counts() (save() calls it).
         // A state object this optimizer did not write (load(), a checkpoint) re-seeds the tensor from its integer.
@@ -70,7 +78,12 @@ class FusedAdamImpl : public Base, public FusedGradScaling, public GraphReplayab
         s.step(s.step() + 1);  // exact without found_inf; with it, an upper bound until sync_step_counts()
         st.value = s.step();
         params.push_back(p);
-        grads.push_back(p.grad());
+        if (same_layout(p.grad(), p)) {
+          grads.push_back(p.grad());
+        } else {
+          grads.push_back(in_layout_of(p.grad(), p));
+          relaid.emplace_back(p.grad(), grads.back());
+        }
         exp_avgs.push_back(s.exp_avg());
         exp_avg_sqs.push_back(s.exp_avg_sq());
         if (o.amsgrad()) max_exp_avg_sqs.push_back(s.max_exp_avg_sq());
@@ -100,6 +113,7 @@ class FusedAdamImpl : public Base, public FusedGradScaling, public GraphReplayab
       }
       // A skipped step (found_inf = 1) takes its increment back, as torch.optim's _fused_adam does.
       if (inf) at::_foreach_sub_(steps, std::vector<torch::Tensor>(steps.size(), *inf));
+      for (auto& [grad, copy] : relaid) grad.copy_(copy);
     }
     return loss;
   }

@@ -18,6 +18,7 @@
 #include <torch/types.h>
 
 #include <policytrain/optim/fused_common.hpp>
+#include <policytrain/optim/state_layout.hpp>
 
 namespace policytrain::optim {
 
@@ -41,6 +42,7 @@ class FusedSgd : public torch::optim::SGD, public FusedGradScaling, public Graph
       // Parameters whose momentum buffer exists take the usual update; those without one (a first step) take
       // the kernel's first-step form, buf = grad: a separate call, so a group mixing both is right too.
       std::vector<torch::Tensor> params[2], grads[2], bufs[2];
+      std::vector<std::pair<torch::Tensor, torch::Tensor>> relaid;  // (the gradient, its copy in the param's layout)
       for (auto& p : group.params()) {
         if (!p.grad().defined()) continue;
         TORCH_CHECK(!p.grad().is_sparse(),
@@ -50,14 +52,23 @@ class FusedSgd : public torch::optim::SGD, public FusedGradScaling, public Graph
           auto& slot = state()[p.unsafeGetTensorImpl()];
           if (!slot) {
             auto s = std::make_unique<torch::optim::SGDParamState>();
-            s->momentum_buffer(torch::zeros_like(p.grad(), torch::MemoryFormat::Preserve));
+            s->momentum_buffer(torch::zeros_like(p, torch::MemoryFormat::Preserve));
             slot = std::move(s);
             first = 1;
           }
-          bufs[first].push_back(static_cast<torch::optim::SGDParamState&>(*slot).momentum_buffer());
+          // The kernel walks each tensor as flat memory: the buffer takes the parameter's layout for good (a
+          // parameter converted to channels-last after it was created, or state restored from before the switch).
+          auto& s = static_cast<torch::optim::SGDParamState&>(*slot);
+          s.momentum_buffer(in_layout_of(s.momentum_buffer(), p));
+          bufs[first].push_back(s.momentum_buffer());
         }
         params[first].push_back(p);
-        grads[first].push_back(p.grad());
+        if (same_layout(p.grad(), p)) {  // the gradient, for this step: a copy written back after the kernel
+          grads[first].push_back(p.grad());
+        } else {
+          grads[first].push_back(in_layout_of(p.grad(), p));
+          relaid.emplace_back(p.grad(), grads[first].back());
+        }
       }
       for (int first : {0, 1}) {
         if (params[first].empty()) continue;
@@ -71,6 +82,7 @@ class FusedSgd : public torch::optim::SGD, public FusedGradScaling, public Graph
           at::_fused_sgd_(params[first], grads[first], bufs[first], o.weight_decay(), o.momentum(), o.lr(),
                           o.dampening(), o.nesterov(), /*maximize=*/false, /*is_first_step=*/first == 1, scale, inf);
       }
+      for (auto& [grad, copy] : relaid) grad.copy_(copy);  // the kernel unscales the gradients in place
     }
     return loss;
   }

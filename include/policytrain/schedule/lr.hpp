@@ -20,9 +20,11 @@
 ///
 /// Stepping: after_step advances t once per optimizer step (never per micro-batch), skipped or not unless
 /// `count_skipped_steps` is false; reduce-on-plateau reads a validation metric at on_validation_end. state_dict
-/// holds t, the base values, the scale and the plateau's state, so a resumed run (same epochs, data and
-/// accumulation) continues the exact sequence; the horizon is recomputed at the first epoch of every fit, so a later
-/// fit with more epochs stretches the decay.
+/// holds t, the base values, the scale, the plateau's state and the horizon, so a resumed run continues the exact
+/// sequence. The horizon is the run's: resolved at its first fit's first epoch and kept by later fits and resumes,
+/// so that a run stopped by max_steps and resumed with a larger budget finishes the cycle it started
+/// (`horizon_per_fit = true` resolves it again at every fit instead: a later fit stretches the decay; an explicit
+/// `total_steps` is always the horizon).
 /// Hooks: on_fit_begin, on_epoch_begin, after_step, on_validation_end; state.
 /// Requires: an optimizer whose options are SGD, Adam, AdamW or RMSprop to cycle or ramp the momentum (onecycle
 /// cycles it by default, as PyTorch does; set cycle_momentum = false for another optimizer). The horizon (total
@@ -99,6 +101,10 @@ struct LrOptions {
   /// Which schedule.
   Kind kind = Kind::constant;
   int64_t total_steps = 0;         ///< optimizer steps of the run (0: epochs × steps per epoch of the fit)
+  /// false: the horizon of the run's first fit (saved in state_dict) holds for every later fit and resume, whatever
+  /// their epochs and max_steps; true: each fit resolves its own from its epochs and max_steps (a later fit or a
+  /// resume with a larger budget stretches the decay over the new length).
+  bool horizon_per_fit = false;
   double lrf = 0.01;               ///< final factor (linear, cosine, onecycle, poly, wsd); floor of plateau
   DecayEnd decay_end = DecayEnd::last_step;  ///< linear, cosine, poly, wsd: reach lrf on the last step, or after it
   /// Whether a skipped step (non-finite gradients) advances the schedule. true: PyTorch's and Lightning's
@@ -312,7 +318,7 @@ class Lr {
   const LrOptions& options() const { return o_; }
   /// Optimizer steps taken under the schedule (the t of the formulas).
   int64_t step() const { return t_; }
-  /// The run's steps as the schedule sees them (resolved at the first epoch).
+  /// The run's steps as the schedule sees them (resolved at the first fit's first epoch; see horizon_per_fit).
   const Horizon& horizon() const { return h_; }
   /// The plateau's current factor of param group g (1 for the other kinds).
   double plateau_factor(size_t g = 0) const { return g < plateau_factor_.size() ? plateau_factor_[g] : 1.0; }
@@ -359,7 +365,7 @@ class Lr {
   /// Records the base lr and momentum of each param group (once) and checks them against the options.
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
-    resolved_ = false;  // the horizon follows each fit's options (a resumed run passes the same ones)
+    resolved_ = false;  // at the first epoch: the run's horizon, or this fit's with horizon_per_fit
     auto& groups = ctx.optimizer().param_groups();
     if (base_lr_.empty()) {
       for (auto& g : groups) {
@@ -465,6 +471,10 @@ class Lr {
   /// max_steps; total_steps overrides the total.
   template <class Ctx>
   void resolve(Ctx& ctx) {
+    if (!o_.horizon_per_fit && o_.total_steps == 0 && recorded_) {
+      resolved_ = true;  // the run's horizon, from its first fit (or the state it was resumed from)
+      return;
+    }
     int64_t acc = 1;
     if constexpr (requires { ctx.template policy<Category::accumulation>().accumulate(); })
       acc = ctx.template policy<Category::accumulation>().accumulate();
@@ -487,6 +497,7 @@ class Lr {
                                               "(the training data has no size); set LrOptions::total_steps",
                                               name, to_string(o_.kind)));
     resolved_ = true;
+    recorded_ = true;
   }
 
   template <class Ctx>
@@ -503,6 +514,7 @@ class Lr {
   LrOptions o_;
   Horizon h_;
   bool resolved_ = false;
+  bool recorded_ = false;  // h_ holds the run's horizon (resolved once, or restored by load_state_dict)
   int64_t t_ = 0;
   std::vector<double> base_lr_, base_momentum_, plateau_factor_;
   double lr_scale_ = 1;
@@ -525,6 +537,12 @@ POLICYTRAIN_DECL StateDict Lr::state_dict() const {
     d.emplace(policytrain::detail::format("base_momentum/{}", g), scalar_tensor(base_momentum_[g]));
     d.emplace(policytrain::detail::format("plateau/factor/{}", g), scalar_tensor(plateau_factor(g)));
   }
+  // Only once resolved, so that a fresh schedule's state (what a resume compares the file against) does not ask a
+  // file written before the horizon was saved for it.
+  if (recorded_) {
+    d.emplace("horizon/total_steps", scalar_tensor(h_.total_steps));
+    d.emplace("horizon/steps_per_epoch", scalar_tensor(h_.steps_per_epoch));
+  }
   return d;
 }
 
@@ -535,6 +553,10 @@ POLICYTRAIN_DECL void Lr::load_state_dict(const StateDict& d) {
   if (std::isnan(best_)) best_ = worst();  // written by a version that started from NaN
   bad_ = state_int(d, "plateau/bad");
   cooldown_left_ = state_int(d, "plateau/cooldown_left");
+  // The run's horizon; a state without one (written before it was saved, or before the first epoch) resolves it
+  // from the next fit.
+  recorded_ = d.count("horizon/total_steps") > 0 && d.count("horizon/steps_per_epoch") > 0;
+  if (recorded_) h_ = {state_int(d, "horizon/total_steps"), state_int(d, "horizon/steps_per_epoch")};
   const int64_t n = state_int(d, "groups");
   base_lr_.clear();
   base_momentum_.clear();
