@@ -391,3 +391,36 @@ TEST_CASE("a run stopped by max_steps and resumed with a larger budget keeps the
     for (int64_t i = 0; i < 12; ++i) CHECK(rest[i][0] == doctest::Approx(onecycle(24, 12 + i)).epsilon(1e-12));
   }
 }
+
+TEST_CASE("a param group added to the optimizer between two fits joins the schedule at its own lr") {
+  // Found by the composition fuzzer (seeds 2, 12, 29): the schedule recorded its groups at the first fit only and
+  // refused the second fit ("the optimizer has 2 param groups but the schedule has 1; resume with ..."). The
+  // oracle: cosine annealing to lrf at the run's last step (23 of 4 epochs of 6), each group at its own base lr.
+  Data d;
+  const sch::LrOptions o{.kind = sch::Kind::cosine, .total_steps = 24, .lrf = 0.01};
+  auto cosine = [](double base, int64_t t) { return base * (0.01 + 0.99 * (1 + std::cos(kPi * t / 23.0)) / 2); };
+  MlpTask t(1);
+  MlpTask extra(2);  // the part that joins the optimizer for the second fit (its own parameters)
+  torch::optim::SGD opt(t.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  auto loader = d.loader();
+  std::vector<std::vector<double>> lr;
+  pt::Trainer<MlpTask, sch::Lr, LrLog> trainer(t, opt, sch::Lr(o), LrLog{&lr});
+  trainer.fit(loader, {.epochs = 2});
+  REQUIRE(lr.size() == 12);
+  opt.add_param_group(torch::optim::OptimizerParamGroup(
+      extra.module().parameters(), std::make_unique<torch::optim::SGDOptions>(torch::optim::SGDOptions(0.02).momentum(0.9))));
+  trainer.fit(loader, {.epochs = 4});  // two more epochs: steps 12..23
+  REQUIRE(lr.size() == 24);
+  for (int64_t s = 0; s < 24; ++s) {
+    CAPTURE(s);
+    CHECK(lr[s][0] == doctest::Approx(cosine(0.1, s)).epsilon(1e-12));
+    if (s >= 12) {
+      REQUIRE(lr[s].size() == 2);
+      CHECK(lr[s][1] == doctest::Approx(cosine(0.02, s)).epsilon(1e-12));
+    }
+  }
+  // Its base is in the state, so a resume continues both groups.
+  const auto state = trainer.state_dict();
+  CHECK(pt::state_int(state, "schedule::Lr/groups") == 2);
+  CHECK(pt::state_double(state, "schedule::Lr/base_lr/1") == doctest::Approx(0.02));
+}

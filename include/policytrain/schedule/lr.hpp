@@ -362,22 +362,25 @@ class Lr {
     return own;
   }
 
-  /// Records the base lr and momentum of each param group (once) and checks them against the options.
+  /// Records the base lr and momentum of each param group the first time it is seen (re-read at every fit, so a
+  /// group added to the optimizer between two fits joins the schedule at its own lr, at the schedule's current
+  /// step) and checks them against the options.
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     resolved_ = false;  // at the first epoch: the run's horizon, or this fit's with horizon_per_fit
     auto& groups = ctx.optimizer().param_groups();
-    if (base_lr_.empty()) {
-      for (auto& g : groups) {
-        base_lr_.push_back(g.options().get_lr());
-        base_momentum_.push_back(momentum_of(g.options()));
-      }
+    if (groups.size() < base_lr_.size())
+      throw std::invalid_argument(policytrain::detail::format(
+          "policytrain::{}: the optimizer has {} param groups but the schedule's state has {} (an optimizer loses no "
+          "group between fits, so this state came from another optimizer); load a state saved with this optimizer, "
+          "or give the schedule a fresh state", name, groups.size(), base_lr_.size()));
+    for (size_t g = base_lr_.size(); g < groups.size(); ++g) {
+      base_lr_.push_back(groups[g].options().get_lr());
+      base_momentum_.push_back(momentum_of(groups[g].options()));
     }
-    if (base_lr_.size() != groups.size())
-      throw std::invalid_argument(policytrain::detail::format("{}: the optimizer has {} param groups but the schedule has {}; resume "
-                                              "with the optimizer the state was saved with", name, groups.size(),
-                                              base_lr_.size()));
-    if (plateau_factor_.size() != base_lr_.size()) plateau_factor_.assign(base_lr_.size(), plateau_factor(0));
+    // A group that joins starts unreduced by a plateau, as PyTorch's ReduceLROnPlateau leaves a group it has not
+    // reduced yet.
+    if (plateau_factor_.size() < base_lr_.size()) plateau_factor_.resize(base_lr_.size(), 1.0);
     for (size_t g = 0; g < groups.size(); ++g) {
       if (!std::isnan(base_momentum_[g])) continue;
       if (o_.warmup_momentum >= 0)
