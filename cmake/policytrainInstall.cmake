@@ -9,6 +9,13 @@ mark_as_advanced(POLICYTRAIN_INSTALL_CMAKEDIR)
 install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
 install(TARGETS policytrain EXPORT policytrainTargets)
 install(EXPORT policytrainTargets NAMESPACE policytrain:: DESTINATION ${POLICYTRAIN_INSTALL_CMAKEDIR})
+# The opt-in component `images` (policytrain::images: libpng and libjpeg), exported in a file of its own where this
+# build found both, so that the config looks for PNG and JPEG only for a consumer that asks for the component.
+if(TARGET policytrain_images)
+  set_target_properties(policytrain_images PROPERTIES EXPORT_NAME images)
+  install(TARGETS policytrain_images EXPORT policytrainImagesTargets)
+  install(EXPORT policytrainImagesTargets NAMESPACE policytrain:: DESTINATION ${POLICYTRAIN_INSTALL_CMAKEDIR})
+endif()
 # The license text goes to share/doc/policytrain (not CMAKE_INSTALL_DOCDIR, which a parent project that
 # included GNUInstallDirs first has already set to its own name); the config file names it.
 set(POLICYTRAIN_INSTALL_LICENSEDIR "${CMAKE_INSTALL_DATADIR}/doc/policytrain")

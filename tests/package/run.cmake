@@ -41,6 +41,9 @@ endfunction()
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 set(consumer_args -DPOLICYTRAIN_CONSUME=${MODE})
+if(IMAGES)  # the tree defines policytrain::images: the consumer must find it, and its program must decode
+  list(APPEND consumer_args -DPOLICYTRAIN_CONSUMER_IMAGES=ON)
+endif()
 
 if(MODE STREQUAL "find_package")
   # The options the vcpkg port passes: every -DPOLICYTRAIN_...=... line of the portfile.
@@ -149,3 +152,6 @@ if(MODE STREQUAL "find_package")
 endif()
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/consumer-build")
 run(${CMAKE_COMMAND} -E env OMP_NUM_THREADS=1 "${WORK_DIR}/consumer-build/consumer")
+if(IMAGES)
+  run("${WORK_DIR}/consumer-build/consumer_images")
+endif()

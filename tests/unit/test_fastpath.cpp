@@ -7,6 +7,8 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -181,6 +183,151 @@ TEST_CASE("Augmentation: a flip is torch::flip of the input, a crop a shifted wi
     CHECK(torch::allclose(b.x, (x - 0.25) / 0.5, 1e-6, 1e-6));
     CHECK(torch::equal(b.y, y));
   }
+}
+
+TEST_CASE("PrefetchLoader normalises per channel: (x[c] - mean[c]) / std[c]; the single-value form still applies to all") {
+  auto [x, y] = images(40, 3, 5, 4);
+  const pd::LoaderOptions lo{.batch_size = 8, .shuffle = true, .seed = 3};
+  pd::TensorLoader ref(x, y, lo);
+  const std::vector<float> mean{0.1f, 0.5f, 0.9f}, sd{0.2f, 0.3f, 0.4f};
+  // [snippet:per_channel]
+  pd::PrefetchOptions po{.workers = 2};
+  po.normalize.enabled = true;
+  po.normalize.channel_mean = {0.1f, 0.5f, 0.9f};  // one per channel (R, G, B)
+  po.normalize.channel_std = {0.2f, 0.3f, 0.4f};
+  // [/snippet:per_channel]
+  pd::PrefetchLoader l(x, y, lo, po);
+  const auto m = torch::tensor(mean).view({1, 3, 1, 1}), s = torch::tensor(sd).view({1, 3, 1, 1});
+  size_t i = 0;
+  for (auto&& b : l) {
+    const auto expected = (ref.batch(i).x - m) / s;
+    CHECK(torch::allclose(b.x, expected, 1e-6, 1e-6));
+    CHECK(torch::equal(b.y, ref.batch(i).y));
+    ++i;
+  }
+  CHECK(i == ref.size());
+  // The channels really differ (a single mean/std would not give this batch).
+  const auto b0 = l.assemble(0).x;
+  CHECK_FALSE(torch::allclose(b0, (ref.batch(0).x - 0.5f) / 0.3f, 1e-3, 1e-3));
+  // Single value: the same for every channel.
+  pd::PrefetchOptions one{.workers = 0};
+  one.normalize = {.enabled = true, .mean = 0.25f, .std = 0.5f};
+  pd::PrefetchLoader l1(x, y, lo, one);
+  CHECK(torch::allclose(l1.assemble(2).x, (ref.batch(2).x - 0.25f) / 0.5f, 1e-6, 1e-6));
+  // A count that is not the channels', or a std <= 0, is refused up front.
+  pd::PrefetchOptions bad = po;
+  bad.normalize.channel_mean = {0.1f, 0.2f};
+  CHECK_THROWS_WITH_AS(pd::PrefetchLoader(x, y, lo, bad), doctest::Contains("2 channel means and 3 channel stds"),
+                       std::invalid_argument);
+  bad = po;
+  bad.normalize.channel_std = {0.2f, 0.0f, 0.4f};
+  CHECK_THROWS_WITH_AS(pd::PrefetchLoader(x, y, lo, bad), doctest::Contains("std is 0"), std::invalid_argument);
+}
+
+namespace {
+/// A transform that draws from the sample's generator: adds a random offset to the image and remaps the target.
+pd::SampleTransform counting_transform(std::atomic<int64_t>& calls) {
+  return [&calls](torch::data::Example<> ex, std::mt19937_64& rng) {
+    ++calls;
+    const auto offset = static_cast<float>(rng() % 1000) / 1000.0f;
+    return torch::data::Example<>{ex.data + offset, (ex.target + 1) % 10};
+  };
+}
+/// A map-style dataset over in-memory tensors that counts its reads (what an image folder's get would decode).
+struct CountingDataset : torch::data::datasets::Dataset<CountingDataset> {
+  torch::Tensor x, y;
+  std::shared_ptr<std::atomic<int64_t>> gets = std::make_shared<std::atomic<int64_t>>(0);
+  CountingDataset(torch::Tensor x_, torch::Tensor y_) : x(std::move(x_)), y(std::move(y_)) {}
+  torch::data::Example<> get(size_t i) override {
+    ++*gets;
+    return {x[static_cast<int64_t>(i)].clone(), y[static_cast<int64_t>(i)].clone()};
+  }
+  std::optional<size_t> size() const override { return static_cast<size_t>(x.size(0)); }
+};
+}  // namespace
+
+TEST_CASE("PrefetchLoader's user transform runs once per sample, after augmentation, as a plain loop with the same draws") {
+  auto [x, y] = images(50, 3, 8, 8);
+  const pd::LoaderOptions lo{.batch_size = 8, .shuffle = true, .seed = 12};
+  pd::PrefetchOptions base{.workers = 0};
+  base.augment.enabled = true;
+  base.normalize.enabled = true;
+  base.normalize.channel_mean = {0.4f, 0.5f, 0.6f};
+  base.normalize.channel_std = {0.2f, 0.25f, 0.3f};
+  pd::PrefetchLoader plain(x, y, lo, base);  // the built-in steps only
+  std::atomic<int64_t> calls{0};
+  for (int64_t workers : {0, 2}) {
+    CAPTURE(workers);
+    calls = 0;
+    auto po = base;
+    po.workers = workers;
+    po.transform = counting_transform(calls);
+    pd::PrefetchLoader l(x, y, lo, po);
+    for (int64_t epoch : {0, 1}) {
+      l.set_epoch(epoch);
+      plain.set_epoch(epoch);
+      size_t i = 0;
+      for (auto&& b : l) {
+        // The oracle: the batch without the transform, then the transform by hand on each sample with its generator.
+        auto e = plain.assemble(i);
+        for (int64_t j = 0; j < e.x.size(0); ++j) {
+          std::mt19937_64 rng(pd::transform_seed(lo.seed, epoch, static_cast<int64_t>(i), j));
+          const auto offset = static_cast<float>(rng() % 1000) / 1000.0f;
+          e.x[j] += offset;
+          e.y[j] = (e.y[j] + 1) % 10;
+        }
+        CHECK(torch::equal(b.x, e.x));
+        CHECK(torch::equal(b.y, e.y));
+        ++i;
+      }
+      CHECK(i == l.size());
+    }
+    CHECK(calls.load() == 2 * l.num_samples());  // exactly once per sample per epoch
+  }
+  // A transform that changes the shape is an error naming both shapes.
+  auto po = base;
+  po.transform = [](torch::data::Example<> ex, std::mt19937_64&) { return torch::data::Example<>{ex.data[0], ex.target}; };
+  pd::PrefetchLoader l(x, y, lo, po);
+  CHECK_THROWS_WITH_AS(*l.begin(), doctest::Contains("expected an input [3, 8, 8]"), std::invalid_argument);
+}
+
+TEST_CASE("PrefetchLoader over a dataset reads each sample once in its workers and equals the in-memory loader, 0 or 2 workers") {
+  auto [x, y] = images(45, 3, 6, 6);
+  const pd::LoaderOptions lo{.batch_size = 8, .shuffle = true, .seed = 21, .rank = 1, .world_size = 2};
+  std::atomic<int64_t> calls{0};
+  pd::PrefetchOptions po{.workers = 0};
+  po.augment.enabled = true;
+  po.normalize.enabled = true;
+  po.normalize.channel_mean = {0.4f, 0.5f, 0.6f};
+  po.normalize.channel_std = {0.2f, 0.25f, 0.3f};
+  po.transform = counting_transform(calls);
+  pd::PrefetchLoader memory(x, y, lo, po);
+  memory.set_epoch(3);
+  const auto expected = collect(memory);
+  std::vector<std::vector<pt::Batch>> runs;
+  for (int64_t workers : {0, 2}) {
+    CAPTURE(workers);
+    po.workers = workers;
+    CountingDataset ds(x, y);
+    auto gets = ds.gets;
+    pd::PrefetchLoader l(ds, lo, po);
+    CHECK(gets->load() == 1);  // sample 0, for the shapes
+    REQUIRE(l.size() == memory.size());
+    l.set_epoch(3);
+    runs.push_back(collect(l));
+    CHECK(same_batches(runs.back(), expected));
+    CHECK(gets->load() == 1 + l.num_samples());
+  }
+  CHECK(same_batches(runs[0], runs[1]));
+  // A sample of another shape is an error naming it.
+  struct Ragged : torch::data::datasets::Dataset<Ragged> {
+    torch::data::Example<> get(size_t i) override {
+      return {torch::zeros({3, 4, i == 5 ? 5 : 4}), torch::tensor(int64_t{0})};
+    }
+    std::optional<size_t> size() const override { return 10; }
+  };
+  pd::PrefetchLoader r(Ragged{}, {.batch_size = 10}, {.workers = 0});
+  CHECK_THROWS_WITH_AS(*r.begin(), doctest::Contains("sample 5 of the dataset has an input [3, 4, 5]"), std::invalid_argument);
 }
 
 TEST_CASE("PrefetchLoader keeps its workers across epochs and passes cut short") {

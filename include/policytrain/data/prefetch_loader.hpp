@@ -31,6 +31,7 @@
 /// Cost when unused: none (a separate class; TensorLoader is unchanged).
 #include <algorithm>
 #include <atomic>
+#include <concepts>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -43,10 +44,12 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+#include <torch/data/example.h>
 #include <torch/types.h>
 
 #include <policytrain/core/batch.hpp>
@@ -69,15 +72,31 @@ struct AugmentOptions {
   float fill = 0.0f;           ///< value of the padding (for standardised data: -mean/std is black)
 };
 
-/// Per-channel standardisation applied before augmentation: x = (x - mean) / std.
+/// Standardisation applied before augmentation: x[c] = (x[c] - mean[c]) / std[c] for each channel c of [C, H, W]
+/// images, as torchvision's Normalize. `channel_mean` and `channel_std` (C values each) give one mean and one std
+/// per channel; left empty, `mean` and `std` apply to every channel.
 struct NormalizeOptions {
   /// Master switch.
   bool enabled = false;
-  /// Subtracted from every value.
+  /// Subtracted from every value (when channel_mean is empty).
   float mean = 0.0f;
-  /// Divisor after subtracting the mean (> 0).
+  /// Divisor after subtracting the mean (> 0; when channel_std is empty).
   float std = 1.0f;
+  /// One mean per channel (empty: `mean` for all).
+  std::vector<float> channel_mean{};
+  /// One std per channel, each > 0 (empty: `std` for all).
+  std::vector<float> channel_std{};
+  /// The mean of channel c.
+  float mean_of(int64_t c) const { return channel_mean.empty() ? mean : channel_mean[static_cast<size_t>(c)]; }
+  /// The std of channel c.
+  float std_of(int64_t c) const { return channel_std.empty() ? std : channel_std[static_cast<size_t>(c)]; }
 };
+
+/// A user's transform of one sample (input and target), run in PrefetchLoader's workers after normalisation and the
+/// built-in augmentations, once per sample. `rng` is the sample's own generator, seeded by (seed, epoch, batch,
+/// position in the batch) (transform_seed), so a run gives the same batches with 0, 1 or N workers. The result must
+/// keep the input's shape and dtype; it is written back into the batch.
+using SampleTransform = std::function<torch::data::Example<>(torch::data::Example<>, std::mt19937_64& rng)>;
 
 /// Options of PrefetchLoader beyond LoaderOptions: workers, augmentation, normalisation, target device.
 struct PrefetchOptions {
@@ -87,6 +106,8 @@ struct PrefetchOptions {
   AugmentOptions augment{};
   /// Standardisation applied before augmentation.
   NormalizeOptions normalize{};
+  /// The user's transform of each sample (empty: none); see SampleTransform.
+  SampleTransform transform{};
   bool channels_last = false;   ///< yield inputs in channels-last memory format
   /// Target device. For a CUDA device (with POLICYTRAIN_WITH_CUDA) batches are pinned and copied on a side
   /// stream one batch ahead; otherwise batches stay on the CPU and the Trainer moves them.
@@ -157,6 +178,73 @@ inline void augment_plane(const float* in, float* out, int64_t h, int64_t w, con
 
 }  // namespace detail
 
+/// The seed of the generator PrefetchOptions::transform gets for sample `j` of batch `index` of `epoch`
+/// (independent of the augmentation's stream).
+constexpr uint64_t transform_seed(uint64_t seed, int64_t epoch, int64_t index, int64_t j) {
+  return detail::mix64(detail::batch_seed(seed ^ 0x7F4A7C15ull, epoch, index) + static_cast<uint64_t>(j));
+}
+
+namespace detail {
+
+/// Runs the user's transform on every sample of an assembled batch (views of its buffers), writing the result
+/// back in place.
+inline void apply_transform(Batch& out, const PrefetchOptions& o, uint64_t seed, int64_t epoch, int64_t index) {
+  if (!o.transform) return;
+  const int64_t n = out.x.size(0);
+  for (int64_t j = 0; j < n; ++j) {
+    std::mt19937_64 rng(transform_seed(seed, epoch, index, j));
+    auto xj = out.x[j];
+    auto yj = out.y[j];
+    auto r = o.transform(torch::data::Example<>{xj, yj}, rng);
+    if (!r.data.defined() || r.data.sizes() != xj.sizes() || r.data.scalar_type() != xj.scalar_type() ||
+        !r.target.defined() || r.target.numel() != 1 || r.target.scalar_type() != yj.scalar_type())
+      throw std::invalid_argument(policytrain::detail::format(
+          "policytrain::data::PrefetchLoader: the transform returned an input {} of {} and a target {} of {} for "
+          "sample {} of batch {}; expected an input {} of {} and a target of one {}",
+          r.data.defined() ? c10::str(r.data.sizes()) : std::string("(undefined)"),
+          r.data.defined() ? c10::toString(r.data.scalar_type()) : "-",
+          r.target.defined() ? c10::str(r.target.sizes()) : std::string("(undefined)"),
+          r.target.defined() ? c10::toString(r.target.scalar_type()) : "-", j, index, c10::str(xj.sizes()),
+          c10::toString(xj.scalar_type()), c10::toString(yj.scalar_type())));
+    if (!r.data.is_same(xj)) xj.copy_(r.data);
+    if (!r.target.is_same(yj)) yj.copy_(r.target.reshape({}));
+  }
+}
+
+}  // namespace detail
+
+namespace detail {
+
+/// Normalises and augments the n = out.x.size(0) images [c, h, w] at `sample(j)` into out.x.
+template <class SampleAt>
+void transform_images(Batch& out, SampleAt&& sample, int64_t c, int64_t h, int64_t w, const PrefetchOptions& o,
+                      uint64_t seed, int64_t epoch, int64_t index) {
+  const int64_t n = out.x.size(0), per = c * h * w;
+  const auto& nm = o.normalize;
+  if (nm.enabled && ((!nm.channel_mean.empty() && static_cast<int64_t>(nm.channel_mean.size()) != c) ||
+                     (!nm.channel_std.empty() && static_cast<int64_t>(nm.channel_std.size()) != c)))
+    throw std::invalid_argument(policytrain::detail::format(
+        "policytrain::data::PrefetchLoader: normalise has {} channel means and {} channel stds for images of {} "
+        "channels; expected {} of each (or none: then mean and std apply to every channel)",
+        nm.channel_mean.size(), nm.channel_std.size(), c, c));
+  std::vector<float> scale(static_cast<size_t>(c), 1.0f), shift(static_cast<size_t>(c), 0.0f);
+  if (o.normalize.enabled)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      scale[static_cast<size_t>(ch)] = 1.0f / o.normalize.std_of(ch);
+      shift[static_cast<size_t>(ch)] = -o.normalize.mean_of(ch) / o.normalize.std_of(ch);
+    }
+  const auto draws = draw_augmentations(o.augment, seed, epoch, index, n);
+  float* dst = out.x.data_ptr<float>();
+  for (int64_t j = 0; j < n; ++j) {
+    const float* s = sample(j);
+    for (int64_t ch = 0; ch < c; ++ch)
+      augment_plane(s + ch * h * w, dst + j * per + ch * h * w, h, w, draws[static_cast<size_t>(j)], o.augment.fill,
+                    scale[static_cast<size_t>(ch)], shift[static_cast<size_t>(ch)]);
+  }
+}
+
+}  // namespace detail
+
 /// Assembles batch `index` of `epoch` into `out` (tensors of the batch's shapes, contiguous, allocated by the
 /// caller): gather, normalise, augment. No channels-last conversion (assemble_batch does it).
 inline void assemble_into(Batch& out, const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& idx,
@@ -186,17 +274,11 @@ inline void assemble_into(Batch& out, const torch::Tensor& x, const torch::Tenso
     auto* dst = static_cast<char*>(out.x.data_ptr());
     for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * bytes, src + ip[j] * bytes, static_cast<size_t>(bytes));
   } else {
-    const int64_t c = x.size(1), h = x.size(2), w = x.size(3);
-    const float scale = o.normalize.enabled ? 1.0f / o.normalize.std : 1.0f;
-    const float shift = o.normalize.enabled ? -o.normalize.mean / o.normalize.std : 0.0f;
-    const auto draws = detail::draw_augmentations(o.augment, seed, epoch, index, n);
     const float* src = x.data_ptr<float>();
-    float* dst = out.x.data_ptr<float>();
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t ch = 0; ch < c; ++ch)
-        detail::augment_plane(src + ip[j] * per + ch * h * w, dst + j * per + ch * h * w, h, w, draws[j],
-                              o.augment.fill, scale, shift);
+    detail::transform_images(out, [&](int64_t j) { return src + ip[j] * per; }, x.size(1), x.size(2), x.size(3), o,
+                             seed, epoch, index);
   }
+  detail::apply_transform(out, o, seed, epoch, index);
 }
 
 /// Assembles batch `index` of `epoch` from `x`, `y` and its sample indices `idx` into new tensors: gather,
@@ -306,14 +388,22 @@ class PrefetchLoader {
       throw std::invalid_argument(policytrain::detail::format(
           "policytrain::data::PrefetchLoader: workers {} and prefetch {}; expected workers >= 0 and prefetch >= 1",
           po_.workers, po_.prefetch));
-    if (po_.normalize.enabled && !(po_.normalize.std > 0))
-      throw std::invalid_argument(policytrain::detail::format("policytrain::data::PrefetchLoader: normalise std is {}, expected > 0",
-                                              po_.normalize.std));
-#ifdef POLICYTRAIN_WITH_CUDA
-    cuda_ = po_.device.is_cuda();
-    ring_ = std::make_unique<detail::BufferRing>(cuda_ && po_.pin_memory);
-#endif
+    check_options();
   }
+
+  /// Samples of a map-style dataset (anything with `get(size_t)` returning a torch::data::Example<> and `size()`,
+  /// e.g. data::ImageFolder or a torch::data::datasets::Dataset), read by `get` in the loader's workers (for an
+  /// ImageFolder: the files are decoded there), then normalised, augmented and transformed as in-memory images,
+  /// in TensorLoader's order over `size()` samples. Every sample must have the shape and dtype of sample 0 (read
+  /// once here, for the shapes) and a target of one value. `get` must be safe to call from several threads at once
+  /// (ImageFolder's is).
+  template <class Dataset>
+    requires requires(Dataset& d, size_t i) {
+      { d.get(i) } -> std::convertible_to<torch::data::Example<>>;
+      d.size();
+    }
+  explicit PrefetchLoader(Dataset dataset, LoaderOptions lo = {}, PrefetchOptions po = {})
+      : PrefetchLoader(source_of(std::make_shared<Dataset>(std::move(dataset))), lo, std::move(po)) {}
   PrefetchLoader(const PrefetchLoader&) = delete;
   PrefetchLoader& operator=(const PrefetchLoader&) = delete;
   ~PrefetchLoader() { stop_workers(); }
@@ -351,8 +441,14 @@ class PrefetchLoader {
 
   /// Batch `i` of the current epoch, assembled on the calling thread (what a worker computes) into new tensors.
   Batch assemble(size_t i) const {
-    return assemble_batch(x_, y_, order_.indices(i), po_, order_.options().seed, order_.epoch(),
-                          static_cast<int64_t>(i), pinned());
+    const auto idx = order_.indices(i);
+    auto xs = x_.sizes().vec();
+    xs[0] = idx.size(0);
+    Batch b{torch::empty(xs, x_.options().pinned_memory(pinned())),
+            torch::empty({idx.size(0)}, y_.options().pinned_memory(pinned()))};
+    assemble_host(b, idx, order_.options().seed, order_.epoch(), static_cast<int64_t>(i));
+    if (po_.channels_last && b.x.dim() == 4) b.x = b.x.contiguous(at::MemoryFormat::ChannelsLast);
+    return b;
   }
 
   /// Input iterator over the batches of a pass; `*it` waits for a batch, `++it` skips without assembling.
@@ -394,6 +490,110 @@ class PrefetchLoader {
   iterator end() { return {this, size()}; }
 
  private:
+  // A dataset as PrefetchLoader reads it: `get`, and tensors of its length whose other sizes and dtypes are a
+  // sample's (expanded views of sample 0: no memory per sample).
+  struct Source {
+    std::function<torch::data::Example<>(size_t)> get;
+    torch::Tensor x, y;
+  };
+  template <class Dataset>
+  static Source source_of(std::shared_ptr<Dataset> d) {
+    const auto n = static_cast<int64_t>(size_of(*d));
+    if (n < 1)
+      throw std::invalid_argument("policytrain::data::PrefetchLoader: the dataset is empty; expected at least one sample");
+    Source s;
+    s.get = [d](size_t i) { return torch::data::Example<>(d->get(i)); };
+    auto first = s.get(0);
+    if (!first.data.defined() || !first.target.defined() || first.target.numel() != 1)
+      throw std::invalid_argument("policytrain::data::PrefetchLoader: sample 0 of the dataset has no input, or a target "
+                                  "that is not one value; expected an input tensor and a scalar target");
+    auto xs = first.data.sizes().vec();
+    xs.insert(xs.begin(), n);
+    s.x = first.data.unsqueeze(0).expand(xs);
+    s.y = first.target.reshape({1}).expand({n});
+    return s;
+  }
+  template <class Dataset>
+  static size_t size_of(const Dataset& d) {
+    if constexpr (std::is_convertible_v<decltype(d.size()), size_t>) {
+      return d.size();
+    } else {
+      const auto s = d.size();
+      if (!s) throw std::invalid_argument("policytrain::data::PrefetchLoader: the dataset's size() is unknown; expected a "
+                                          "map-style dataset of known size");
+      return *s;
+    }
+  }
+  PrefetchLoader(Source src, LoaderOptions lo, PrefetchOptions po)
+      : x_(src.x), y_(src.y), order_(x_, y_, lo), po_(std::move(po)), get_(std::move(src.get)) {
+    check_options();
+  }
+  void check_options() {
+    if (po_.workers < 0 || po_.prefetch < 1)
+      throw std::invalid_argument(policytrain::detail::format(
+          "policytrain::data::PrefetchLoader: workers {} and prefetch {}; expected workers >= 0 and prefetch >= 1",
+          po_.workers, po_.prefetch));
+    const auto& nm = po_.normalize;
+    if (nm.enabled) {
+      std::vector<float> stds = nm.channel_std;
+      if (stds.empty()) stds.push_back(nm.std);
+      for (float s : stds)
+        if (!(s > 0))
+          throw std::invalid_argument(policytrain::detail::format("policytrain::data::PrefetchLoader: normalise std is {}, expected > 0", s));
+      const int64_t c = x_.dim() == 4 ? x_.size(1) : -1;
+      if ((!nm.channel_mean.empty() && static_cast<int64_t>(nm.channel_mean.size()) != c) ||
+          (!nm.channel_std.empty() && static_cast<int64_t>(nm.channel_std.size()) != c))
+        throw std::invalid_argument(policytrain::detail::format(
+            "policytrain::data::PrefetchLoader: normalise has {} channel means and {} channel stds for inputs {}; "
+            "expected one per channel of [N, C, H, W] images (or none: then mean and std apply to every channel)",
+            nm.channel_mean.size(), nm.channel_std.size(), c10::str(x_.sizes())));
+    }
+#ifdef POLICYTRAIN_WITH_CUDA
+    cuda_ = po_.device.is_cuda();
+    ring_ = std::make_unique<detail::BufferRing>(cuda_ && po_.pin_memory);
+#endif
+  }
+
+  // Assembles batch `index` (sample indices idx) into `out`: from the tensors, or from the dataset's samples.
+  void assemble_host(Batch& out, const torch::Tensor& idx, uint64_t seed, int64_t epoch, int64_t index) const {
+    if (!get_) {
+      assemble_into(out, x_, y_, idx, po_, seed, epoch, index);
+      return;
+    }
+    const int64_t n = idx.size(0);
+    const auto idxc = idx.contiguous();
+    const auto* ip = idxc.data_ptr<int64_t>();
+    const auto shape = x_.sizes().slice(1);
+    std::vector<torch::Tensor> xs(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) {
+      auto ex = get_(static_cast<size_t>(ip[j]));
+      if (!ex.data.defined() || ex.data.sizes() != shape || ex.data.scalar_type() != x_.scalar_type() ||
+          !ex.target.defined() || ex.target.numel() != 1)
+        throw std::invalid_argument(policytrain::detail::format(
+            "policytrain::data::PrefetchLoader: sample {} of the dataset has an input {} of {} and a target of {} "
+            "values; expected an input {} of {} (sample 0's) and one target value",
+            ip[j], ex.data.defined() ? c10::str(ex.data.sizes()) : std::string("(undefined)"),
+            ex.data.defined() ? c10::toString(ex.data.scalar_type()) : "-", ex.target.defined() ? ex.target.numel() : 0,
+            c10::str(shape), c10::toString(x_.scalar_type())));
+      xs[static_cast<size_t>(j)] = ex.data.contiguous();
+      out.y[j].copy_(ex.target.reshape({}));
+    }
+    if (po_.augment.enabled || po_.normalize.enabled) {
+      if (x_.dim() != 4 || x_.scalar_type() != torch::kFloat)
+        throw std::invalid_argument(policytrain::detail::format(
+            "policytrain::data::PrefetchLoader: augmentation and normalisation need float image samples [C, H, W], "
+            "got {} of {}; disable them or convert the samples", c10::str(shape), c10::toString(x_.scalar_type())));
+      detail::transform_images(out, [&](int64_t j) { return xs[static_cast<size_t>(j)].data_ptr<float>(); },
+                               x_.size(1), x_.size(2), x_.size(3), po_, seed, epoch, index);
+    } else {
+      const auto bytes = static_cast<size_t>(xs.empty() ? 0 : xs[0].numel() * xs[0].element_size());
+      auto* dst = static_cast<char*>(out.x.data_ptr());
+      for (int64_t j = 0; j < n; ++j)
+        std::memcpy(dst + static_cast<size_t>(j) * bytes, xs[static_cast<size_t>(j)].data_ptr(), bytes);
+    }
+    detail::apply_transform(out, po_, seed, epoch, index);
+  }
+
   bool cuda() const {
 #ifdef POLICYTRAIN_WITH_CUDA
     return cuda_;
@@ -421,7 +621,7 @@ class PrefetchLoader {
   Slot produce(const torch::Tensor& idx, uint64_t seed, int64_t epoch, int64_t i) {
     Slot s;
     Batch host = ring_->acquire(x_, y_, idx.size(0));
-    assemble_into(host, x_, y_, idx, po_, seed, epoch, i);
+    assemble_host(host, idx, seed, epoch, i);
     ++assembled_;
     // On CUDA the consumer copies the batch and converts it to channels-last on the device (take_cuda).
     if (po_.channels_last && host.x.dim() == 4 && !cuda())
@@ -615,6 +815,7 @@ class PrefetchLoader {
   torch::Tensor x_, y_;
   TensorLoader order_;
   PrefetchOptions po_;
+  std::function<torch::data::Example<>(size_t)> get_{};  // a dataset's samples (empty: x_ and y_ hold the data)
   std::unique_ptr<detail::BufferRing> ring_ = std::make_unique<detail::BufferRing>();
   std::mutex m_;
   std::condition_variable cv_work_, cv_ready_;
