@@ -41,6 +41,7 @@
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/context.hpp>
 #include <policytrain/core/hooks.hpp>
+#include <policytrain/core/metric.hpp>
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state.hpp>
@@ -320,8 +321,10 @@ class Trainer {
     const bool was_training = module().is_training();
     module().eval();
     torch::NoGradGuard no_grad;
+    MetricCollection* epoch = epoch_metrics();
     auto run = [&]() -> Metrics {
       MetricsAccumulator acc;
+      if (epoch) epoch->reset();
       int64_t i = 0;
       // A sharded loader pads the end of a rank's shard with repeated samples: they are not counted.
       int64_t keep = -1;
@@ -336,10 +339,31 @@ class Trainer {
         }
         Prediction p = wrap_forward<0>([&] { return task_.validation_step(b); });
         acc.add(p.loss, p.output, b.y, p.metrics);
+        if (epoch) epoch->update(p.output, b.y);
       }
       if constexpr (requires(parallel_type& p, context_type& c) { p.reduce_metrics(c, acc); })
         policy<Category::parallel>().reduce_metrics(ctx_, acc);
-      return acc.result();
+      Metrics m = acc.result();
+      if (epoch) {
+        if constexpr (requires(parallel_type& p, context_type& c, std::vector<MetricState*> s) {
+                        p.reduce_metric_states(c, s);
+                      })
+          policy<Category::parallel>().reduce_metric_states(ctx_, epoch->states());
+        // Every rank computes the epoch's values from the reduced states; one without a batch too.
+        for (const auto& kv : epoch->compute()) {
+          const std::string& name = kv.first;
+          const torch::Tensor& value = kv.second;
+          if (!contains(epoch->scalar_names(), name)) m.tensors[name] = value;
+          else if (value.numel() != 1)
+            throw std::runtime_error(policytrain::detail::format(
+                "policytrain::Trainer: the task's epoch-level metric '{}' computed {} values (shape {}); a scalar "
+                "metric computes one (a metric of several declares `bool scalar() const {{ return false; }}`)",
+                name, value.numel(), c10::str(value.sizes())));
+          else if (name == "accuracy") m.accuracy = value.item<double>();
+          else m.extra[name] = value.item<double>();
+        }
+      }
+      return m;
     };
     Metrics m = wrap_evaluate<0>(run);
     module().train(was_training);
@@ -354,10 +378,33 @@ class Trainer {
     if constexpr (DeclaresMetrics<Task>) {
       for (auto& k : std::vector<std::string>(task_.metric_names()))
         if (k != "loss") n.push_back(std::move(k));
-    } else {
+    } else if constexpr (!DeclaresEpochMetrics<Task>) {
       n.push_back("accuracy");
     }
+    if (MetricCollection* epoch = epoch_metrics())
+      for (auto& k : epoch->names())
+        if (!contains(n, k)) n.push_back(std::move(k));
     return n;
+  }
+
+  /// The names of metric_names() whose values are single numbers: what a monitor may watch and a log has a column
+  /// for (all but the task's non-scalar epoch-level metrics, a confusion matrix).
+  std::vector<std::string> scalar_metric_names() {
+    std::vector<std::string> n;
+    MetricCollection* epoch = epoch_metrics();
+    for (auto& k : metric_names())
+      if (!epoch || contains(epoch->scalar_names(), k) || !contains(epoch->names(), k)) n.push_back(std::move(k));
+    return n;
+  }
+
+  /// The task's epoch-level metrics (its `MetricCollection metrics()`, asked once), or nullptr when it declares none.
+  MetricCollection* epoch_metrics() {
+    if constexpr (DeclaresEpochMetrics<Task>) {
+      if (!epoch_metrics_) epoch_metrics_.emplace(task_.metrics());
+      return &*epoch_metrics_;
+    } else {
+      return nullptr;
+    }
   }
 
  private:
@@ -395,7 +442,7 @@ class Trainer {
   /// Refuses, before anything is trained, a policy whose monitor (its monitored_metric(): checkpoint::Disk's best,
   /// EarlyStopping, schedule::Lr's plateau) names a metric the validation will not report.
   void check_monitors() {
-    const std::vector<std::string> known = metric_names();
+    const std::vector<std::string> known = scalar_metric_names();
     each([&](auto& p) {
       using P = std::remove_cvref_t<decltype(p)>;
       if constexpr (requires { { p.monitored_metric() } -> std::convertible_to<std::string>; }) {
@@ -405,7 +452,8 @@ class Trainer {
             "policytrain::Trainer: {} monitors the metric '{}', which the validation does not report; it reports: "
             "{}{}; monitor one of these",
             policy_name<P>(), metric, joined(known),
-            DeclaresMetrics<Task> ? " (loss and the task's metric_names())"
+            DeclaresMetrics<Task> || DeclaresEpochMetrics<Task>
+                ? " (loss, the task's metric_names() and the scalar ones of its metrics())"
                                   : " (built in; a task that reports its own metrics in Prediction::metrics lists "
                                     "them in `std::vector<std::string> metric_names()`)"));
       }
@@ -418,7 +466,7 @@ class Trainer {
     if (m.samples == 0) return;
     if constexpr (DeclaresMetrics<Task>) {
       for (const auto& k : metric_names())
-        if (!m.has(k))
+        if (!m.has(k) && !m.tensors.count(k))
           throw std::runtime_error("policytrain::Trainer: the task declares the metric '" + k + "' in metric_names(), "
                                    "but its validation reports: " + joined(m.names()) + "; report it in "
                                    "Prediction::metrics (accuracy is built in only for [batch, classes] scores with "
@@ -430,9 +478,11 @@ class Trainer {
                                    "' (Prediction::metrics), which its metric_names() does not list (" +
                                    joined(declared) + "); add it there");
     } else {
-      if (!m.extra.empty())
+      const auto declared = metric_names();
+      for (const auto& [k, v] : m.extra)
+        if (!contains(declared, k))
         throw std::runtime_error("policytrain::Trainer: the task's validation_step reports the metric '" +
-                                 m.extra.begin()->first + "' (Prediction::metrics) but the task declares no "
+                                 k + "' (Prediction::metrics) but the task declares no "
                                  "metric_names(); add `std::vector<std::string> metric_names()` listing every metric "
                                  "it reports, so that a monitor of one is checked when fit begins");
     }
@@ -766,6 +816,7 @@ class Trainer {
   }
 
   Task& task_;
+  std::optional<MetricCollection> epoch_metrics_;  ///< the task's metrics(), once asked (epoch_metrics())
   torch::optim::Optimizer& optimizer_;
   context_type ctx_;
   policies_type policies_;
