@@ -371,6 +371,11 @@ class Trainer {
     return m;
   }
 
+  /// The lr of param group `g` in the latest optimizer step (its current lr before the first).
+  double step_lr(size_t g = 0) {
+    return g < step_lrs_.size() ? step_lrs_[g] : optimizer_.param_groups().at(g).options().get_lr();
+  }
+
   /// The metrics a validation of the task reports: "loss" and the task's metric_names() when it declares them,
   /// else "loss" and "accuracy" (built in for classification outputs).
   std::vector<std::string> metric_names() {
@@ -708,6 +713,10 @@ class Trainer {
   }
 
   void finish_step(bool stepped) {
+    // The lrs this step used, before a schedule's after_step sets the next step's (Context::step_lr).
+    const auto& groups = optimizer_.param_groups();
+    step_lrs_.resize(groups.size());
+    for (size_t g = 0; g < groups.size(); ++g) step_lrs_[g] = groups[g].options().get_lr();
     ++state_.global_step;
     if (!stepped) ++state_.skipped_steps;
     after_step(stepped);
@@ -826,6 +835,7 @@ class Trainer {
   int64_t epoch_batches_ = -1;
   int64_t resume_batches_ = 0;  ///< micro-batches the next epoch skips (set by load_state_dict)
   bool last_micro_step_ = true;
+  std::vector<double> step_lrs_;  ///< each group's lr in the latest optimizer step (Context::step_lr)
 };
 
 /// Deduces the policies from the constructor's arguments: `Trainer trainer(task, opt, Ema{...}, ProgressBar{})`.

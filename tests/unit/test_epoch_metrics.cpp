@@ -8,7 +8,9 @@
 #include <barrier>
 #include <cstdio>
 #include <cstdlib>
+#include <cmath>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,10 +18,12 @@
 #include <nlohmann/json.hpp>
 
 #include <policytrain/checkpoint.hpp>
+#include <policytrain/observe.hpp>
 #include <policytrain/metric/classification.hpp>
 #include <policytrain/metric/regression.hpp>
 #include <policytrain/parallel.hpp>
 
+#include "unit/fixtures.hpp"
 #include "unit/helpers.hpp"
 
 namespace pt = policytrain;
@@ -351,4 +355,92 @@ TEST_CASE("a misspelt epoch-level metric is refused when fit begins, before the 
   CHECK(pt::Monitor::default_mode("rmse") == pt::Mode::min);
   CHECK(pt::Monitor::default_mode("f1_macro") == pt::Mode::max);
   CHECK(pt::Monitor::default_mode("auroc") == pt::Mode::max);
+}
+
+namespace {
+
+/// What each optimizer step really used and produced: the lr in effect when the step runs (read after every other
+/// policy's before_step) and the step's loss.
+struct StepTruth {
+  std::vector<double> lr, loss;
+  template <class Ctx>
+  void before_step(Ctx& ctx) { lr.push_back(ctx.lr()); }
+  template <class Ctx>
+  void after_step(Ctx& ctx, bool) { loss.push_back(ctx.state().loss_value()); }
+};
+
+std::vector<std::vector<std::string>> csv_rows(const fs::path& p) {
+  std::ifstream f(p);
+  std::vector<std::vector<std::string>> rows;
+  for (std::string line; std::getline(f, line);) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
+    if (!line.empty() && line.back() == ',') cells.emplace_back();
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("logs of a regression: its metrics as columns, no val_accuracy; every log's lr is the lr its step used") {
+  auto [x, y] = linear_data(48, {1.f, -2.f, 0.5f}, 31);
+  auto [vx, vy] = linear_data(20, {1.f, -2.f, 0.5f}, 32);
+  pt::data::TensorLoader train(x, y, {.batch_size = 16, .shuffle = false});
+  pt::data::TensorLoader val(vx, vy, {.batch_size = 8, .shuffle = false});
+  LinearRegression task;
+  torch::optim::SGD opt(task.module().parameters(), 0.05);
+  const auto dir = testing::temp_dir("logs-any-task");
+  std::FILE* bar = std::tmpfile();
+  // The schedule oracle: StepLR(step_size 1, gamma 0.9), the lr of step t (0-based) is 0.05 * 0.9^t.
+  pt::Trainer<LinearRegression, pt::schedule::Lr, pt::callbacks::MetricsLog, pt::callbacks::TensorBoard,
+              pt::callbacks::ProgressBar, StepTruth>
+      t(task, opt, pt::schedule::Lr({.kind = pt::schedule::Kind::step, .step_size = 1, .gamma = 0.9}),
+        pt::callbacks::MetricsLog({.dir = dir / "log", .print_summary = false}),
+        pt::callbacks::TensorBoard({.dir = dir / "tb", .every = 1, .hparams = {{"lr", 0.05}}}),
+        pt::callbacks::ProgressBar({.every = 1, .force_tty = 0, .out = bar}));
+  const auto r = t.fit(train, val, {.epochs = 2});
+  const auto& truth = t.get<StepTruth>();
+  REQUIRE(truth.lr.size() == 6);
+  for (size_t s = 0; s < truth.lr.size(); ++s) CHECK(truth.lr[s] == doctest::Approx(0.05 * std::pow(0.9, s)).epsilon(1e-12));
+
+  // steps.csv: column lr.
+  const auto steps = csv_rows(dir / "log" / "steps.csv");
+  REQUIRE(steps.size() == 7);
+  for (size_t s = 0; s < 6; ++s) CHECK(std::stod(steps[s + 1][4]) == doctest::Approx(truth.lr[s]).epsilon(1e-5));
+  // epochs.csv: the declared metrics as columns, no val_accuracy.
+  const auto epochs = csv_rows(dir / "log" / "epochs.csv");
+  REQUIRE(epochs.size() == 3);
+  CHECK(epochs[0] == std::vector<std::string>{"epoch", "train_loss", "val_loss", "val_rmse", "val_r2", "seconds",
+                                              "samples_per_s", "data_wait_fraction"});
+  for (size_t e = 0; e < 2; ++e) {
+    CHECK(std::stod(epochs[e + 1][3]) == doctest::Approx(r.validation[e].get("rmse")).epsilon(1e-5));
+    CHECK(std::stod(epochs[e + 1][4]) == doctest::Approx(r.validation[e].get("r2")).epsilon(1e-5));
+  }
+  // The progress bar: each step's line shows that step's lr; the epoch line the mean of the epoch's step losses.
+  const std::string printed = testing::read_all(bar);
+  std::fclose(bar);
+  std::vector<double> bar_lr, epoch_loss;
+  std::stringstream lines(printed);
+  for (std::string l; std::getline(lines, l);) {
+    if (l.find('[') != std::string::npos) bar_lr.push_back(std::stod(l.substr(l.rfind(" lr ") + 4)));
+    else if (l.rfind("epoch ", 0) == 0) epoch_loss.push_back(std::stod(l.substr(l.find("  loss ") + 7)));
+  }
+  REQUIRE_MESSAGE(bar_lr.size() == 6, printed);
+  for (size_t s = 0; s < 6; ++s) CHECK(bar_lr[s] == doctest::Approx(truth.lr[s]).epsilon(2e-3));  // printed with %.3g
+  REQUIRE_MESSAGE(epoch_loss.size() == 2, printed);
+  for (size_t e = 0; e < 2; ++e)
+    CHECK(epoch_loss[e] == doctest::Approx((truth.loss[3 * e] + truth.loss[3 * e + 1] + truth.loss[3 * e + 2]) / 3).epsilon(1e-3));
+  // TensorBoard, read by TensorBoard itself: train/lr/group0 at step s+1 is step s's lr; HParams lists the metrics.
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t s = 0; s < 6; ++s) rows.push_back({s + 1, truth.lr[s]});
+  nlohmann::json expected{{"scalars", {{"train/lr/group0", rows}}}, {"hparams", {{"lr", 0.05}}},
+                          {"metrics", {"val/loss", "val/rmse", "val/r2"}}};
+  std::ofstream(dir / "expected.json") << expected.dump();
+  const std::string cmd = std::string(POLICYTRAIN_BINARY_DIR) + "/venv-tensorboard/bin/python " + POLICYTRAIN_SOURCE_DIR +
+                          "/tests/integration/check_tensorboard.py " + (dir / "tb").string() + " " +
+                          (dir / "expected.json").string();
+  CHECK_MESSAGE(std::system(cmd.c_str()) == 0, cmd);
+  fs::remove_all(dir);
 }
