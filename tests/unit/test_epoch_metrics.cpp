@@ -384,7 +384,7 @@ std::vector<std::vector<std::string>> csv_rows(const fs::path& p) {
 
 }  // namespace
 
-TEST_CASE("logs of a regression: its metrics as columns, no val_accuracy; every log's lr is the lr its step used") {
+TEST_CASE("logs of a regression: its metrics as columns, no val_accuracy, and every log shows the lr its step used") {
   auto [x, y] = linear_data(48, {1.f, -2.f, 0.5f}, 31);
   auto [vx, vy] = linear_data(20, {1.f, -2.f, 0.5f}, 32);
   pt::data::TensorLoader train(x, y, {.batch_size = 16, .shuffle = false});
