@@ -300,6 +300,20 @@ class Trainer {
       policy<Category::parallel>().reduce_gradient_statistic(ctx_, t, op);
   }
 
+  /// Runs `f()` with the weights the evaluation uses swapped into the module (Context::with_evaluated_weights)
+  /// and returns their name ("model": the live weights).
+  template <class F>
+  std::string with_evaluated_weights(F&& f) {
+    std::string names;
+    nest_evaluated_weights<0>(f, names);
+    return names.empty() ? std::string("model") : names;
+  }
+  /// After evaluated weights were loaded into the module: every on_weights_loaded hook (callbacks::Ema evaluates
+  /// them from now on instead of its old average).
+  void weights_loaded() {
+    each([&](auto& p) { if constexpr (HasOnWeightsLoaded<std::remove_cvref_t<decltype(p)>, context_type>) p.on_weights_loaded(ctx_); });
+  }
+
   /// Trains for `options.epochs` epochs (from the current state's epoch, so a resumed run continues).
   template <class TrainData>
   FitResult fit(TrainData& train, const FitOptions& options = {}) {
@@ -662,6 +676,21 @@ class Trainer {
       if constexpr (HasAroundBackward<std::remove_cvref_t<decltype(p)>, context_type>)
         p.around_backward(ctx_, [&] { wrap_backward<I + 1>(f); });
       else wrap_backward<I + 1>(f);
+    }
+  }
+  template <size_t I, class F>
+  void nest_evaluated_weights(F& f, std::string& names) {
+    if constexpr (I == std::tuple_size_v<policies_type>) {
+      f();
+    } else {
+      auto& p = std::get<I>(policies_);
+      if constexpr (HasAroundEvaluatedWeights<std::remove_cvref_t<decltype(p)>, context_type>) {
+        std::string inner;
+        const std::string name = p.around_evaluated_weights(ctx_, [&] { nest_evaluated_weights<I + 1>(f, inner); });
+        names = name.empty() ? inner : inner.empty() ? name : name + "+" + inner;
+      } else {
+        nest_evaluated_weights<I + 1>(f, names);
+      }
     }
   }
   template <size_t I, class F>

@@ -108,6 +108,13 @@ class Context {
   void replayed() { t_->on_replay(); }
   /// Every policy's graph_refusal(ctx) that is not empty: why the policy, as configured, cannot be captured.
   std::vector<std::string> graph_refusals() { return t_->graph_refusals(); }
+  /// Runs `f()` with the weights the evaluation uses in the module (every around_evaluated_weights hook, the first
+  /// policy outermost) and returns their name: "model" for the live weights, else the swapping policies' names
+  /// joined by '+' ("callbacks::Ema").
+  template <class F>
+  std::string with_evaluated_weights(F&& f) { return t_->with_evaluated_weights(static_cast<F&&>(f)); }
+  /// Tells the policies that evaluated weights were loaded into the module (their on_weights_loaded hooks).
+  void weights_loaded() { t_->weights_loaded(); }
   /// Calls `f(policy)` for every policy and callback of the Trainer, in hook order (Trainer::for_each_policy).
   template <class F>
   void for_each_policy(F&& f) { t_->for_each_policy(static_cast<F&&>(f)); }
