@@ -1,7 +1,7 @@
 """Conan 2 recipe for policytrain, a header-only library.
 
 The package ships the library's own CMake package files (policytrainConfig.cmake), which find LibTorch,
-Boost, fmt, nlohmann_json, ZLIB and OpenSSL with find_dependency and decide POLICYTRAIN_WITH_CUDA from the
+fmt, nlohmann_json, ZLIB and OpenSSL with find_dependency and decide POLICYTRAIN_WITH_CUDA from the
 LibTorch they find. CMakeDeps therefore generates nothing for policytrain ("cmake_find_mode" "none"); the
 consumer's CMakeToolchain puts the package's CMake directory on CMAKE_PREFIX_PATH.
 Tested by scripts/conan-test (a profile that declares the dependencies as provided by the system).
@@ -40,7 +40,6 @@ class PolicytrainConan(ConanFile):
     def requirements(self):
         # Version ranges, so that a profile's [platform_requires] can name the versions a system provides.
         self.requires("libtorch/[>=2.4 <3]")
-        self.requires("boost/[>=1.70]")
         self.requires("fmt/[>=9]")
         self.requires("nlohmann_json/[>=3.9 <4]")
         self.requires("zlib/[>=1.2.11 <2]")

@@ -26,6 +26,6 @@ configure_package_config_file(cmake/policytrainConfig.cmake.in
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/policytrainConfigVersion.cmake
   COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
 install(FILES ${PROJECT_BINARY_DIR}/policytrainConfig.cmake ${PROJECT_BINARY_DIR}/policytrainConfigVersion.cmake
-              ${PROJECT_SOURCE_DIR}/cmake/policytrainTorchCuda.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/policytrainTorchCuda.cmake ${PROJECT_SOURCE_DIR}/cmake/policytrainKineto.cmake
         DESTINATION ${POLICYTRAIN_INSTALL_CMAKEDIR})
 install(FILES LICENSE DESTINATION ${POLICYTRAIN_INSTALL_LICENSEDIR})

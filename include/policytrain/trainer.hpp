@@ -41,6 +41,7 @@
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/context.hpp>
 #include <policytrain/core/hooks.hpp>
+#include <policytrain/core/metric.hpp>
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state.hpp>
@@ -312,6 +313,20 @@ class Trainer {
       policy<Category::parallel>().reduce_gradient_statistic(ctx_, t, op);
   }
 
+  /// Runs `f()` with the weights the evaluation uses swapped into the module (Context::with_evaluated_weights)
+  /// and returns their name ("model": the live weights).
+  template <class F>
+  std::string with_evaluated_weights(F&& f) {
+    std::string names;
+    nest_evaluated_weights<0>(f, names);
+    return names.empty() ? std::string("model") : names;
+  }
+  /// After evaluated weights were loaded into the module: every on_weights_loaded hook (callbacks::Ema evaluates
+  /// them from now on instead of its old average).
+  void weights_loaded() {
+    each([&](auto& p) { if constexpr (HasOnWeightsLoaded<std::remove_cvref_t<decltype(p)>, context_type>) p.on_weights_loaded(ctx_); });
+  }
+
   /// Trains for `options.epochs` epochs (from the current state's epoch, so a resumed run continues).
   template <class TrainData>
   FitResult fit(TrainData& train, const FitOptions& options = {}) {
@@ -334,8 +349,10 @@ class Trainer {
     const bool was_training = module().is_training();
     module().eval();
     torch::NoGradGuard no_grad;
+    MetricCollection* epoch = epoch_metrics();
     auto run = [&]() -> Metrics {
       MetricsAccumulator acc;
+      if (epoch) epoch->reset();
       int64_t i = 0;
       // A sharded loader pads the end of a rank's shard with repeated samples: they are not counted.
       int64_t keep = -1;
@@ -350,15 +367,41 @@ class Trainer {
         }
         Prediction p = wrap_forward<0>([&] { return task_.validation_step(b); });
         acc.add(p.loss, p.output, b.y, p.metrics);
+        if (epoch) epoch->update(p.output, b.y);
       }
       if constexpr (requires(parallel_type& p, context_type& c) { p.reduce_metrics(c, acc); })
         policy<Category::parallel>().reduce_metrics(ctx_, acc);
-      return acc.result();
+      Metrics m = acc.result();
+      if (epoch) {
+        if constexpr (requires(parallel_type& p, context_type& c, std::vector<MetricState*> s) {
+                        p.reduce_metric_states(c, s);
+                      })
+          policy<Category::parallel>().reduce_metric_states(ctx_, epoch->states());
+        // Every rank computes the epoch's values from the reduced states; one without a batch too.
+        for (const auto& kv : epoch->compute()) {
+          const std::string& name = kv.first;
+          const torch::Tensor& value = kv.second;
+          if (!contains(epoch->scalar_names(), name)) m.tensors[name] = value;
+          else if (value.numel() != 1)
+            throw std::runtime_error(policytrain::detail::format(
+                "policytrain::Trainer: the task's epoch-level metric '{}' computed {} values (shape {}); a scalar "
+                "metric computes one (a metric of several declares `bool scalar() const {{ return false; }}`)",
+                name, value.numel(), c10::str(value.sizes())));
+          else if (name == "accuracy") m.accuracy = value.item<double>();
+          else m.extra[name] = value.item<double>();
+        }
+      }
+      return m;
     };
     Metrics m = wrap_evaluate<0>(run);
     module().train(was_training);
     check_reported(m);
     return m;
+  }
+
+  /// The lr of param group `g` in the latest optimizer step (its current lr before the first).
+  double step_lr(size_t g = 0) {
+    return g < step_lrs_.size() ? step_lrs_[g] : optimizer_.param_groups().at(g).options().get_lr();
   }
 
   /// The metrics a validation of the task reports: "loss" and the task's metric_names() when it declares them,
@@ -368,10 +411,33 @@ class Trainer {
     if constexpr (DeclaresMetrics<Task>) {
       for (auto& k : std::vector<std::string>(task_.metric_names()))
         if (k != "loss") n.push_back(std::move(k));
-    } else {
+    } else if constexpr (!DeclaresEpochMetrics<Task>) {
       n.push_back("accuracy");
     }
+    if (MetricCollection* epoch = epoch_metrics())
+      for (auto& k : epoch->names())
+        if (!contains(n, k)) n.push_back(std::move(k));
     return n;
+  }
+
+  /// The names of metric_names() whose values are single numbers: what a monitor may watch and a log has a column
+  /// for (all but the task's non-scalar epoch-level metrics, a confusion matrix).
+  std::vector<std::string> scalar_metric_names() {
+    std::vector<std::string> n;
+    MetricCollection* epoch = epoch_metrics();
+    for (auto& k : metric_names())
+      if (!epoch || contains(epoch->scalar_names(), k) || !contains(epoch->names(), k)) n.push_back(std::move(k));
+    return n;
+  }
+
+  /// The task's epoch-level metrics (its `MetricCollection metrics()`, asked once), or nullptr when it declares none.
+  MetricCollection* epoch_metrics() {
+    if constexpr (DeclaresEpochMetrics<Task>) {
+      if (!epoch_metrics_) epoch_metrics_.emplace(task_.metrics());
+      return &*epoch_metrics_;
+    } else {
+      return nullptr;
+    }
   }
 
  private:
@@ -409,7 +475,7 @@ class Trainer {
   /// Refuses, before anything is trained, a policy whose monitor (its monitored_metric(): checkpoint::Disk's best,
   /// EarlyStopping, schedule::Lr's plateau) names a metric the validation will not report.
   void check_monitors() {
-    const std::vector<std::string> known = metric_names();
+    const std::vector<std::string> known = scalar_metric_names();
     each([&](auto& p) {
       using P = std::remove_cvref_t<decltype(p)>;
       if constexpr (requires { { p.monitored_metric() } -> std::convertible_to<std::string>; }) {
@@ -419,7 +485,8 @@ class Trainer {
             "policytrain::Trainer: {} monitors the metric '{}', which the validation does not report; it reports: "
             "{}{}; monitor one of these",
             policy_name<P>(), metric, joined(known),
-            DeclaresMetrics<Task> ? " (loss and the task's metric_names())"
+            DeclaresMetrics<Task> || DeclaresEpochMetrics<Task>
+                ? " (loss, the task's metric_names() and the scalar ones of its metrics())"
                                   : " (built in; a task that reports its own metrics in Prediction::metrics lists "
                                     "them in `std::vector<std::string> metric_names()`)"));
       }
@@ -432,7 +499,7 @@ class Trainer {
     if (m.samples == 0) return;
     if constexpr (DeclaresMetrics<Task>) {
       for (const auto& k : metric_names())
-        if (!m.has(k))
+        if (!m.has(k) && !m.tensors.count(k))
           throw std::runtime_error("policytrain::Trainer: the task declares the metric '" + k + "' in metric_names(), "
                                    "but its validation reports: " + joined(m.names()) + "; report it in "
                                    "Prediction::metrics (accuracy is built in only for [batch, classes] scores with "
@@ -444,9 +511,11 @@ class Trainer {
                                    "' (Prediction::metrics), which its metric_names() does not list (" +
                                    joined(declared) + "); add it there");
     } else {
-      if (!m.extra.empty())
+      const auto declared = metric_names();
+      for (const auto& [k, v] : m.extra)
+        if (!contains(declared, k))
         throw std::runtime_error("policytrain::Trainer: the task's validation_step reports the metric '" +
-                                 m.extra.begin()->first + "' (Prediction::metrics) but the task declares no "
+                                 k + "' (Prediction::metrics) but the task declares no "
                                  "metric_names(); add `std::vector<std::string> metric_names()` listing every metric "
                                  "it reports, so that a monitor of one is checked when fit begins");
     }
@@ -631,6 +700,21 @@ class Trainer {
     }
   }
   template <size_t I, class F>
+  void nest_evaluated_weights(F& f, std::string& names) {
+    if constexpr (I == std::tuple_size_v<policies_type>) {
+      f();
+    } else {
+      auto& p = std::get<I>(policies_);
+      if constexpr (HasAroundEvaluatedWeights<std::remove_cvref_t<decltype(p)>, context_type>) {
+        std::string inner;
+        const std::string name = p.around_evaluated_weights(ctx_, [&] { nest_evaluated_weights<I + 1>(f, inner); });
+        names = name.empty() ? inner : inner.empty() ? name : name + "+" + inner;
+      } else {
+        nest_evaluated_weights<I + 1>(f, names);
+      }
+    }
+  }
+  template <size_t I, class F>
   Metrics wrap_evaluate(F&& f) {
     if constexpr (I == std::tuple_size_v<policies_type>) {
       return f();
@@ -679,6 +763,10 @@ class Trainer {
   }
 
   void finish_step(bool stepped) {
+    // The lrs this step used, before a schedule's after_step sets the next step's (Context::step_lr).
+    const auto& groups = optimizer_.param_groups();
+    step_lrs_.resize(groups.size());
+    for (size_t g = 0; g < groups.size(); ++g) step_lrs_[g] = groups[g].options().get_lr();
     ++state_.global_step;
     if (!stepped) ++state_.skipped_steps;
     after_step(stepped);
@@ -800,6 +888,7 @@ class Trainer {
   }
 
   Task& task_;
+  std::optional<MetricCollection> epoch_metrics_;  ///< the task's metrics(), once asked (epoch_metrics())
   torch::optim::Optimizer& optimizer_;
   context_type ctx_;
   policies_type policies_;
@@ -810,6 +899,7 @@ class Trainer {
   int64_t resume_batches_ = 0;  ///< micro-batches the next epoch skips (set by load_state_dict)
   bool epoch_cut_ = false;      ///< the current epoch ends early (max_steps) before its last batch
   bool last_micro_step_ = true;
+  std::vector<double> step_lrs_;  ///< each group's lr in the latest optimizer step (Context::step_lr)
 };
 
 /// Deduces the policies from the constructor's arguments: `Trainer trainer(task, opt, Ema{...}, ProgressBar{})`.

@@ -140,8 +140,20 @@ if(STOP_BEFORE_CONSUMER)  # for debugging the packaging steps alone
   return()
 endif()
 set_prefix_path()
-run(${CMAKE_COMMAND} -S "${CMAKE_CURRENT_LIST_DIR}/consumer" -B "${WORK_DIR}/consumer-build" ${common_args}
-    ${consumer_args})
+# The consumer's configure, its log kept: it must not print TorchConfig.cmake's misleading "library kineto not
+# found" (the installed policytrainConfig.cmake includes policytrainKineto.cmake, as the source tree does).
+message(STATUS "run: consumer configure (${MODE})")
+execute_process(COMMAND ${CMAKE_COMMAND} -S "${CMAKE_CURRENT_LIST_DIR}/consumer" -B "${WORK_DIR}/consumer-build"
+                        ${common_args} ${consumer_args}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE configure_log ERROR_VARIABLE configure_log)
+message("${configure_log}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "run.cmake (${MODE}): the consumer's configure failed (${rc})")
+endif()
+if(configure_log MATCHES "library kineto not found")
+  message(FATAL_ERROR "run.cmake (${MODE}): the consumer's configure printed TorchConfig.cmake's kineto warning; "
+                      "policytrain's config should have pointed kineto_LIBRARY at libtorch_cpu (policytrainKineto.cmake)")
+endif()
 if(MODE STREQUAL "find_package")
   # The package found must be the relocated copy (not a registry entry or another installation).
   file(STRINGS "${WORK_DIR}/consumer-build/CMakeCache.txt" found_dir REGEX "^policytrain_DIR:")

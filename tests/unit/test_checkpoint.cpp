@@ -505,7 +505,7 @@ TEST_CASE("top-k best and keep-newest rotation") {
   std::set<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
   // Best two losses: epoch 4 (0.4) and epoch 2 (0.5); newest two periodic files: epochs 4 and 5.
-  CHECK(names == std::set<std::string>{"best.ckpt", "best-e0002.ckpt", "best-e0004.ckpt", "epoch-0004.ckpt",
+  CHECK(names == std::set<std::string>{"best.ckpt", "best.pt", "best-e0002.ckpt", "best-e0004.ckpt", "epoch-0004.ckpt",
                                        "epoch-0005.ckpt", "last.ckpt"});
   CHECK(ck::read_meta(dir / "best.ckpt")["best"]["epoch"] == 3);
   CHECK(t.get<ck::Disk>().best_epoch() == 3);
@@ -857,5 +857,106 @@ TEST_CASE("a weights-only start into a directory holding another run's files set
                                                  "step-00000008.ckpt"});
     CHECK(ck::read_meta(dir / "step-00000008.ckpt")["run_id"] == id_a);
   }
+
+// --- The best model is the model that scored (issue 39) ---
+
+namespace {
+
+/// A linear regression y = x w + b with mean squared error: Python evaluates its exported weights by hand.
+struct LinTask {
+  torch::nn::Linear net{nullptr};
+  explicit LinTask(uint64_t seed) {
+    torch::manual_seed(seed);
+    net = torch::nn::Linear(4, 1);
+  }
+  torch::nn::Module& module() { return *net; }
+  torch::Tensor training_step(const pt::Batch& b) { return torch::mse_loss(net->forward(b.x), b.y); }
+  pt::Prediction validation_step(const pt::Batch& b) {
+    auto out = net->forward(b.x);
+    return {torch::mse_loss(out, b.y), out};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("with EMA the best checkpoint and best.pt hold the weights that scored and load_weights + evaluate reproduces the score") {
+  // Before: best.ckpt held the live weights while the score was the EMA's, no best.pt existed, and load_weights +
+  // evaluate gave the live weights' loss (or, with Ema composed, the final average's): this test failed on all three.
+  const auto dir = testing::temp_dir("best-ema");
+  torch::manual_seed(11);
+  auto x = torch::randn({64, 4});
+  auto y = torch::mm(x, torch::tensor({{1.5f}, {-2.0f}, {0.5f}, {3.0f}})) + 0.3 + 0.1 * torch::randn({64, 1});
+  auto vx = torch::randn({48, 4});
+  auto vy = torch::mm(vx, torch::tensor({{1.5f}, {-2.0f}, {0.5f}, {3.0f}})) + 0.3 + 0.1 * torch::randn({48, 1});
+  pt::data::TensorLoader loader(x, y, {.batch_size = 8});
+  pt::data::TensorLoader val(vx, vy, {.batch_size = 48, .shuffle = false});
+  using EmaTrainer = pt::Trainer<LinTask, ck::Disk, pt::callbacks::Ema>;
+  LinTask task(5);
+  torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  EmaTrainer t(task, opt, ck::Disk({.directory = dir, .best = true, .monitor = {.metric = "loss"}, .log = nullptr}),
+               pt::callbacks::Ema({.decay = 0.8, .tau = 0}));
+  t.fit(loader, val, {.epochs = 4});
+  const double best = t.get<ck::Disk>().best_metric();
+  REQUIRE(std::isfinite(best));
+  CHECK(ck::read_meta(dir / "best.ckpt")["evaluated"] == "callbacks::Ema");
+
+  // The trained weights of best.ckpt are not what scored (else this test could not tell the two apart).
+  LinTask trained(99);
+  ck::load_weights(trained.module(), dir / "best.ckpt", ck::Weights::trained);
+  CHECK(std::abs(torch::mse_loss(trained.net->forward(vx), vy).item<double>() - best) > 1e-4);
+
+  // C++: load the weights that scored into a Trainer with Ema (whose average is another model's) and evaluate.
+  {
+    // [snippet:evaluate-best]
+    LinTask fresh(7);
+    torch::optim::SGD fresh_opt(fresh.module().parameters(), 0.05);
+    pt::Trainer<LinTask, pt::callbacks::Ema> evaluator(fresh, fresh_opt, pt::callbacks::Ema({.decay = 0.8}));
+    // The weights the validation evaluated (the EMA's when best.ckpt was written with callbacks::Ema); the
+    // Trainer's Ema is told, so evaluate() evaluates exactly them.
+    policytrain::checkpoint::load_weights(evaluator, dir / "best.ckpt");
+    const double score = evaluator.evaluate(val).loss;
+    // [/snippet:evaluate-best]
+    CHECK(std::abs(score - best) <= 1e-6);
+  }
+  // The same with the Trainer that trained (its Ema holds the final average, not the best one).
+  ck::load_weights(t, dir / "best.ckpt");
+  CHECK(std::abs(t.evaluate(val).loss - best) <= 1e-6);
+  // A plain module: load_weights loads the evaluated weights by default.
+  LinTask plain(8);
+  ck::load_weights(plain.module(), dir / "best.ckpt");
+  CHECK(std::abs(torch::mse_loss(plain.net->forward(vx), vy).item<double>() - best) <= 1e-6);
+
+  // Python: torch.load(best.pt) and the mean squared error by hand on the same validation data.
+  if (std::system("python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+    MESSAGE("python3 with torch is not installed; the Python half is skipped");
+    fs::remove_all(dir);
+    return;
+  }
+  REQUIRE(fs::exists(dir / "best.pt"));
+  {
+    std::ofstream data(dir / "val.txt");
+    data.precision(9);
+    auto cx = vx.contiguous(), cy = vy.contiguous();
+    for (int64_t i = 0; i < cx.size(0); ++i) {
+      for (int64_t j = 0; j < 4; ++j) data << cx[i][j].item<float>() << ' ';
+      data << cy[i][0].item<float>() << '\n';
+    }
+  }
+  std::ofstream(dir / "eval.py") << R"(import sys, torch
+d = torch.load(sys.argv[1])
+rows = torch.tensor([[float(v) for v in l.split()] for l in open(sys.argv[2])], dtype=torch.float32)
+x, y = rows[:, :4], rows[:, 4:]
+m = torch.nn.Linear(4, 1)
+m.load_state_dict(d)
+with torch.no_grad():
+    print(repr(torch.nn.functional.mse_loss(m(x), y).item()))
+)";
+  const fs::path out = dir / "score.txt";
+  const std::string cmd = "python3 " + (dir / "eval.py").string() + " " + (dir / "best.pt").string() + " " +
+                          (dir / "val.txt").string() + " > " + out.string();
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  double py = 0;
+  std::ifstream(out) >> py;
+  CHECK(std::abs(py - best) <= 1e-6);
   fs::remove_all(dir);
 }

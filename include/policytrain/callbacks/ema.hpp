@@ -11,7 +11,9 @@
 /// Tied parameters (one tensor registered under two names) are averaged and swapped once
 /// (policytrain::unique_named_parameters); ModelEMA, iterating the state_dict, would update a tied tensor twice.
 /// Hooks: on_fit_begin (first copy), after_step (update), around_evaluate (the EMA weights are swapped in for
-/// the evaluation and swapped back, also when it throws). Stateful: the average and the update count go into
+/// the evaluation and swapped back, also when it throws), around_evaluated_weights (the same swap around a
+/// checkpoint policy's record of the weights that scored: best.ckpt's evaluated section, best.pt), on_weights_loaded
+/// (the average becomes a copy of weights loaded as the evaluated ones, so that `evaluate` evaluates them). Stateful: the average and the update count go into
 /// checkpoints. Requires nothing; put it after callbacks::DivergenceRollback so a rolled-back step is not averaged.
 /// Cost: one copy of the parameters and floating-point buffers, four foreach kernels per step; when `enabled` is
 /// false, a branch per hook.
@@ -101,6 +103,30 @@ class Ema {
   Metrics around_evaluate(Ctx& ctx, F&& evaluate) {
     if (!o_.enabled || shadow_.empty()) return evaluate();
     return with_weights(ctx.module(), std::forward<F>(evaluate));
+  }
+
+  /// Runs `fn` with the EMA weights swapped in, for a checkpoint policy recording the evaluated weights; returns
+  /// "callbacks::Ema", or "" (and runs `fn` on the live weights) when there is no average.
+  template <class Ctx, class F>
+  std::string around_evaluated_weights(Ctx& ctx, F&& fn) {
+    if (!o_.enabled || shadow_.empty()) {
+      fn();
+      return "";
+    }
+    with_weights(ctx.module(), std::forward<F>(fn));
+    return std::string(name);
+  }
+
+  /// The module now holds weights loaded as the evaluated ones (checkpoint::load_weights(trainer, file)): the
+  /// average becomes their copy, so that `evaluate` evaluates them (the update count is kept).
+  template <class Ctx>
+  void on_weights_loaded(Ctx& ctx) {
+    if (!o_.enabled) return;
+    pending_.clear();
+    pending_buffers_.clear();
+    shadow_.clear();
+    buffer_shadow_.clear();
+    bind(ctx.module());
   }
 
   /// Runs `fn` with the EMA weights in `m` (the module the average was taken of), then puts the trained

@@ -5,7 +5,8 @@
 /// epoch, step, batch_in_epoch, loss, lr (group 0's, the one the step was taken with), loss_scale (when the precision policy has loss_scale()), grad_norm
 /// (when a GradClip callback clips by norm), samples, samples_per_s, step_s and its phases data_s, forward_s,
 /// backward_s, optimizer_s, and whether the step was taken; epochs.csv and epochs.jsonl, one row per epoch:
-/// train loss (mean over the epoch's logged steps), validation loss and accuracy, seconds, samples/s and the
+/// train loss (mean over the epoch's logged steps), validation loss and one val_NAME column per metric the validation
+/// declares (Context::metric_names: no val_accuracy for a regression), seconds, samples/s and the
 /// fraction of the time spent waiting for data.
 /// At the end of fit it prints a summary (data wait vs compute, and the advice that follows) and keeps it for
 /// summary.json (`summary()`: data_wait_fraction, step_seconds by phase).
@@ -34,6 +35,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -75,6 +77,9 @@ class MetricsLog {
     peak_pending_ = false;
     steps_ = 0;
     samples_ = 0;
+    val_names_.clear();
+    for (auto& k : ctx.metric_names())
+      if (k != "loss") val_names_.push_back(std::move(k));
     if (o_.dir.empty() || !ctx.is_main()) return;
     open_logs(ctx.state().global_step, ctx.state().epoch, ctx.state().batch_in_epoch > 0);
   }
@@ -220,6 +225,7 @@ class MetricsLog {
   int64_t carry_loss_n_ = 0;
   bool epoch_row_written_ = false;
   double step_lr_ = 0;
+  std::vector<std::string> val_names_;  ///< the validation metrics but loss (Context::metric_names): epochs.csv columns
   std::optional<Metrics> val_;
   memory::PeakMemory peak_;
   memory::PeakReading peak_max_;
@@ -256,7 +262,10 @@ POLICYTRAIN_DECL void MetricsLog::open_logs(int64_t step0, int64_t epoch0, bool 
   };
   const std::string steps_header = "epoch,step,batch_in_epoch,loss,lr,loss_scale,grad_norm,samples,samples_per_s,"
                                    "step_s,data_s,forward_s,backward_s,optimizer_s,stepped,peak_rss_mib,peak_cuda_mib";
-  const std::string epochs_header = "epoch,train_loss,val_loss,val_accuracy,seconds,samples_per_s,data_wait_fraction";
+  // One column per metric the validation declares (a regression has no val_accuracy).
+  std::string epochs_header = "epoch,train_loss,val_loss";
+  for (const auto& k : val_names_) epochs_header += ",val_" + k;
+  epochs_header += ",seconds,samples_per_s,data_wait_fraction";
   open_log(steps_csv_, o_.dir / "steps.csv", steps_header, fresh,
            [&](const std::string& l) { auto v = field(l, 1); return v && *v <= step0; });
   // The rows kept of an epoch resumed in its middle carry its training loss so far, read back exactly (JSON
@@ -312,9 +321,11 @@ POLICYTRAIN_DECL void MetricsLog::write_epoch_row(int64_t epoch) {
   const double vl = val_ ? val_->loss : std::numeric_limits<double>::quiet_NaN();
   const bool has_acc = val_ && val_->has_accuracy();
   const double va = has_acc ? val_->accuracy : std::numeric_limits<double>::quiet_NaN();
-  epochs_csv_ << policytrain::detail::format("{},{:.6g},{},{},{:.6g},{:.6g},{:.6g}\n", epoch, train_loss,
-                             val_ ? policytrain::detail::format("{:.6g}", vl) : "", has_acc ? policytrain::detail::format("{:.6g}", va) : "", secs,
-                             rate, wait);
+  std::string vals;
+  for (const auto& k : val_names_)
+    vals += "," + (val_ && val_->has(k) ? policytrain::detail::format("{:.6g}", val_->get(k)) : std::string());
+  epochs_csv_ << policytrain::detail::format("{},{:.6g},{}{},{:.6g},{:.6g},{:.6g}\n", epoch, train_loss,
+                             val_ ? policytrain::detail::format("{:.6g}", vl) : "", vals, secs, rate, wait);
   nlohmann::json j{{"epoch", epoch}, {"train_loss", finite_or_null(train_loss)}, {"seconds", secs},
                    {"samples_per_s", rate}, {"data_wait_fraction", wait}};
   if (val_) {

@@ -10,6 +10,7 @@
 /// step, and one loss read (a device sync) per printed line.
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <string>
 
 #include <fmt/format.h>
@@ -50,10 +51,19 @@ class ProgressBar {
     t0_ = last_draw_ = Clock::now();
     steps0_ = ctx.state().global_step;
     batches_ = ctx.epoch_batches();
+    loss_sum_ = loss_count_ = torch::Tensor();
   }
   template <class Ctx>
   void after_step(Ctx& ctx, bool /*stepped*/) {
     if (!ctx.is_main()) return;
+    // The epoch line's loss is the mean of the steps' losses (the finite ones, as MetricsLog's train_loss), summed
+    // where the loss is, so that no step waits for it.
+    if (const auto& l = ctx.state().last_loss; l.defined()) {
+      const auto finite = l.detach().isfinite();
+      const auto v = torch::where(finite, l.detach().to(torch::kDouble), 0.0);
+      loss_sum_ = loss_sum_.defined() ? loss_sum_ + v : v;
+      loss_count_ = loss_count_.defined() ? loss_count_ + finite : finite.to(torch::kLong);
+    }
     const auto now = Clock::now();
     const int64_t done = ctx.state().batch_in_epoch;
     if (tty_) {
@@ -83,13 +93,19 @@ class ProgressBar {
     const double secs = std::chrono::duration<double>(Clock::now() - t0_).count();
     std::fprintf(o_.out, "epoch %lld/%lld  loss %.4f%s  lr %.3g  %.1fs\n",
                  static_cast<long long>(ctx.state().epoch), static_cast<long long>(ctx.options().epochs - 1),
-                 ctx.state().loss_value(), val_.c_str(), ctx.lr(), secs);
+                 epoch_loss(), val_.c_str(), ctx.step_lr(), secs);
     std::fflush(o_.out);
     val_.clear();
   }
   ///@}
 
  private:
+  /// The mean of the epoch's finite step losses (NaN without one).
+  double epoch_loss() const {
+    if (!loss_count_.defined() || loss_count_.item<int64_t>() == 0) return std::numeric_limits<double>::quiet_NaN();
+    return loss_sum_.item<double>() / static_cast<double>(loss_count_.item<int64_t>());
+  }
+  torch::Tensor loss_sum_, loss_count_;
   using Clock = std::chrono::steady_clock;
 
   template <class Ctx>
@@ -107,7 +123,7 @@ class ProgressBar {
     } else {
       s += policytrain::detail::format("{} {:.1f} it/s ", done, rate);
     }
-    s += policytrain::detail::format("loss {:.4f} lr {:.3g}", ctx.state().loss_value(), ctx.lr());
+    s += policytrain::detail::format("loss {:.4f} lr {:.3g}", ctx.state().loss_value(), ctx.step_lr());
     if constexpr (requires { ctx.template policy<Category::precision>().loss_scale(); }) {
       const double scale = ctx.template policy<Category::precision>().loss_scale();
       if (scale > 0) s += policytrain::detail::format(" scale {:g}", scale);

@@ -104,7 +104,7 @@ class TensorBoard {
                                            "directory is writable", path_.string()));
     if (fresh) write(tb_events::event(now(), 0).bytes(3, "brain.Event:2"));
     if (!o_.settings.empty()) write_text(s0, "settings", o_.settings);
-    if (!o_.hparams.empty()) write_hparams_start(s0);
+    if (!o_.hparams.empty()) write_hparams_start(s0, ctx.metric_names());
     f_.flush();
   }
   /// Starts the epoch's phase timing.
@@ -134,7 +134,7 @@ class TensorBoard {
       auto add = [&](const std::string& tag, double v) { summary.msg(1, scalar(tag, v)); };
       add("train/loss", ctx.state().loss_value());
       const auto& groups = ctx.optimizer().param_groups();
-      for (size_t g = 0; g < groups.size(); ++g) add(policytrain::detail::format("train/lr/group{}", g), ctx.lr(g));
+      for (size_t g = 0; g < groups.size(); ++g) add(policytrain::detail::format("train/lr/group{}", g), ctx.step_lr(g));
       if constexpr (requires { ctx.template policy<Category::precision>().loss_scale(); }) {
         const double s = ctx.template policy<Category::precision>().loss_scale();
         if (s > 0) add("train/loss_scale", s);
@@ -300,7 +300,7 @@ class TensorBoard {
     d.varint(1, 0).msg(field, m);
     return d.str();
   }
-  void write_hparams_start(int64_t step) {
+  void write_hparams_start(int64_t step, const std::vector<std::string>& metrics) {
     tb_events::Message experiment, start;
     for (const auto& [k, v] : o_.hparams.items()) {
       // google.protobuf.Value { double number_value = 2; string string_value = 3; bool bool_value = 4; }
@@ -315,9 +315,9 @@ class TensorBoard {
       experiment.msg(4, info);           // Experiment { repeated HParamInfo hparam_infos = 4; ... }
     }
     start.f64(5, now());  // SessionStartInfo { double start_time_secs = 5; }
-    for (const char* metric : {"val/loss", "val/accuracy"}) {
+    for (const auto& metric : metrics) {  // the validation's metrics, as on_validation_end tags them
       tb_events::Message mname, minfo;
-      mname.bytes(2, metric);  // MetricName { string group = 1; string tag = 2; }
+      mname.bytes(2, "val/" + metric);  // MetricName { string group = 1; string tag = 2; }
       minfo.msg(1, mname);     // MetricInfo { MetricName name = 1; }
       experiment.msg(5, minfo);  // repeated MetricInfo metric_infos = 5
     }

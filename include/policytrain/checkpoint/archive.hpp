@@ -395,17 +395,20 @@ POLICYTRAIN_DECL void set_rng_state_cpu(const torch::Tensor& s)
 
 }  // namespace detail
 
-/// The payload of a checkpoint: model, optimizer, `state` (Trainer::state_dict()) and RNG states.
+/// The payload of a checkpoint: model, optimizer, `state` (Trainer::state_dict()) and RNG states; and, when not
+/// empty, `evaluated`: the weights the evaluation used (a callback such as EMA swaps its own in), by the module's
+/// names, in the section "evaluated".
 POLICYTRAIN_DECL std::string make_payload(const torch::nn::Module& module, const torch::optim::Optimizer& optimizer,
-                                const StateDict& state, const SaveOptions& o = {})
+                                const StateDict& state, const SaveOptions& o = {},
+                                const std::vector<std::pair<std::string, torch::Tensor>>& evaluated = {})
 #if POLICYTRAIN_DEFINE
 {
   using detail::OutputArchive;
   OutputArchive a;
   a.write("format", c10::IValue(static_cast<int64_t>(kFormatVersion)));
-  detail::write_named(a, "model", detail::named_tensors(module), [&](const torch::Tensor& t) {
-    return o.half_weights && t.is_floating_point() ? t.to(torch::kHalf) : t;
-  });
+  auto weights = [&](const torch::Tensor& t) { return o.half_weights && t.is_floating_point() ? t.to(torch::kHalf) : t; };
+  detail::write_named(a, "model", detail::named_tensors(module), weights);
+  if (!evaluated.empty()) detail::write_named(a, "evaluated", evaluated, weights);
   OutputArchive opt(a.compilation_unit());
   optimizer.save(opt);
   if (o.half_optimizer) {
@@ -531,13 +534,15 @@ struct Loaded {
 
 namespace detail {
 /// The model section of a payload, checked against `module` (the same names, shapes and dtypes; fp16 where the
-/// file says its weights are half), in the live module's order. Throws CheckpointError.
+/// file says its weights are half), in the live module's order. `section`: "model" (the trained weights) or
+/// "evaluated" (the weights the evaluation used, when other than the trained ones). Throws CheckpointError.
 POLICYTRAIN_DECL std::vector<torch::Tensor> read_model(InputArchive& a, const std::filesystem::path& file,
-                                             const torch::nn::Module& module, bool half_w)
+                                             const torch::nn::Module& module, bool half_w,
+                                             const std::string& section = "model")
 #if POLICYTRAIN_DEFINE
 {
   std::vector<torch::Tensor> model;
-  auto saved = read_named(a, "model", file);
+  auto saved = read_named(a, section, file);
   std::map<std::string, torch::Tensor> by_name(saved.begin(), saved.end());
   auto live = named_tensors(module);
   for (const auto& [name, t] : live) {
@@ -647,10 +652,20 @@ POLICYTRAIN_DECL Loaded read_payload(const RawFile& raw, const std::filesystem::
 ;
 #endif
 
+/// Which weights of a checkpoint load_weights loads.
+enum class Weights {
+  evaluated,  ///< those the validation evaluated (the metadata's "evaluated": EMA's average with callbacks::Ema)
+  trained,    ///< the trained (live) weights the run continues from
+};
+
 /// Loads only the model's weights (parameters and buffers) of checkpoint `file` into `module`: names, shapes and
-/// dtypes must match; the optimizer, the counters and the policies' state are not read. Validates everything
-/// before copying anything. Returns the file's metadata; throws CheckpointError naming the file and the problem.
-POLICYTRAIN_DECL nlohmann::json load_weights(torch::nn::Module& module, const std::filesystem::path& file)
+/// dtypes must match; the optimizer, the counters and the policies' state are not read. By default the weights
+/// the validation evaluated: a file whose metadata records "evaluated" other than "model" (best.ckpt written
+/// with callbacks::Ema: "callbacks::Ema") holds them in its "evaluated" section; `Weights::trained` loads the
+/// trained ones. Validates everything before copying anything. Returns the file's metadata; throws
+/// CheckpointError naming the file and the problem.
+POLICYTRAIN_DECL nlohmann::json load_weights(torch::nn::Module& module, const std::filesystem::path& file,
+                                             Weights which = Weights::evaluated)
 #if POLICYTRAIN_DEFINE
 {
   const RawFile raw = read_file(file);
@@ -661,13 +676,18 @@ POLICYTRAIN_DECL nlohmann::json load_weights(torch::nn::Module& module, const st
   } catch (const std::exception& e) {
     detail::fail(file, policytrain::detail::format("the payload is not a readable LibTorch archive: {}", e.what()));
   }
+  const std::string evaluated = meta_string(file, raw.meta, "evaluated", "model");
+  const bool other = which == Weights::evaluated && evaluated != "model";
   std::vector<torch::Tensor> model;
   try {
-    model = detail::read_model(a, file, module, meta_bool(file, raw.meta, "half_weights", false));
+    model = detail::read_model(a, file, module, meta_bool(file, raw.meta, "half_weights", false), other ? "evaluated" : "model");
   } catch (const CheckpointError&) {
     throw;
   } catch (const std::exception& e) {
-    detail::fail(file, policytrain::detail::format("the payload is malformed: {}", e.what()));
+    detail::fail(file, policytrain::detail::format("the payload is malformed{}: {}",
+                                                   other ? policytrain::detail::format(" (its metadata says the {} weights were evaluated; "
+                                                                                       "their section cannot be read)", evaluated)
+                                                         : std::string(), e.what()));
   }
   torch::NoGradGuard g;
   auto live = detail::named_tensors(module);
@@ -677,5 +697,16 @@ POLICYTRAIN_DECL nlohmann::json load_weights(torch::nn::Module& module, const st
 #else
 ;
 #endif
+
+/// Loads the weights of `file` that the validation evaluated into `trainer`'s module (see load_weights above) and
+/// tells its policies (their on_weights_loaded hooks: callbacks::Ema's average becomes a copy of them), so that
+/// `trainer.evaluate(data)` evaluates exactly these weights. Returns the file's metadata.
+template <class TrainerT>
+  requires requires(TrainerT& t) { t.module(); t.weights_loaded(); }
+nlohmann::json load_weights(TrainerT& trainer, const std::filesystem::path& file) {
+  auto meta = load_weights(trainer.module(), file, Weights::evaluated);
+  trainer.weights_loaded();
+  return meta;
+}
 
 }  // namespace policytrain::checkpoint

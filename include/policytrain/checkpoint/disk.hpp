@@ -10,7 +10,12 @@
 /// atomic writes: checkpoint/format.hpp; what is validated before loading: checkpoint/archive.hpp.
 ///
 /// Files: last.ckpt (every epoch end, and every `every_seconds`), best.ckpt (+ `best-e<epoch>.ckpt` with top_k > 1),
-/// `epoch-<n>.ckpt` (every_epochs), `step-<n>.ckpt` (every_steps), final.pt (export at fit end).
+/// `epoch-<n>.ckpt` (every_epochs), `step-<n>.ckpt` (every_steps), final.pt (export at fit end), best.pt (export of
+/// the weights that scored, with best.ckpt).
+/// The best model is the model that scored: with a callback that evaluates other weights (callbacks::Ema), a best
+/// file's metadata says which ("evaluated": "callbacks::Ema"; "model" without one) and its payload holds them (the
+/// "evaluated" section) beside the trained weights the run resumes from; best.pt holds them; load_weights loads
+/// them by default.
 /// Hooks: on_fit_begin (resume), on_step_end (step and wall-clock saves), on_validation_end (best),
 /// on_epoch_end (last, best, epoch saves), on_fit_end (export). Files are written by the main rank only.
 /// An epoch-end checkpoint resumes at the start of the next epoch; a step checkpoint resumes mid-epoch (the
@@ -376,6 +381,7 @@ class Disk {
     Existing existing = Existing::rotate;  ///< a fresh or weights-only start into a directory holding another run's files
     bool weights_only = false;        ///< resume: load the model's weights only (any run's file), start a new run
     bool export_final = true;         ///< write final.pt (torch.load-able weights) at fit end
+    bool export_best = true;          ///< with best: write best.pt (torch.load-able) of the weights that scored, beside best.ckpt
     bool verbose = false;             ///< a line per file written
     std::FILE* log = stderr;          ///< where messages go (nullptr: nowhere)
   };
@@ -582,9 +588,23 @@ class Disk {
     const int64_t batch = epoch_end ? 0 : s.batch_in_epoch;
     st["trainer/epoch"] = scalar_tensor(epoch);
     st["trainer/batch_in_epoch"] = scalar_tensor(batch);
-    std::string payload = make_payload(ctx.module(), ctx.optimizer(), st, o_.save);
+    // A best file records the weights that scored: the validation's (callbacks::Ema swaps its average in), in
+    // the payload's "evaluated" section when they are not the trained ones, and exported as best.pt.
+    std::string evaluated;
+    std::vector<std::pair<std::string, torch::Tensor>> evaluated_weights;
+    const bool best = std::any_of(files.begin(), files.end(), [](const auto& f) { return f.second == "best"; });
+    if (best) {
+      const bool export_best = o_.export_best && std::any_of(files.begin(), files.end(), [](const auto& f) { return f.first == "best.ckpt"; });
+      evaluated = ctx.with_evaluated_weights([&] {
+        if (export_best) export_weights(ctx.module(), o_.directory / "best.pt");
+        torch::NoGradGuard g;
+        for (const auto& [k, v] : detail::named_tensors(ctx.module())) evaluated_weights.emplace_back(k, v.detach().clone());
+      });
+      if (evaluated == "model") evaluated_weights.clear();  // the model section holds them
+    }
+    std::string payload = make_payload(ctx.module(), ctx.optimizer(), st, o_.save, evaluated_weights);
     write_checkpoint(files, epoch, batch, s, std::move(payload), fingerprint_.is_null() ? fingerprint(ctx) : nlohmann::json(),
-                     std::move(after), t0);
+                     std::move(after), t0, evaluated);
   }
 
  private:
@@ -609,7 +629,7 @@ class Disk {
   /// save's work past the payload: the metadata, then the files (or the asynchronous writer's job).
   void write_checkpoint(const std::vector<std::pair<std::string, std::string>>& files, int64_t epoch, int64_t batch,
                         const TrainState& s, std::string payload, nlohmann::json fresh_fingerprint,
-                        std::function<void()> after, Clock::time_point t0);
+                        std::function<void()> after, Clock::time_point t0, const std::string& evaluated);
 
   void write_files(const std::vector<std::pair<std::string, std::string>>& files, nlohmann::json& meta,
                    const std::string& payload, int64_t epoch, int64_t step, std::atomic<int64_t>* written) const;
@@ -737,7 +757,7 @@ POLICYTRAIN_DECL bool Disk::same_fingerprint(const std::filesystem::path& file, 
 
 POLICYTRAIN_DECL void Disk::load_one(const Access& a, const std::filesystem::path& file, const nlohmann::json& meta) {
   if (o_.weights_only) {
-    load_weights(a.module, file);
+    load_weights(a.module, file, Weights::trained);
     resumed_from_ = file;
     say("policytrain::checkpoint: loaded the weights of {} (step {}); a new run starts at step 0", file.string(),
         meta_int(file, meta, "global_step", 0));
@@ -828,7 +848,7 @@ POLICYTRAIN_DECL void Disk::set_aside_other_runs() {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(o_.directory, ec)) {
     const auto n = e.path().filename().string();
-    if (!e.is_regular_file() || n.front() == '.' || (e.path().extension() != ".ckpt" && n != "final.pt")) continue;
+    if (!e.is_regular_file() || n.front() == '.' || (e.path().extension() != ".ckpt" && n != "final.pt" && n != "best.pt")) continue;
     files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
@@ -925,7 +945,7 @@ POLICYTRAIN_DECL void Disk::prepare_directory() {
 POLICYTRAIN_DECL void Disk::write_checkpoint(const std::vector<std::pair<std::string, std::string>>& files, int64_t epoch,
                                              int64_t batch, const TrainState& s, std::string payload,
                                              nlohmann::json fresh_fingerprint, std::function<void()> after,
-                                             Clock::time_point t0) {
+                                             Clock::time_point t0, const std::string& evaluated) {
   nlohmann::json meta{{"library", "policytrain"},
                       {"library_version", kLibraryVersion},
                       {"torch_version", policytrain::detail::torch_version()},
@@ -944,6 +964,7 @@ POLICYTRAIN_DECL void Disk::write_checkpoint(const std::vector<std::pair<std::st
   if (o_.best) meta["best"] = {{"metric", o_.monitor.metric}, {"mode", to_string(o_.monitor.effective_mode())},
                                {"value", std::isfinite(best_metric_) ? nlohmann::json(best_metric_) : nlohmann::json()},
                                {"epoch", best_epoch_}};
+  if (!evaluated.empty()) meta["evaluated"] = evaluated;  // "model", or the policy whose weights were evaluated
   if (!o_.settings.empty()) meta["settings"] = nlohmann::json::parse(o_.settings);
   if (run_id_.empty()) run_id_ = detail::new_run_id();  // a save outside fit
   meta["run_id"] = run_id_;

@@ -7,7 +7,10 @@
 /// `torch.load` (weights_only=True, the default since PyTorch 2.6) refuses as an unknown global.
 /// Written atomically (checkpoint/format.hpp). Cost: one copy of the weights on the CPU while writing.
 #include <filesystem>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <policytrain/detail/config.hpp>
 #if POLICYTRAIN_DEFINE  // only the definitions use them
@@ -24,12 +27,13 @@
 
 namespace policytrain::checkpoint {
 
-/// Writes every named parameter and buffer of `m` (fp16 floating-point tensors when `half`) to `file`.
-POLICYTRAIN_DECL void export_weights(const torch::nn::Module& m, const std::filesystem::path& file, bool half = false)
+/// Writes `tensors` (name, tensor; fp16 floating-point tensors when `half`) to `file` as a `dict[str, Tensor]`.
+POLICYTRAIN_DECL void export_weights(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                                     const std::filesystem::path& file, bool half = false)
 #if POLICYTRAIN_DEFINE
 {
   c10::Dict<std::string, torch::Tensor> d;
-  for (const auto& [k, v] : detail::named_tensors(m)) {
+  for (const auto& [k, v] : tensors) {
     auto t = v.detach().to(torch::kCPU).contiguous();
     d.insert(k, half && t.is_floating_point() ? t.to(torch::kHalf) : t);
   }
@@ -47,6 +51,16 @@ POLICYTRAIN_DECL void export_weights(const torch::nn::Module& m, const std::file
   torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
   writer.writeEndOfFile();
   write_atomic(file, {bytes});
+}
+#else
+;
+#endif
+
+/// Writes every named parameter and buffer of `m` (fp16 floating-point tensors when `half`) to `file`.
+POLICYTRAIN_DECL void export_weights(const torch::nn::Module& m, const std::filesystem::path& file, bool half = false)
+#if POLICYTRAIN_DEFINE
+{
+  export_weights(detail::named_tensors(m), file, half);
 }
 #else
 ;

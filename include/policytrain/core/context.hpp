@@ -112,11 +112,24 @@ class Context {
   void replayed() { t_->on_replay(); }
   /// Every policy's graph_refusal(ctx) that is not empty: why the policy, as configured, cannot be captured.
   std::vector<std::string> graph_refusals() { return t_->graph_refusals(); }
+  /// Runs `f()` with the weights the evaluation uses in the module (every around_evaluated_weights hook, the first
+  /// policy outermost) and returns their name: "model" for the live weights, else the swapping policies' names
+  /// joined by '+' ("callbacks::Ema").
+  template <class F>
+  std::string with_evaluated_weights(F&& f) { return t_->with_evaluated_weights(static_cast<F&&>(f)); }
+  /// Tells the policies that evaluated weights were loaded into the module (their on_weights_loaded hooks).
+  void weights_loaded() { t_->weights_loaded(); }
   /// Calls `f(policy)` for every policy and callback of the Trainer, in hook order (Trainer::for_each_policy).
   template <class F>
   void for_each_policy(F&& f) { t_->for_each_policy(static_cast<F&&>(f)); }
   /// The learning rate of param group `g`.
   double lr(size_t g = 0) { return optimizer().param_groups().at(g).options().get_lr(); }
+  /// The learning rate param group `g` had in the latest optimizer step (lr() before the first): what a log of that
+  /// step shows, since a schedule's after_step has set the next step's lr by the time another after_step runs.
+  double step_lr(size_t g = 0) { return t_->step_lr(g); }
+  /// The names of the validation's single-number metrics, "loss" first (Trainer::scalar_metric_names): what a
+  /// monitor may watch and what a log has a column for.
+  std::vector<std::string> metric_names() { return t_->scalar_metric_names(); }
   /// The device of the module's parameters (batches are moved there).
   torch::Device device() const { return t_->device(); }
   /// The Trainer's counters and every stateful policy's state (Trainer::state_dict), for checkpoint policies.

@@ -18,6 +18,8 @@
 /// | `on_step_end(ctx)` | each optimizer step, after every after_step and zero_grad (the state is whole: checkpoints) | void |
 /// | `around_evaluate(ctx, fn)` | each evaluation | `fn()`'s result (Metrics) |
 /// | `on_validation_end(ctx, metrics)` | after each validation | void or bool (true = stop) |
+/// | `around_evaluated_weights(ctx, fn)` | a checkpoint of evaluated weights (best.ckpt, best.pt): `fn()` with the weights this policy evaluates swapped in | std::string (their name; empty: the live weights) |
+/// | `on_weights_loaded(ctx)` | after evaluated weights were loaded into the module (checkpoint::load_weights(trainer, file)) | void |
 /// | `state_dict()`, `load_state_dict(d)` | checkpoint save and load | StateDict / void |
 /// | `before_save(ctx)`, `after_save(ctx)` | on every rank around a checkpoint's serialisation of the optimizer (Context::before_save) | void |
 /// | `before_checkpoint(ctx, epoch_end)` | before a checkpoint policy writes a checkpoint (Context::before_checkpoint; logs flush) | void |
@@ -124,6 +126,13 @@ inline constexpr bool graph_safe_v = [] {
   if constexpr (requires { bool{P::graph_safe}; }) return P::graph_safe;
   else return !InCapturedStep<P, C>;
 }();
+/// A policy that evaluates other weights than the live ones (callbacks::Ema): runs `fn` with them swapped into the
+/// module, and returns their name ("" when it evaluates the live weights, e.g. switched off). A checkpoint policy
+/// calls it (Context::with_evaluated_weights) to record and export the weights that scored.
+template <class P, class C> concept HasAroundEvaluatedWeights = requires(P& p, C& c, detail::VoidThunk f) { { p.around_evaluated_weights(c, f) } -> std::convertible_to<std::string>; };
+/// Called once evaluated weights were loaded into the module: a policy that evaluates other weights evaluates
+/// the module's weights from now on (callbacks::Ema: its average becomes a copy of them).
+template <class P, class C> concept HasOnWeightsLoaded = requires(P& p, C& c) { p.on_weights_loaded(c); };
 template <class P, class C> concept HasOnValidationEnd = requires(P& p, C& c, const Metrics& m) { p.on_validation_end(c, m); };
 
 namespace detail {

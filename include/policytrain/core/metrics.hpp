@@ -132,7 +132,10 @@ struct Metrics {
   /// Samples evaluated.
   int64_t samples = 0;
   std::vector<std::vector<int64_t>> confusion;  ///< [true][predicted] (empty unless the output is classification)
-  std::map<std::string, double> extra;          ///< the task's own metrics (Prediction::metrics), but "accuracy"
+  std::map<std::string, double> extra;          ///< the task's own metrics (Prediction::metrics and the scalar
+                                                ///< epoch-level ones of its metrics()), but "accuracy"
+  /// The task's epoch-level metrics whose value is not one number (metric::ConfusionMatrix), by name.
+  std::map<std::string, torch::Tensor> tensors;
 
   /// Whether this evaluation has an accuracy (built-in for classification outputs, or the task's own).
   bool has_accuracy() const { return !std::isnan(accuracy); }

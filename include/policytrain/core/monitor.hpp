@@ -38,12 +38,18 @@ struct Monitor {
   double min_delta = 0;         ///< an improvement must beat the best by more than this
 
   /// The direction that suits a metric: max for a score (accuracy, acc, top-k accuracy, f1, precision, recall, auc,
-  /// r2, iou, map, dice and names ending in one of them after '_' or '/', as "val_accuracy" or "macro/f1"), min for
+  /// auroc, r2, iou, map, dice and names ending in one of them after '_' or '/', as "val_accuracy" or "macro/f1",
+  /// then perhaps an average, as "f1_macro" or "precision/weighted"), min for
   /// everything else (loss, error, perplexity, mse, mae, ...).
   static Mode default_mode(const std::string& metric) {
-    static constexpr std::string_view scores[] = {"accuracy", "acc", "f1", "precision", "recall", "auc", "r2",
-                                                  "iou", "map", "dice", "top1", "top5"};
+    static constexpr std::string_view scores[] = {"accuracy", "acc", "f1", "precision", "recall", "auc", "auroc",
+                                                  "r2", "iou", "map", "dice", "top1", "top5"};
     std::string_view m = metric;
+    // An average's name after the score ("f1_macro", "precision/weighted") leaves the score's direction.
+    for (std::string_view avg : {"micro", "macro", "weighted"})
+      if (m.size() > avg.size() + 1 && m.substr(m.size() - avg.size()) == avg &&
+          (m[m.size() - avg.size() - 1] == '_' || m[m.size() - avg.size() - 1] == '/'))
+        m = m.substr(0, m.size() - avg.size() - 1);
     if (const auto cut = m.find_last_of("_/"); cut != std::string_view::npos) m = m.substr(cut + 1);
     for (auto s : scores)
       if (m == s) return Mode::max;

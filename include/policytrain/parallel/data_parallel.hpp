@@ -74,6 +74,7 @@
 #include <torch/utils.h>
 
 #include <policytrain/core/category.hpp>
+#include <policytrain/core/metric.hpp>
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state_dict.hpp>
@@ -840,6 +841,17 @@ class DataParallel {
     }
     if (k > 0) sums.confusion = packed.slice(0, 2 + 2 * ne).round().to(torch::kLong).view({k, k});
     acc.set_sums(std::move(sums));
+  }
+
+  /// Reduces the states of the task's epoch-level metrics (MetricState::reduce: sum, max, min, or concatenation in
+  /// rank order) over the ranks, with policytrain::reduce_metric_states. Every rank declares the same metrics.
+  template <class Ctx>
+  void reduce_metric_states(Ctx&, const std::vector<MetricState*>& states) {
+    if (!active()) return;
+    policytrain::reduce_metric_states(states, s_->pg->getRank(), s_->pg->getSize(), [&](torch::Tensor& t, Reduce op) {
+      all_reduce(t, op == Reduce::max ? c10d::ReduceOp::MAX : op == Reduce::min ? c10d::ReduceOp::MIN : c10d::ReduceOp::SUM,
+                 "reduction of the task's epoch-level metrics");
+    });
   }
 
  protected:

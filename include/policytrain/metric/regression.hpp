@@ -1,0 +1,115 @@
+#pragma once
+/// \file
+/// Regression metrics over an epoch, as torchmetrics computes them: metric::MeanSquaredError (and its root,
+/// metric::RootMeanSquaredError), metric::MeanAbsoluteError, metric::R2Score. Each takes predictions and targets of
+/// one number per sample (a [batch, 1] output against [batch] targets is flattened), keeps double sums on the CPU,
+/// reduced over ranks by summing. Declared in a task's `metrics()` (core/metric.hpp, docs/metrics.md).
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/types.h>
+
+#include <policytrain/core/metric.hpp>
+
+namespace policytrain::metric {
+
+namespace detail {
+/// The prediction and target as flat CPU doubles; a std::invalid_argument naming `who` when they differ in size.
+inline std::pair<torch::Tensor, torch::Tensor> flat_pair(const std::string& who, const torch::Tensor& prediction,
+                                                         const torch::Tensor& target) {
+  if (prediction.numel() != target.numel())
+    throw std::invalid_argument("policytrain::metric::" + who + ": the prediction has " +
+                                std::to_string(prediction.numel()) + " values " + c10::str(prediction.sizes()) +
+                                " and the target " + std::to_string(target.numel()) + " " + c10::str(target.sizes()) +
+                                "; a regression metric takes one prediction per target value");
+  return {prediction.detach().to(torch::kCPU, torch::kDouble).reshape({-1}),
+          target.detach().to(torch::kCPU, torch::kDouble).reshape({-1})};
+}
+inline torch::Tensor zero() { return torch::zeros({}, torch::kDouble); }
+}  // namespace detail
+
+/// Mean squared error over every sample (torchmetrics.MeanSquaredError); with `squared = false` its root.
+class MeanSquaredError {
+ public:
+  explicit MeanSquaredError(std::string name = "mse", bool squared = true) : name_(std::move(name)), squared_(squared) {}
+  std::string name() const { return name_; }
+  void update(const torch::Tensor& prediction, const torch::Tensor& target) {
+    auto [p, t] = detail::flat_pair(squared_ ? "MeanSquaredError" : "RootMeanSquaredError", prediction, target);
+    sse_.value = sse_.value + (p - t).square().sum();
+    total_.value = total_.value + static_cast<double>(t.numel());
+  }
+  torch::Tensor compute() const {
+    auto mse = sse_.value / total_.value;
+    return squared_ ? mse : mse.sqrt();
+  }
+  void reset() { sse_.value = detail::zero(), total_.value = detail::zero(); }
+  std::vector<MetricState*> states() { return {&sse_, &total_}; }
+
+ private:
+  std::string name_;
+  bool squared_;
+  MetricState sse_{"sum_squared_error", detail::zero(), Reduce::sum};
+  MetricState total_{"total", detail::zero(), Reduce::sum};
+};
+
+/// The root of the mean squared error over every sample (torchmetrics.MeanSquaredError(squared=False)): not the
+/// mean of the batches' roots.
+class RootMeanSquaredError : public MeanSquaredError {
+ public:
+  explicit RootMeanSquaredError(std::string name = "rmse") : MeanSquaredError(std::move(name), false) {}
+};
+
+/// Mean absolute error over every sample (torchmetrics.MeanAbsoluteError).
+class MeanAbsoluteError {
+ public:
+  explicit MeanAbsoluteError(std::string name = "mae") : name_(std::move(name)) {}
+  std::string name() const { return name_; }
+  void update(const torch::Tensor& prediction, const torch::Tensor& target) {
+    auto [p, t] = detail::flat_pair("MeanAbsoluteError", prediction, target);
+    sae_.value = sae_.value + (p - t).abs().sum();
+    total_.value = total_.value + static_cast<double>(t.numel());
+  }
+  torch::Tensor compute() const { return sae_.value / total_.value; }
+  void reset() { sae_.value = detail::zero(), total_.value = detail::zero(); }
+  std::vector<MetricState*> states() { return {&sae_, &total_}; }
+
+ private:
+  std::string name_;
+  MetricState sae_{"sum_abs_error", detail::zero(), Reduce::sum};
+  MetricState total_{"total", detail::zero(), Reduce::sum};
+};
+
+/// Coefficient of determination over every sample (torchmetrics.R2Score): 1 - residual sum of squares / total sum
+/// of squares about the targets' mean, from four sums, so exact over batches and ranks (the mean of the targets is
+/// the epoch's, not a batch's).
+class R2Score {
+ public:
+  explicit R2Score(std::string name = "r2") : name_(std::move(name)) {}
+  std::string name() const { return name_; }
+  void update(const torch::Tensor& prediction, const torch::Tensor& target) {
+    auto [p, t] = detail::flat_pair("R2Score", prediction, target);
+    sum_sq_.value = sum_sq_.value + t.square().sum();
+    sum_.value = sum_.value + t.sum();
+    residual_.value = residual_.value + (t - p).square().sum();
+    total_.value = total_.value + static_cast<double>(t.numel());
+  }
+  torch::Tensor compute() const {
+    const auto mean = sum_.value / total_.value;
+    const auto tss = sum_sq_.value - sum_.value * mean;
+    return 1 - residual_.value / tss;
+  }
+  void reset() { sum_sq_.value = detail::zero(), sum_.value = detail::zero(), residual_.value = detail::zero(), total_.value = detail::zero(); }
+  std::vector<MetricState*> states() { return {&sum_sq_, &sum_, &residual_, &total_}; }
+
+ private:
+  std::string name_;
+  MetricState sum_sq_{"sum_squared_target", detail::zero(), Reduce::sum};
+  MetricState sum_{"sum_target", detail::zero(), Reduce::sum};
+  MetricState residual_{"residual", detail::zero(), Reduce::sum};
+  MetricState total_{"total", detail::zero(), Reduce::sum};
+};
+
+}  // namespace policytrain::metric
