@@ -7,8 +7,10 @@
 # kineto_LIBRARY is pointed at the libtorch_cpu that holds Kineto, so the misleading warning is not printed
 # (libtorch_cpu is linked anyway). A kineto_LIBRARY that names a file is kept.
 if(NOT kineto_LIBRARY)  # unset, or NOTFOUND from an earlier configure
+  # The environment's CMAKE_PREFIX_PATH is a platform path list ("a:b"), which PATHS would take as one path.
+  file(TO_CMAKE_PATH "$ENV{CMAKE_PREFIX_PATH}" policytrain_env_prefix_path)
   find_file(policytrain_torch_config TorchConfig.cmake
-            HINTS "${Torch_DIR}" "$ENV{Torch_DIR}" PATHS ${CMAKE_PREFIX_PATH} $ENV{CMAKE_PREFIX_PATH}
+            HINTS "${Torch_DIR}" "$ENV{Torch_DIR}" PATHS ${CMAKE_PREFIX_PATH} ${policytrain_env_prefix_path}
             PATH_SUFFIXES Torch share/cmake/Torch NO_DEFAULT_PATH NO_CACHE)
   if(policytrain_torch_config)
     get_filename_component(policytrain_torch_lib "${policytrain_torch_config}/../../../../lib" ABSOLUTE)
