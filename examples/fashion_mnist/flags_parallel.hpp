@@ -50,14 +50,6 @@ struct ParallelFlags {
         ->check(CLI::IsMember({0, 1, 2}));
   }
 
-  /// In the launching process (--nproc > 1, no RANK yet): runs the ranks and returns the exit code.
-  std::optional<int> maybe_launch(int argc, char** argv) const {
-    if (nproc <= 1 || std::getenv("RANK")) return std::nullopt;
-    policytrain::parallel::LaunchOptions o{.nproc = nproc};
-    o.args.assign(argv, argv + argc);
-    return policytrain::parallel::launch_local(o);
-  }
-
   policytrain::parallel::DataParallel make() const { return policytrain::parallel::DataParallel(options()); }
 
   /// With --zero 1 or 2: the same, with the optimizer state (and at 2 the gradients) sharded.

@@ -857,6 +857,8 @@ TEST_CASE("a weights-only start into a directory holding another run's files set
                                                  "step-00000008.ckpt"});
     CHECK(ck::read_meta(dir / "step-00000008.ckpt")["run_id"] == id_a);
   }
+  fs::remove_all(dir);
+}
 
 // --- The best model is the model that scored (issue 39) ---
 

@@ -640,3 +640,24 @@ TEST_CASE("WORLD_SIZE without RANK: the message names the library's launcher, no
   CHECK(msg.find("parallel::launch_local (LaunchOptions::nproc = 3)") != std::string::npos);
   CHECK(msg.find("--") == std::string::npos);
 }
+
+TEST_CASE("launch_ranks: a rank (RANK set) or nproc = 1 trains in this process, nproc < 1 is refused by name") {
+  // The launching branch (nproc > 1, no RANK) is example.fashion_mnist.nproc2's: --nproc 2 goes through it.
+  const char* old_rank = std::getenv("RANK");
+  const std::string saved_rank = old_rank ? old_rank : "";
+  char arg0[] = "prog";
+  char* argv[] = {arg0, nullptr};
+  ::setenv("RANK", "1", 1);
+  CHECK_FALSE(pt::parallel::launch_ranks(4, 1, argv).has_value());  // a rank: never launches again
+  ::unsetenv("RANK");
+  CHECK_FALSE(pt::parallel::launch_ranks(1, 1, argv).has_value());
+  std::string msg;
+  try {
+    (void)pt::parallel::launch_ranks(0, 1, argv);
+  } catch (const std::invalid_argument& e) {
+    msg = e.what();
+  }
+  if (old_rank) ::setenv("RANK", saved_rank.c_str(), 1);
+  CAPTURE(msg);
+  CHECK(msg.find("policytrain::parallel::launch_ranks: nproc = 0") != std::string::npos);
+}

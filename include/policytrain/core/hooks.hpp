@@ -148,7 +148,8 @@ namespace detail {
   X(on_fit_begin) X(on_fit_end) X(on_epoch_begin) X(on_epoch_end) X(around_forward) X(transform_loss)              \
   X(around_backward) X(should_step) X(before_step) X(step) X(after_step) X(on_step_end) X(around_evaluate)          \
   X(on_validation_end) X(flush_checks) X(run_step) X(prepare_capture) X(on_replay) X(graph_refusal) X(state_dict)  \
-  X(load_state_dict) X(around_step) X(before_save) X(after_save) X(before_checkpoint)
+  X(load_state_dict) X(around_step) X(before_save) X(after_save) X(before_checkpoint)                             \
+  X(around_evaluated_weights) X(on_weights_loaded)
 
 /// Names a policy author may write for a hook (one edit away, or another library's name for it) and the hook they
 /// mean. The list is fixed: C++ cannot enumerate a class's members, so a name not listed is not caught
@@ -215,6 +216,9 @@ namespace detail {
 #define POLICYTRAIN_DETAIL_SIG_before_save "template <class Ctx> void before_save(Ctx& ctx)"
 #define POLICYTRAIN_DETAIL_SIG_after_save "template <class Ctx> void after_save(Ctx& ctx)"
 #define POLICYTRAIN_DETAIL_SIG_before_checkpoint "template <class Ctx> void before_checkpoint(Ctx& ctx, bool epoch_end)"
+#define POLICYTRAIN_DETAIL_SIG_around_evaluated_weights \
+  "template <class Ctx, class F> std::string around_evaluated_weights(Ctx& ctx, F&& fn)"
+#define POLICYTRAIN_DETAIL_SIG_on_weights_loaded "template <class Ctx> void on_weights_loaded(Ctx& ctx)"
 
 #define POLICYTRAIN_DETAIL_MEMBER(name) int name;
 #define POLICYTRAIN_DETAIL_NEAR_MEMBER(near, hook) int near;
@@ -324,6 +328,8 @@ struct HookCheck {
   POLICYTRAIN_DETAIL_VOID_CHECK(after_save, "after_save(ctx)", (HasAfterSave<P, C>), p.after_save(c))
   POLICYTRAIN_DETAIL_VOID_CHECK(before_checkpoint, "before_checkpoint(ctx, epoch_end)", (HasBeforeCheckpoint<P, C>),
                                 p.before_checkpoint(c, true))
+  POLICYTRAIN_DETAIL_VOID_CHECK(on_weights_loaded, "on_weights_loaded(ctx)", (HasOnWeightsLoaded<P, C>),
+                                p.on_weights_loaded(c))
 #undef POLICYTRAIN_DETAIL_VOID_CHECK
   // A member named like a hook (a plain function, a member template or an overload set) that the Trainer cannot
   // call with its arguments would never run: refused, naming the hook and the signature it needs.
@@ -357,6 +363,9 @@ struct HookCheck {
   POLICYTRAIN_DETAIL_CALLABLE_CHECK(before_save, "before_save(ctx)", (HasBeforeSave<P, C>))
   POLICYTRAIN_DETAIL_CALLABLE_CHECK(after_save, "after_save(ctx)", (HasAfterSave<P, C>))
   POLICYTRAIN_DETAIL_CALLABLE_CHECK(before_checkpoint, "before_checkpoint(ctx, epoch_end)", (HasBeforeCheckpoint<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(around_evaluated_weights, "around_evaluated_weights(ctx, fn) returning std::string",
+                                    (HasAroundEvaluatedWeights<P, C>))
+  POLICYTRAIN_DETAIL_CALLABLE_CHECK(on_weights_loaded, "on_weights_loaded(ctx)", (HasOnWeightsLoaded<P, C>))
 #undef POLICYTRAIN_DETAIL_CALLABLE_CHECK
   // A member one edit (or one library's naming) away from a hook's name: the Trainer calls no such hook.
 #define POLICYTRAIN_DETAIL_NEAR_CHECK(near, hook)                                                                  \
@@ -405,6 +414,9 @@ struct HookCheck {
   POLICYTRAIN_DETAIL_LIST_CHECK(before_save, "before_save(ctx)", (HasBeforeSave<P, C>))
   POLICYTRAIN_DETAIL_LIST_CHECK(after_save, "after_save(ctx)", (HasAfterSave<P, C>))
   POLICYTRAIN_DETAIL_LIST_CHECK(before_checkpoint, "before_checkpoint(ctx, epoch_end)", (HasBeforeCheckpoint<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(around_evaluated_weights, "around_evaluated_weights(ctx, fn)",
+                                (HasAroundEvaluatedWeights<P, C>))
+  POLICYTRAIN_DETAIL_LIST_CHECK(on_weights_loaded, "on_weights_loaded(ctx)", (HasOnWeightsLoaded<P, C>))
 #undef POLICYTRAIN_DETAIL_LIST_CHECK
   static_assert(!Stateful<P> || requires { std::string_view{P::name}; },
                 "policytrain::Trainer: a stateful policy (one with state_dict/load_state_dict) must declare "
@@ -433,6 +445,8 @@ struct GraphSafeCheck {
 #undef POLICYTRAIN_DETAIL_SIG_before_save
 #undef POLICYTRAIN_DETAIL_SIG_after_save
 #undef POLICYTRAIN_DETAIL_SIG_before_checkpoint
+#undef POLICYTRAIN_DETAIL_SIG_around_evaluated_weights
+#undef POLICYTRAIN_DETAIL_SIG_on_weights_loaded
 #undef POLICYTRAIN_DETAIL_SIG_on_fit_begin
 #undef POLICYTRAIN_DETAIL_SIG_on_fit_end
 #undef POLICYTRAIN_DETAIL_SIG_on_epoch_begin

@@ -614,7 +614,10 @@ class DataParallel {
   template <class Ctx>
   void on_epoch_begin(Ctx& ctx) {
     if (!verified_) {
-      if (active()) sync_parameters(ctx.module());
+      if (active()) {
+        sync_parameters(ctx.module());
+        apply_loaded_buckets();
+      }
       verify_start(ctx);
       restore_rank_rng(ctx.device());
     }
@@ -635,6 +638,8 @@ class DataParallel {
     table[rank()].copy_(flat);
     all_reduce(table, c10d::ReduceOp::SUM, "gather of the ranks' random generator states (checkpoint)");
     rank_rng_ = table;
+    // Saved like rank_rng_ (from the first checkpoint on): the order a resume builds its Reducer with.
+    if (auto order = rebuilt_bucket_order(); order.defined()) bucket_order_ = order;
   }
 
   /// A fit that had no epoch left to run still takes part in the start check (the other ranks may have).
@@ -767,6 +772,7 @@ class DataParallel {
       d["rank_rng"] = rank_rng_;
       d["rank_rng_cpu_bytes"] = scalar_tensor(rng_cpu_bytes_);
     }
+    if (bucket_order_.defined()) d["bucket_order"] = bucket_order_;
     return d;
   }
   /// Restores what state_dict() saved (the world size of the run that wrote the checkpoint, the ranks' generator
@@ -775,6 +781,7 @@ class DataParallel {
     saved_world_size_ = state_int(d, "world_size");
     loaded_rng_ = d.count("rank_rng") ? d.at("rank_rng") : torch::Tensor();
     loaded_rng_cpu_bytes_ = d.count("rank_rng_cpu_bytes") ? state_int(d, "rank_rng_cpu_bytes") : 0;
+    loaded_buckets_ = d.count("bucket_order") ? d.at("bucket_order") : torch::Tensor();
   }
 
   /// Buffer broadcasts so far (broadcast_buffers).
@@ -968,9 +975,62 @@ class DataParallel {
     return true;
   }
 
+  /// The Reducer's bucket order once it has rebuilt its buckets after the first backward ([2, n]: each parameter's
+  /// index and its bucket, in the order the buckets hold them), for checkpoints (before_save, state_dict);
+  /// undefined before the rebuild.
+  /// Why: on 3 or more ranks Gloo's ring all-reduce adds a bucket element's terms in an order that depends on the
+  /// element's place in the bucket, so a resumed run whose first step used the initial buckets (one bucket in
+  /// parameter order) would differ from the uninterrupted one in the last bits. A resume builds its Reducer with
+  /// the saved order (apply_loaded_buckets), and the rebuild after its first backward gives that order again.
+  torch::Tensor rebuilt_bucket_order() const {
+    if (!s_ || !s_->reducer || s_->reducer->should_rebuild_buckets()) return {};
+    if (o_.find_unused_parameters && !o_.static_graph) return {};  // never rebuilt: the initial order stands
+    std::unordered_map<const c10::TensorImpl*, int64_t> index;
+    for (size_t i = 0; i < s_->params.size(); ++i) index[s_->params[i].unsafeGetTensorImpl()] = static_cast<int64_t>(i);
+    std::vector<int64_t> param, bucket;
+    int64_t b = 0;
+    for (const auto& gb : s_->reducer->get_grad_buckets(/*return_zero_tensors=*/true)) {
+      for (const auto& p : gb.getParameters()) {
+        auto it = index.find(p.unsafeGetTensorImpl());
+        if (it == index.end()) return {};
+        param.push_back(it->second);
+        bucket.push_back(b);
+      }
+      ++b;
+    }
+    if (param.size() != s_->params.size()) return {};
+    return torch::stack({torch::tensor(param, torch::kLong), torch::tensor(bucket, torch::kLong)});
+  }
+
+  /// At a resume's first epoch: rebuilds the Reducer with the bucket order the checkpoint saved, when it is a
+  /// complete order of this run's parameters (same world size and parameters; otherwise the initial order, as a
+  /// fresh start, since a run on another world size is not bit-identical to the saved one anyway).
+  void apply_loaded_buckets() {
+    torch::Tensor order = std::exchange(loaded_buckets_, torch::Tensor());
+    if (!order.defined() || !use_reducer_ || !s_->reducer || saved_world_size_ != world_size()) return;
+    const auto n = static_cast<int64_t>(s_->params.size());
+    if (order.dim() != 2 || order.size(0) != 2 || order.size(1) != n) return;
+    auto param = order[0].contiguous(), bucket = order[1].contiguous();
+    const int64_t* pi = param.data_ptr<int64_t>();
+    const int64_t* bi = bucket.data_ptr<int64_t>();
+    std::vector<bool> seen(static_cast<size_t>(n), false);
+    std::vector<std::vector<size_t>> indices;
+    for (int64_t k = 0; k < n; ++k) {
+      if (pi[k] < 0 || pi[k] >= n || seen[static_cast<size_t>(pi[k])] || bi[k] < 0) return;
+      seen[static_cast<size_t>(pi[k])] = true;
+      if (bi[k] >= static_cast<int64_t>(indices.size())) indices.resize(static_cast<size_t>(bi[k]) + 1);
+      indices[static_cast<size_t>(bi[k])].push_back(static_cast<size_t>(pi[k]));
+    }
+    for (const auto& b : indices)
+      if (b.empty()) return;
+    for (auto& p : s_->params) torch::autograd::impl::set_post_acc_grad_hooks(p, nullptr);
+    s_->reducer.reset();  // removes the Reducer's hooks; build_reducer sets both again, with the saved order
+    build_reducer(std::move(indices));
+  }
+
   /// DDP's _ddp_init_helper: the first bucket assignment (one bucket of everything unless
   /// find_unused_parameters without a static graph), the Reducer, its communication hook, static graph.
-  void build_reducer() {
+  void build_reducer(std::optional<std::vector<std::vector<size_t>>> given = std::nullopt) {
     auto& s = *s_;
     const auto mib = [](double mb) { return static_cast<int64_t>(mb * 1024 * 1024); };
     const int64_t cap = mib(o_.bucket_mb);
@@ -982,6 +1042,7 @@ class DataParallel {
     const std::vector<bool>& sparse = s.sparse;  // each sparse gradient in a bucket of its own, as DDP's
     auto [indices, per_bucket] = c10d::compute_bucket_assignment_by_size(s.params, limits, sparse);
     std::reverse(indices.begin(), indices.end());  // as DDP: roughly the order backward produces gradients
+    if (given) indices = std::move(*given);        // a resumed run's saved order (apply_loaded_buckets)
     std::unordered_map<size_t, std::string> names;
     for (size_t i = 0; i < s.names.size(); ++i) names[i] = s.names[i];
     s.guarded("construction of c10d::Reducer", [&] {
@@ -1099,6 +1160,8 @@ class DataParallel {
   torch::Tensor rank_rng_;         ///< [world size, bytes]: every rank's generator states at the last checkpoint
   int64_t rng_cpu_bytes_ = 0;      ///< of which the CPU generator's
   torch::Tensor loaded_rng_;       ///< rank_rng_ of the checkpoint loaded, until on_epoch_begin applies it
+  torch::Tensor loaded_buckets_;   ///< bucket_order of the checkpoint loaded, until on_epoch_begin applies it
+  torch::Tensor bucket_order_;     ///< the Reducer's rebuilt bucket order at the latest checkpoint (before_save)
   int64_t loaded_rng_cpu_bytes_ = 0;  ///< of which the CPU generator's
   int64_t buffer_broadcasts_ = 0;  ///< broadcasts of rank 0's buffers so far
 };

@@ -8,7 +8,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -158,6 +160,21 @@ inline int launch_local(const LaunchOptions& o) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return result;
+}
+
+/// The launch step of a program that trains on `nproc` ranks when asked (`--nproc N`): in the process the user
+/// started (nproc > 1 and no RANK in the environment) starts `nproc` ranks of this program with the same arguments
+/// (launch_local) and returns their exit code, which the program returns; in a rank (RANK set by launch_local,
+/// torchrun or another launcher), or with nproc <= 1, returns nullopt: the caller trains. So one program runs
+/// alone, under torchrun and as its own launcher unchanged.
+inline std::optional<int> launch_ranks(int nproc, int argc, char** argv) {
+  if (nproc < 1)
+    throw std::invalid_argument(policytrain::detail::format(
+        "policytrain::parallel::launch_ranks: nproc = {}; expected 1 (train in this process) or more", nproc));
+  if (nproc == 1 || std::getenv("RANK")) return std::nullopt;
+  LaunchOptions o{.nproc = nproc};
+  o.args.assign(argv, argv + argc);
+  return launch_local(o);
 }
 
 }  // namespace policytrain::parallel
