@@ -801,7 +801,7 @@ TEST_CASE_TEMPLATE("resumed with channels-last switched on, the optimizer state 
 
 // --- A weights-only start into another run's directory (issue 37, point 7) ---
 
-TEST_CASE("a weights-only start into a directory holding another run's files sets them aside; rotation counts only "
+TEST_CASE("a weights-only start into a directory holding another run's files sets them aside, rotation counts only "
           "this run's files") {
   const auto dir = testing::temp_dir("weights-only-dir");
   const auto [id_a, steps_a] = disk_run(dir, 3);  // run A: step files 2, 4, 6, 8 and last.ckpt (step 9)

@@ -185,7 +185,7 @@ TEST_CASE("Augmentation: a flip is torch::flip of the input, a crop a shifted wi
   }
 }
 
-TEST_CASE("PrefetchLoader normalises per channel: (x[c] - mean[c]) / std[c]; the single-value form still applies to all") {
+TEST_CASE("PrefetchLoader normalises per channel: (x[c] - mean[c]) / std[c], the single-value form still applies to all") {
   auto [x, y] = images(40, 3, 5, 4);
   const pd::LoaderOptions lo{.batch_size = 8, .shuffle = true, .seed = 3};
   pd::TensorLoader ref(x, y, lo);

@@ -36,9 +36,9 @@ enum class Reduce {
 /// One state tensor of a metric: its name (in errors), its value, and how it reduces over ranks. Every rank's
 /// value of a state has the same dtype and, but for a `cat` state's dim 0, the same shape.
 struct MetricState {
-  std::string name;
-  torch::Tensor value;
-  Reduce reduce = Reduce::sum;
+  std::string name;             ///< the state's name, in error messages
+  torch::Tensor value;          ///< its value
+  Reduce reduce = Reduce::sum;  ///< how it combines over ranks
 };
 
 /// The metric contract (one line of semantics per member):
@@ -67,7 +67,9 @@ class MetricCollection {
   MetricCollection(Ms... metrics) {  // NOLINT(google-explicit-constructor): `return {metric::R2Score{}, ...};`
     (add(std::move(metrics)), ...);
   }
+  /// Moves the metrics of another collection.
   MetricCollection(MetricCollection&&) noexcept = default;
+  /// Moves the metrics of another collection into this one.
   MetricCollection& operator=(MetricCollection&&) noexcept = default;
 
   /// Adds a metric; throws std::invalid_argument when its name is empty, "loss", or already taken.

@@ -34,8 +34,9 @@ class ImageError : public std::runtime_error {
 
 /// Decoded pixels: height x width x 3 bytes, RGB, row-major.
 struct RgbImage {
-  int64_t height = 0, width = 0;
-  std::vector<uint8_t> pixels;
+  /// Rows of pixels.
+  int64_t height = 0, width = 0;  ///< columns of pixels (width)
+  std::vector<uint8_t> pixels;    ///< height x width x 3 bytes, RGB, row-major
 };
 
 /// Images above this many pixels are refused (a header may claim any size).

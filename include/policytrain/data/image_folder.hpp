@@ -1,8 +1,9 @@
 #pragma once
 /// \file
 /// data::ImageFolder: a LibTorch dataset of image files laid out as torchvision's ImageFolder reads them,
-/// `root/<class>/**/<file>`, decoded (PNG, JPEG: data/image_decode.hpp) when a sample is asked for, so that a
-/// DataLoader's worker threads (data::from_torch) decode in parallel. Opt-in: link policytrain::images.
+/// `root/CLASS/FILE` (FILE at any depth below the class's directory), decoded (PNG, JPEG: data/image_decode.hpp)
+/// when a sample is asked for, so that a DataLoader's worker threads (data::from_torch) decode in parallel. Opt-in:
+/// link policytrain::images.
 /// - Classes: the names of root's sub-directories, sorted (byte order, as Python sorts str); a class's index is its
 ///   place in that order, as in torchvision's `find_classes`.
 /// - Samples: per class in that order, the files under its directory (followed recursively) whose names end in

@@ -40,6 +40,7 @@ struct ClassOptions {
 /// multiclass stat scores), the state every multi-class metric but the confusion matrix shares.
 class StatScores {
  public:
+  /// Counts for `o`; `who` names the metric in errors. Throws std::invalid_argument on bad options.
   StatScores(ClassOptions o, std::string who) : o_(std::move(o)), who_(std::move(who)) {
     if (o_.num_classes < 2)
       throw std::invalid_argument("policytrain::metric::" + who_ + ": num_classes is " + std::to_string(o_.num_classes) +
@@ -49,6 +50,7 @@ class StatScores {
                                   "; expected 1 to num_classes (" + std::to_string(o_.num_classes) + ")");
     reset();
   }
+  /// Adds a batch: [batch, classes] scores or [batch] labels against [batch] class indices.
   void update(const torch::Tensor& prediction, const torch::Tensor& target) {
     const int64_t k = o_.num_classes;
     auto t = labels(who_, target, k, "target");
@@ -72,12 +74,15 @@ class StatScores {
     fp_.value = fp_.value + (hit & ~truth).sum(0).to(torch::kDouble);
     fn_.value = fn_.value + (~hit & truth).sum(0).to(torch::kDouble);
   }
+  /// Zeroes the counts.
   void reset() {
     tp_.value = torch::zeros({o_.num_classes}, torch::kDouble);
     fp_.value = torch::zeros({o_.num_classes}, torch::kDouble);
     fn_.value = torch::zeros({o_.num_classes}, torch::kDouble);
   }
+  /// The true positive, false positive and false negative states, in that order.
   std::vector<MetricState*> states() { return {&tp_, &fp_, &fn_}; }
+  /// The options it was made with.
   const ClassOptions& options() const { return o_; }
 
   /// `num / den` per class (zero where den is zero), averaged as the options say; `micro_num`/`micro_den` are the
@@ -98,8 +103,11 @@ class StatScores {
     }
     return safe_divide((w * score).sum(), w.sum());
   }
+  /// True positives per class.
   const torch::Tensor& tp() const { return tp_.value; }
+  /// False positives per class.
   const torch::Tensor& fp() const { return fp_.value; }
+  /// False negatives per class.
   const torch::Tensor& fn() const { return fn_.value; }
 
   /// `t` as [batch] class indices in [0, k); a std::invalid_argument naming `who` and `what` otherwise.
@@ -116,6 +124,7 @@ class StatScores {
                                   "; expected 0 to " + std::to_string(k - 1) + " (num_classes " + std::to_string(k) + ")");
     return l;
   }
+  /// `num / den` elementwise, zero where den is zero.
   static torch::Tensor safe_divide(const torch::Tensor& num, const torch::Tensor& den) {
     return torch::where(den == 0, torch::zeros_like(num), num / torch::where(den == 0, torch::ones_like(den), den));
   }
@@ -134,14 +143,20 @@ class StatScores {
 /// `{.average = Average::micro}`.
 class Accuracy {
  public:
+  /// An accuracy with options `o`; throws std::invalid_argument on bad options.
   explicit Accuracy(ClassOptions o) : s_(std::move(o), "Accuracy") {}
+  /// The name it is declared, printed, logged and monitored under.
   std::string name() const {
     const auto& o = s_.options();
     return !o.name.empty() ? o.name : o.top_k == 1 ? "accuracy" : "top" + std::to_string(o.top_k) + "_accuracy";
   }
+  /// Adds a batch to the states.
   void update(const torch::Tensor& prediction, const torch::Tensor& target) { s_.update(prediction, target); }
+  /// The accuracy over every batch since reset().
   torch::Tensor compute() const { return s_.reduce(s_.tp(), s_.tp() + s_.fn(), s_.tp(), s_.tp() + s_.fn()); }
+  /// Clears the states: no batch.
   void reset() { s_.reset(); }
+  /// Every state, in a fixed order, for the reduction over ranks.
   std::vector<MetricState*> states() { return s_.states(); }
 
  private:
@@ -152,11 +167,17 @@ class Accuracy {
 /// predicted).
 class Precision {
  public:
+  /// A precision with options `o`; throws std::invalid_argument on bad options.
   explicit Precision(ClassOptions o) : s_(std::move(o), "Precision") {}
+  /// The name it is declared, printed, logged and monitored under.
   std::string name() const { return s_.options().name.empty() ? "precision" : s_.options().name; }
+  /// Adds a batch to the states.
   void update(const torch::Tensor& prediction, const torch::Tensor& target) { s_.update(prediction, target); }
+  /// The precision over every batch since reset().
   torch::Tensor compute() const { return s_.reduce(s_.tp(), s_.tp() + s_.fp(), s_.tp(), s_.tp() + s_.fp()); }
+  /// Clears the states: no batch.
   void reset() { s_.reset(); }
+  /// Every state, in a fixed order, for the reduction over ranks.
   std::vector<MetricState*> states() { return s_.states(); }
 
  private:
@@ -166,11 +187,17 @@ class Precision {
 /// Recall, tp / (tp + fn), per class and averaged (torchmetrics' MulticlassRecall).
 class Recall {
  public:
+  /// A recall with options `o`; throws std::invalid_argument on bad options.
   explicit Recall(ClassOptions o) : s_(std::move(o), "Recall") {}
+  /// The name it is declared, printed, logged and monitored under.
   std::string name() const { return s_.options().name.empty() ? "recall" : s_.options().name; }
+  /// Adds a batch to the states.
   void update(const torch::Tensor& prediction, const torch::Tensor& target) { s_.update(prediction, target); }
+  /// The recall over every batch since reset().
   torch::Tensor compute() const { return s_.reduce(s_.tp(), s_.tp() + s_.fn(), s_.tp(), s_.tp() + s_.fn()); }
+  /// Clears the states: no batch.
   void reset() { s_.reset(); }
+  /// Every state, in a fixed order, for the reduction over ranks.
   std::vector<MetricState*> states() { return s_.states(); }
 
  private:
@@ -180,15 +207,21 @@ class Recall {
 /// F1 score, 2 tp / (2 tp + fp + fn), per class and averaged (torchmetrics' MulticlassF1Score).
 class F1Score {
  public:
+  /// An F1 score with options `o`; throws std::invalid_argument on bad options.
   explicit F1Score(ClassOptions o) : s_(std::move(o), "F1Score") {}
+  /// The name it is declared, printed, logged and monitored under.
   std::string name() const { return s_.options().name.empty() ? "f1" : s_.options().name; }
+  /// Adds a batch to the states.
   void update(const torch::Tensor& prediction, const torch::Tensor& target) { s_.update(prediction, target); }
+  /// The F1 score over every batch since reset().
   torch::Tensor compute() const {
     const auto num = 2 * s_.tp();
     const auto den = 2 * s_.tp() + s_.fp() + s_.fn();
     return s_.reduce(num, den, num, den, /*top1_absence=*/true);
   }
+  /// Clears the states: no batch.
   void reset() { s_.reset(); }
+  /// Every state, in a fixed order, for the reduction over ranks.
   std::vector<MetricState*> states() { return s_.states(); }
 
  private:
@@ -199,6 +232,7 @@ class F1Score {
 /// not a scalar, so in Metrics::tensors, neither monitored nor a log column.
 class ConfusionMatrix {
  public:
+  /// A num_classes x num_classes matrix named `name`; throws std::invalid_argument when num_classes < 2.
   explicit ConfusionMatrix(int64_t num_classes, std::string name = "confusion_matrix")
       : k_(num_classes), name_(std::move(name)) {
     if (k_ < 2)
@@ -206,8 +240,11 @@ class ConfusionMatrix {
                                   "; expected the number of classes (at least 2)");
     reset();
   }
+  /// The name it is declared, printed, logged and monitored under.
   std::string name() const { return name_; }
+  /// False: the value is a matrix, not one number.
   bool scalar() const { return false; }
+  /// Adds a batch to the states.
   void update(const torch::Tensor& prediction, const torch::Tensor& target) {
     auto t = StatScores::labels("ConfusionMatrix", target, k_, "target");
     torch::Tensor p;
@@ -220,8 +257,11 @@ class ConfusionMatrix {
                                   " predictions for " + std::to_string(t.size(0)) + " targets");
     counts_.value = counts_.value + torch::bincount(t * k_ + p, {}, k_ * k_).view({k_, k_}).to(torch::kLong);
   }
+  /// The [true class][predicted class] counts over every batch since reset().
   torch::Tensor compute() const { return counts_.value.clone(); }
+  /// Clears the states: no batch.
   void reset() { counts_.value = torch::zeros({k_, k_}, torch::kLong); }
+  /// Every state, in a fixed order, for the reduction over ranks.
   std::vector<MetricState*> states() { return {&counts_}; }
 
  private:
@@ -236,8 +276,11 @@ class ConfusionMatrix {
 /// prediction (a `cat` state). With no positive or no negative target it is 0, as torchmetrics' (which warns).
 class BinaryAUROC {
  public:
+  /// An AUROC named `name`.
   explicit BinaryAUROC(std::string name = "auroc") : name_(std::move(name)) { reset(); }
+  /// The name it is declared, printed, logged and monitored under.
   std::string name() const { return name_; }
+  /// Adds a batch to the states.
   void update(const torch::Tensor& prediction, const torch::Tensor& target) {
     auto p = prediction.detach().to(torch::kCPU, torch::kDouble).reshape({-1});
     auto t = target.detach().to(torch::kCPU, torch::kDouble).reshape({-1});
@@ -251,6 +294,7 @@ class BinaryAUROC {
     preds_.value = torch::cat({preds_.value, p});
     target_.value = torch::cat({target_.value, t});
   }
+  /// The AUROC over every batch since reset().
   torch::Tensor compute() const {
     const auto& p = preds_.value;
     const int64_t n = p.numel();
@@ -270,10 +314,12 @@ class BinaryAUROC {
     const auto tpr = tps / pos, fpr = fps / neg;
     return torch::trapezoid(tpr, fpr);
   }
+  /// Clears the states: no batch.
   void reset() {
     preds_.value = torch::zeros({0}, torch::kDouble);
     target_.value = torch::zeros({0}, torch::kDouble);
   }
+  /// Every state, in a fixed order, for the reduction over ranks.
   std::vector<MetricState*> states() { return {&preds_, &target_}; }
 
  private:

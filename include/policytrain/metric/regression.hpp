@@ -34,18 +34,24 @@ inline torch::Tensor zero() { return torch::zeros({}, torch::kDouble); }
 /// Mean squared error over every sample (torchmetrics.MeanSquaredError); with `squared = false` its root.
 class MeanSquaredError {
  public:
+  /// A mean squared error named `name`; its root when `squared` is false.
   explicit MeanSquaredError(std::string name = "mse", bool squared = true) : name_(std::move(name)), squared_(squared) {}
+  /// The name it is declared, printed, logged and monitored under.
   std::string name() const { return name_; }
+  /// Adds a batch to the states.
   void update(const torch::Tensor& prediction, const torch::Tensor& target) {
     auto [p, t] = detail::flat_pair(squared_ ? "MeanSquaredError" : "RootMeanSquaredError", prediction, target);
     sse_.value = sse_.value + (p - t).square().sum();
     total_.value = total_.value + static_cast<double>(t.numel());
   }
+  /// The mean squared error (or its root) over every batch since reset().
   torch::Tensor compute() const {
     auto mse = sse_.value / total_.value;
     return squared_ ? mse : mse.sqrt();
   }
+  /// Clears the states: no batch.
   void reset() { sse_.value = detail::zero(), total_.value = detail::zero(); }
+  /// Every state, in a fixed order, for the reduction over ranks.
   std::vector<MetricState*> states() { return {&sse_, &total_}; }
 
  private:
@@ -59,21 +65,28 @@ class MeanSquaredError {
 /// mean of the batches' roots.
 class RootMeanSquaredError : public MeanSquaredError {
  public:
+  /// A root mean squared error named `name`.
   explicit RootMeanSquaredError(std::string name = "rmse") : MeanSquaredError(std::move(name), false) {}
 };
 
 /// Mean absolute error over every sample (torchmetrics.MeanAbsoluteError).
 class MeanAbsoluteError {
  public:
+  /// A mean absolute error named `name`.
   explicit MeanAbsoluteError(std::string name = "mae") : name_(std::move(name)) {}
+  /// The name it is declared, printed, logged and monitored under.
   std::string name() const { return name_; }
+  /// Adds a batch to the states.
   void update(const torch::Tensor& prediction, const torch::Tensor& target) {
     auto [p, t] = detail::flat_pair("MeanAbsoluteError", prediction, target);
     sae_.value = sae_.value + (p - t).abs().sum();
     total_.value = total_.value + static_cast<double>(t.numel());
   }
+  /// The mean absolute error over every batch since reset().
   torch::Tensor compute() const { return sae_.value / total_.value; }
+  /// Clears the states: no batch.
   void reset() { sae_.value = detail::zero(), total_.value = detail::zero(); }
+  /// Every state, in a fixed order, for the reduction over ranks.
   std::vector<MetricState*> states() { return {&sae_, &total_}; }
 
  private:
@@ -87,8 +100,11 @@ class MeanAbsoluteError {
 /// the epoch's, not a batch's).
 class R2Score {
  public:
+  /// An R² score named `name`.
   explicit R2Score(std::string name = "r2") : name_(std::move(name)) {}
+  /// The name it is declared, printed, logged and monitored under.
   std::string name() const { return name_; }
+  /// Adds a batch to the states.
   void update(const torch::Tensor& prediction, const torch::Tensor& target) {
     auto [p, t] = detail::flat_pair("R2Score", prediction, target);
     sum_sq_.value = sum_sq_.value + t.square().sum();
@@ -96,12 +112,15 @@ class R2Score {
     residual_.value = residual_.value + (t - p).square().sum();
     total_.value = total_.value + static_cast<double>(t.numel());
   }
+  /// The R² score over every batch since reset().
   torch::Tensor compute() const {
     const auto mean = sum_.value / total_.value;
     const auto tss = sum_sq_.value - sum_.value * mean;
     return 1 - residual_.value / tss;
   }
+  /// Clears the states: no batch.
   void reset() { sum_sq_.value = detail::zero(), sum_.value = detail::zero(), residual_.value = detail::zero(), total_.value = detail::zero(); }
+  /// Every state, in a fixed order, for the reduction over ranks.
   std::vector<MetricState*> states() { return {&sum_sq_, &sum_, &residual_, &total_}; }
 
  private:

@@ -921,10 +921,11 @@ class DataParallel {
   /// one slot in a bucket), their names, and whether each gets sparse gradients (the weight of an Embedding or
   /// EmbeddingBag with sparse = true, as DDP's expect_sparse_gradient).
   struct Trainable {
-    std::vector<torch::Tensor> params;
-    std::vector<std::string> names;
-    std::vector<bool> sparse;
+    std::vector<torch::Tensor> params;  ///< the trainable parameters, each tensor once
+    std::vector<std::string> names;     ///< their names, in the same order
+    std::vector<bool> sparse;           ///< whether each gets sparse gradients
   };
+  /// The trainable parameters of `m` as they are now (see Trainable).
   static Trainable trainable(torch::nn::Module& m) {
     std::unordered_set<const void*> sparse_tables;
     for (const auto& item : m.named_modules()) {
