@@ -202,6 +202,8 @@ struct DataParallelState {
   torch::Tensor pending_output;           ///< the forward's output, for find_unused_parameters' graph search
   bool synced = false;                    ///< this window's last backward ran through the Reducer
   bool static_first_pending = false;      ///< static graph: the first synchronised backward's all-reduce is not queued
+  bool keep_local = false;                ///< static graph's first backward is not its window's last (see below)
+  std::vector<torch::Tensor> local_grads; ///< keep_local: each parameter's local gradient before that all-reduce
   bool in_backward = false;
   int64_t step = 0;
   // Counters, exposed by DataParallel.
@@ -259,8 +261,35 @@ struct DataParallelState {
     if (!in_backward || !static_first_pending) return;
     static_first_pending = false;
     torch::autograd::Engine::get_default_engine().queue_callback([self] {
-      if (auto s = self.lock()) s->reducer->delay_all_reduce();
+      if (auto s = self.lock()) {
+        if (s->keep_local) s->save_local_grads();
+        s->reducer->delay_all_reduce();
+      }
     });
+  }
+
+  /// Static graph, a first window of several micro-steps: the Reducer must see the window's first backward (it
+  /// learns the graph from its hooks, and counts those of any backward before its first synchronised one), so that
+  /// backward is all-reduced although it is not the window's last. Its average would then be summed with the
+  /// next micro-steps' local gradients: avg(g1) + g2 is the same sum as avg(g1 + g2) in exact arithmetic, not in
+  /// floating point, and a run resumed into a fresh Reducer would differ from the uninterrupted one in the last bits
+  /// (composition fuzzer seeds 947729, 947734). So the local gradients are kept before that all-reduce and put back
+  /// after it (restore_local_grads): the window's last micro-step all-reduces the local sum, as every later window.
+  void save_local_grads() {
+    local_grads.clear();
+    for (const auto& p : params) local_grads.push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
+  }
+
+  void restore_local_grads() {
+    keep_local = false;
+    if (local_grads.size() != params.size()) return;
+    for (size_t i = 0; i < params.size(); ++i) {
+      auto& g = params[i].mutable_grad();
+      const auto& l = local_grads[i];
+      if (l.defined() && g.defined() && !l.is_sparse() && !g.is_sparse() && g.strides() == l.strides()) g.copy_(l);
+      else g = l;
+    }
+    local_grads.clear();
   }
 
   /// After a failed collective: every surviving rank checks in on the store; those that do not within a short
@@ -696,11 +725,12 @@ class DataParallel {
   template <class Ctx, class F>
   void around_backward(Ctx& ctx, F&& fn) {
     auto& s = *s_;
-    // Static graph: every micro-step of the first window is synchronised. The Reducer learns the graph from the
-    // autograd hooks of its first backward, and counts those of a no-sync backward too (it starts a backward
+    // Static graph: the first micro-step of the first window is synchronised. The Reducer learns the graph from
+    // the autograd hooks of its first backward, and counts those of a no-sync backward too (it starts a backward
     // count that only the end of a synchronised one resets), after which no bucket is ever ready and the ranks
-    // diverge (DDP stops on an internal assert there). Averaging is linear, so an extra average of the partial sum
-    // changes nothing but one all-reduce per extra micro-step, in the first window only.
+    // diverge (DDP stops on an internal assert there). That all-reduce's result is dropped: the local gradients are
+    // put back (DataParallelState::restore_local_grads), so the window's sum is the same, bit for bit, as any
+    // other window's; the cost is one extra all-reduce, in the first window only.
     if (!active() || !s.reducer || !(ctx.is_last_micro_step() || s.static_first_pending)) {
       s.pending_output = torch::Tensor();
       fn();
@@ -717,14 +747,17 @@ class DataParallel {
     s.reducer->prepare_for_backward(outputs);
     outputs.clear();
     s.in_backward = true;
+    s.keep_local = s.static_first_pending && !ctx.is_last_micro_step();
     try {
       fn();
     } catch (const std::exception& e) {
       s.in_backward = false;
+      s.keep_local = false;
       rethrow_backward_error(e);
     }
     s.in_backward = false;
-    s.synced = true;
+    if (s.keep_local) s.restore_local_grads();
+    else s.synced = true;
     if (s.static_first_pending)
       throw std::logic_error(policytrain::detail::format(
           "policytrain::parallel::DataParallel: {}: static_graph: the first synchronised backward did not reach the "
