@@ -162,6 +162,14 @@ if(MODE STREQUAL "find_package")
     message(FATAL_ERROR "run.cmake: the consumer found ${found_dir}; expected the package under ${moved}")
   endif()
 endif()
+if(MODE STREQUAL "add_subdirectory")
+  # Configured only: the build would be the fetchcontent mode's (FetchContent_MakeAvailable adds the fetched tree
+  # with add_subdirectory), one more LibTorch compile of the same consumer. The configure checks what differs: the
+  # source tree's own CMakeLists.txt as a subproject, and that it defines the targets the consumer links (a missing
+  # policytrain::* target fails the generate step).
+  message(STATUS "run: add_subdirectory: configured and generated; the build is the fetchcontent mode's")
+  return()
+endif()
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/consumer-build")
 run(${CMAKE_COMMAND} -E env OMP_NUM_THREADS=1 "${WORK_DIR}/consumer-build/consumer")
 if(IMAGES)

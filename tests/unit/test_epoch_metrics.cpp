@@ -1,6 +1,7 @@
 // Epoch-level metrics (core/metric.hpp, metric/*.hpp): every built-in against torchmetrics on the same predictions,
 // in one process and on 2 and 3 ranks over Gloo with uneven shards; monitoring RMSE and R² (EarlyStopping, the best
-// checkpoint, the plateau schedule) against a hand-written loop; a misspelt metric refused before the first step.
+// checkpoint, the plateau schedule) against a hand-written loop, and so a 3-class task's accuracy and macro F1 and a
+// binary task's AUROC (each against its definition); a misspelt metric refused before the first step.
 // The ranks are this binary, started by parallel::launch_local with POLICYTRAIN_TEST_WORKER set.
 #include <doctest/doctest.h>
 
@@ -337,6 +338,213 @@ TEST_CASE("EarlyStopping, the best checkpoint and the plateau schedule monitor R
   CHECK(torch::allclose(task.lin->weight, hand_weight, 1e-6, 1e-6));
   CHECK(fs::exists(dir / "best.ckpt"));
   fs::remove_all(dir);
+}
+
+namespace {
+
+/// A 3-class linear classifier declaring the plain accuracy and the macro F1 (issue 39: a multi-class task end to end).
+struct ThreeClass {
+  torch::nn::Linear lin{nullptr};
+  ThreeClass() {
+    torch::manual_seed(5);
+    lin = torch::nn::Linear(4, 3);
+  }
+  torch::nn::Module& module() { return *lin; }
+  torch::Tensor training_step(const pt::Batch& b) { return torch::nn::functional::cross_entropy(lin->forward(b.x), b.y); }
+  pt::Prediction validation_step(const pt::Batch& b) {
+    auto out = lin->forward(b.x);
+    return {torch::nn::functional::cross_entropy(out, b.y), out};
+  }
+  pt::MetricCollection metrics() const {
+    return {pt::metric::Accuracy({.num_classes = 3, .average = Average::micro}),
+            pt::metric::F1Score({.num_classes = 3, .average = Average::macro})};
+  }
+};
+
+/// A logistic regression declaring the AUROC of its probabilities (a binary task end to end).
+struct Binary {
+  torch::nn::Linear lin{nullptr};
+  Binary() {
+    torch::manual_seed(6);
+    lin = torch::nn::Linear(2, 1);
+  }
+  torch::nn::Module& module() { return *lin; }
+  torch::Tensor training_step(const pt::Batch& b) {
+    return torch::binary_cross_entropy_with_logits(lin->forward(b.x).squeeze(1), b.y);
+  }
+  pt::Prediction validation_step(const pt::Batch& b) {
+    auto out = lin->forward(b.x).squeeze(1);
+    return {torch::binary_cross_entropy_with_logits(out, b.y), torch::sigmoid(out)};
+  }
+  pt::MetricCollection metrics() const { return {pt::metric::BinaryAUROC{}}; }
+};
+
+/// The macro F1 by its definition: per class 2 tp / (2 tp + fp + fn), averaged over the classes that occur in the
+/// targets or the predictions.
+double macro_f1(const torch::Tensor& pred, const torch::Tensor& target, int64_t k) {
+  double sum = 0;
+  int64_t n = 0;
+  for (int64_t c = 0; c < k; ++c) {
+    const double tp = ((pred == c) & (target == c)).sum().item<double>();
+    const double fp = ((pred == c) & (target != c)).sum().item<double>();
+    const double fn = ((pred != c) & (target == c)).sum().item<double>();
+    if (tp + fp + fn == 0) continue;
+    sum += 2 * tp / (2 * tp + fp + fn);
+    ++n;
+  }
+  return n ? sum / static_cast<double>(n) : 0.0;
+}
+
+/// The AUROC by its definition: the share of (positive, negative) pairs the positive outscores, ties counted half.
+double pair_auroc(const torch::Tensor& score, const torch::Tensor& target) {
+  const auto s = to_vec(score), t = to_vec(target);
+  double wins = 0, pairs = 0;
+  for (size_t i = 0; i < s.size(); ++i)
+    for (size_t j = 0; j < s.size(); ++j)
+      if (t[i] == 1 && t[j] == 0) {
+        pairs += 1;
+        wins += s[i] > s[j] ? 1.0 : s[i] == s[j] ? 0.5 : 0.0;
+      }
+  return pairs ? wins / pairs : 0.0;
+}
+
+/// What EarlyStopping (patience 2, min_delta 0) and the best checkpoint decide from a metric's per-epoch values, by
+/// their rules: the stop after `patience` epochs without a strictly better value, the first epoch of the best.
+struct Decisions {
+  int64_t stop_epoch = -1, best_epoch = -1;
+  double best = 0;
+};
+Decisions decide(const std::vector<double>& stop_on, const std::vector<double>& best_on, bool higher_stop) {
+  Decisions d;
+  double es_best = higher_stop ? -1e300 : 1e300;
+  int64_t wait = 0;
+  for (size_t e = 0; e < stop_on.size(); ++e) {
+    const bool better = higher_stop ? stop_on[e] > es_best : stop_on[e] < es_best;
+    if (better) es_best = stop_on[e], wait = 0;
+    else if (++wait >= 2) {
+      d.stop_epoch = static_cast<int64_t>(e);
+      break;
+    }
+  }
+  const size_t n = d.stop_epoch >= 0 ? static_cast<size_t>(d.stop_epoch) + 1 : best_on.size();
+  for (size_t e = 0; e < n; ++e)
+    if (d.best_epoch < 0 || best_on[e] > d.best) d.best = best_on[e], d.best_epoch = static_cast<int64_t>(e);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("a 3-class and a binary task: EarlyStopping and the best checkpoint monitor their declared metrics as a hand-written loop does") {
+  constexpr int64_t kEpochs = 25;
+  SUBCASE("3 classes: accuracy (micro) and macro F1, early stop on F1, best checkpoint on accuracy") {
+    torch::manual_seed(31);
+    const auto centers = torch::tensor({{1.f, 0.f, 0.f, 0.5f}, {0.f, 1.f, 0.f, -0.5f}, {0.f, 0.f, 1.f, 0.f}});
+    auto y = torch::randint(0, 3, {48}, torch::kLong);
+    auto x = torch::randn({48, 4}) + 1.2 * centers.index_select(0, y);
+    auto vy = torch::randint(0, 3, {30}, torch::kLong);  // batches of 8, 8, 8, 6: a mean of batch F1s differs
+    auto vx = torch::randn({30, 4}) + 1.2 * centers.index_select(0, vy);
+    constexpr double kLr = 0.2;
+    std::vector<double> acc, f1;
+    std::vector<torch::Tensor> weights;  // after each epoch
+    {
+      torch::manual_seed(5);
+      torch::nn::Linear lin(4, 3);
+      torch::optim::SGD opt(lin->parameters(), kLr);
+      for (int64_t e = 0; e < kEpochs; ++e) {
+        for (int64_t i = 0; i < 3; ++i) {
+          opt.zero_grad();
+          torch::nn::functional::cross_entropy(lin->forward(x.slice(0, 16 * i, 16 * i + 16)), y.slice(0, 16 * i, 16 * i + 16)).backward();
+          opt.step();
+        }
+        torch::NoGradGuard ng;
+        const auto pred = lin->forward(vx).argmax(1);
+        acc.push_back((pred == vy).to(torch::kDouble).mean().item<double>());
+        f1.push_back(macro_f1(pred, vy, 3));
+        weights.push_back(lin->weight.detach().clone());
+      }
+    }
+    const auto d = decide(f1, acc, /*higher_stop=*/true);
+    REQUIRE(d.stop_epoch > 0);  // F1 on 30 samples stalls: the run stops early
+    INFO("hand: stop after epoch " << d.stop_epoch << ", best accuracy " << d.best << " at epoch " << d.best_epoch);
+
+    pt::data::TensorLoader train(x, y, {.batch_size = 16, .shuffle = false});
+    pt::data::TensorLoader val(vx, vy, {.batch_size = 8, .shuffle = false});
+    ThreeClass task;
+    torch::optim::SGD opt(task.module().parameters(), kLr);
+    const auto dir = testing::temp_dir("monitor-f1-accuracy");
+    pt::Trainer<ThreeClass, pt::checkpoint::Disk, pt::callbacks::EarlyStopping> t(
+        task, opt, pt::checkpoint::Disk({.directory = dir, .best = true, .monitor = {.metric = "accuracy"}, .export_final = false, .log = nullptr}),
+        pt::callbacks::EarlyStopping({.monitor = {.metric = "f1"}, .patience = 2, .log = nullptr}));
+    const auto r = t.fit(train, val, {.epochs = kEpochs});
+    REQUIRE(static_cast<int64_t>(r.validation.size()) == d.stop_epoch + 1);
+    CHECK(r.stopped_early);
+    for (size_t e = 0; e < r.validation.size(); ++e) {
+      INFO("epoch " << e);
+      CHECK(r.validation[e].get("accuracy") == doctest::Approx(acc[e]).epsilon(1e-9));
+      CHECK(r.validation[e].get("f1") == doctest::Approx(f1[e]).epsilon(1e-9));
+    }
+    CHECK(t.policy<pt::Category::checkpoint>().best_epoch() == d.best_epoch);
+    CHECK(t.policy<pt::Category::checkpoint>().best_metric() == doctest::Approx(d.best).epsilon(1e-9));
+    CHECK(t.get<pt::callbacks::EarlyStopping>().best() == doctest::Approx(*std::max_element(f1.begin(), f1.begin() + d.stop_epoch + 1)).epsilon(1e-9));
+    CHECK(torch::allclose(task.lin->weight, weights[static_cast<size_t>(d.stop_epoch)], 1e-6, 1e-6));
+    // best.ckpt holds the weights of the best epoch (issue 39: the evaluated weights that scored best)
+    ThreeClass restored;
+    pt::checkpoint::load_weights(restored.module(), dir / "best.ckpt");
+    CHECK(torch::allclose(restored.lin->weight, weights[static_cast<size_t>(d.best_epoch)], 1e-6, 1e-6));
+    fs::remove_all(dir);
+  }
+  SUBCASE("binary: the AUROC of the probabilities, early stop and best checkpoint on it") {
+    torch::manual_seed(32);
+    auto y = torch::randint(0, 2, {48}).to(torch::kFloat);
+    auto x = torch::randn({48, 2}) + torch::stack({y, -y}, 1) * 0.8;
+    auto vy = torch::randint(0, 2, {30}).to(torch::kFloat);
+    auto vx = torch::randn({30, 2}) + torch::stack({vy, -vy}, 1) * 0.8;
+    constexpr double kLr = 0.1;
+    std::vector<double> auroc;
+    std::vector<torch::Tensor> weights;
+    {
+      torch::manual_seed(6);
+      torch::nn::Linear lin(2, 1);
+      torch::optim::SGD opt(lin->parameters(), kLr);
+      for (int64_t e = 0; e < kEpochs; ++e) {
+        for (int64_t i = 0; i < 3; ++i) {
+          opt.zero_grad();
+          torch::binary_cross_entropy_with_logits(lin->forward(x.slice(0, 16 * i, 16 * i + 16)).squeeze(1),
+                                                  y.slice(0, 16 * i, 16 * i + 16)).backward();
+          opt.step();
+        }
+        torch::NoGradGuard ng;
+        auroc.push_back(pair_auroc(torch::sigmoid(lin->forward(vx).squeeze(1)), vy));
+        weights.push_back(lin->weight.detach().clone());
+      }
+    }
+    const auto d = decide(auroc, auroc, /*higher_stop=*/true);
+    INFO("hand: stop after epoch " << d.stop_epoch << ", best AUROC " << d.best << " at epoch " << d.best_epoch);
+    const int64_t epochs_run = d.stop_epoch >= 0 ? d.stop_epoch + 1 : kEpochs;
+
+    pt::data::TensorLoader train(x, y, {.batch_size = 16, .shuffle = false});
+    pt::data::TensorLoader val(vx, vy, {.batch_size = 8, .shuffle = false});
+    Binary task;
+    torch::optim::SGD opt(task.module().parameters(), kLr);
+    const auto dir = testing::temp_dir("monitor-auroc");
+    pt::Trainer<Binary, pt::checkpoint::Disk, pt::callbacks::EarlyStopping> t(
+        task, opt, pt::checkpoint::Disk({.directory = dir, .best = true, .monitor = {.metric = "auroc"}, .export_final = false, .log = nullptr}),
+        pt::callbacks::EarlyStopping({.monitor = {.metric = "auroc"}, .patience = 2, .log = nullptr}));
+    const auto r = t.fit(train, val, {.epochs = kEpochs});
+    REQUIRE(static_cast<int64_t>(r.validation.size()) == epochs_run);
+    CHECK(r.stopped_early == (d.stop_epoch >= 0));
+    for (size_t e = 0; e < r.validation.size(); ++e) {
+      INFO("epoch " << e);
+      CHECK(r.validation[e].get("auroc") == doctest::Approx(auroc[e]).epsilon(1e-9));
+    }
+    CHECK(t.policy<pt::Category::checkpoint>().best_epoch() == d.best_epoch);
+    CHECK(t.policy<pt::Category::checkpoint>().best_metric() == doctest::Approx(d.best).epsilon(1e-9));
+    CHECK(torch::allclose(task.lin->weight, weights[static_cast<size_t>(epochs_run - 1)], 1e-6, 1e-6));
+    Binary restored;
+    pt::checkpoint::load_weights(restored.module(), dir / "best.ckpt");
+    CHECK(torch::allclose(restored.lin->weight, weights[static_cast<size_t>(d.best_epoch)], 1e-6, 1e-6));
+    fs::remove_all(dir);
+  }
 }
 
 TEST_CASE("a misspelt epoch-level metric is refused when fit begins, before the first step, naming the declared ones") {
