@@ -6,7 +6,10 @@ Every file in tests/compile_fail must fail to compile with the message its first
 each on 2 cores, run one after another); here they are one generated translation unit, each file inside a namespace
 of its own (cf_<name>), compiled once with -fsyntax-only. GCC and Clang go on after an error, so every file's
 diagnostics are in the one log; each diagnostic is given to the file its context names (the "required from here"
-line, or the error's own location), and each file's expectation must match the diagnostics given to it.
+line, or the error's own location), and each file's expectation must match the diagnostics given to it. One thing
+differs from compiling each alone: an instantiation happens once per unit, so two files that reach the same
+static_assert through the same template arguments see one error between them; each file uses types of its own
+(tests/compile_fail/unstacked_examples.cpp's task), and a file without an error of its own fails here.
 
   check.py build --log LOG -- <build command>   runs the build, which must fail, and keeps its output in LOG
   check.py case --log LOG --source FILE         checks FILE's expectation against its diagnostics in LOG
@@ -71,14 +74,17 @@ def owner(diag, sources):
 
 
 def main():
+    argv = sys.argv[1:]
+    cmd = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[:argv.index("--")] if "--" in argv else argv
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", choices=["build", "case"])
     ap.add_argument("--log", required=True)
     ap.add_argument("--source")
-    ap.add_argument("cmd", nargs=argparse.REMAINDER)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     if a.mode == "build":
-        cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
+        if not cmd:
+            sys.exit("check.py build: give the build command after --")
         r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         with open(a.log, "w", encoding="utf-8") as f:
             f.write(r.stdout)

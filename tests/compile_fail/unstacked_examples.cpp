@@ -5,8 +5,13 @@
 #include <policytrain/policytrain.hpp>
 #include "../unit/helpers.hpp"
 
+// A task type of its own: tests/compile_fail/torch_dataset_without_stack.cpp meets the same static_assert in
+// Trainer<testing::MlpTask>::to_device, and the compile-fail files compile as one unit, where an instantiation
+// (and its error) happens once.
+struct UnstackedTask : testing::MlpTask {};
+
 int main() {
-  testing::MlpTask task;
+  UnstackedTask task;
   torch::optim::SGD opt(task.module().parameters(), 0.1);
   policytrain::Trainer trainer(task, opt);
 #ifdef POLICYTRAIN_CF_CONTROL
