@@ -6,7 +6,7 @@ Usage: preempt_example.py FASHION_MNIST_EXE WORK_DIR [FLAG...]   (STOP_SEED=n re
 import json, os, random, shutil, signal, subprocess, sys, time
 
 exe, work = sys.argv[1], sys.argv[2]
-common = [exe, "--epochs", "2", "--limit-train-batches", "30", "--limit-val-batches", "1", "--eval-batch-size", "200",
+common = [exe, "--epochs", "2", "--limit-train-batches", "40", "--limit-val-batches", "1", "--eval-batch-size", "200",
           "--progress-tty", "0", "--width", "8", "--batch-size", "32", "--threads", "1", "--train-eval-size", "0",
           "--save", "last"] + sys.argv[3:]
 shutil.rmtree(work, ignore_errors=True)
@@ -34,10 +34,13 @@ assert reference["policies"]["preemption"]["enabled"] and reference["policies"][
 seed = int(os.environ.get("STOP_SEED", random.randrange(1 << 30)))
 rng = random.Random(seed)
 print(f"uninterrupted run: {time.time() - t0:.1f} s, training {duration:.1f} s; STOP_SEED={seed}")
-resume, stops = [], 0
+resume, stops, done = [], 0, 0
 for attempt, sig in enumerate((signal.SIGTERM, signal.SIGUSR1, signal.SIGTERM)):
     proc = start(common + ["--run-dir", run_dir] + resume)
-    delay = rng.uniform(0.0, 0.6 * duration)  # within training: after it, the handlers are gone (as they should be)
+    # Within what is left of training (after it the handlers are gone, as they should be: a signal then acts as
+    # it would without us), from the steps the last stop left.
+    left = duration * (1 - done / reference["global_steps"])
+    delay = rng.uniform(0.0, 0.6 * left)
     time.sleep(delay)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=300)
@@ -50,6 +53,8 @@ for attempt, sig in enumerate((signal.SIGTERM, signal.SIGUSR1, signal.SIGTERM)):
     assert "preempted at optimizer step" in out, out[-1500:]
     pre = json.load(open(os.path.join(run_dir, "preempted.json")))
     assert pre["signal"] == int(sig) and pre["signals_received"] >= 1, pre
+    assert done < pre["global_steps"] < reference["global_steps"], (done, pre["global_steps"])
+    done = pre["global_steps"]
     stops += 1
     resume = ["--resume"]
 assert stops >= 1, "no run was stopped: every signal came after training"

@@ -473,7 +473,7 @@ PreemptOutcome preempt_run(const fs::path& dir, const Injection& inj, bool resum
       task, opt,
       pt::checkpoint::Disk({.directory = dir, .every_steps = async ? 2 : 0, .resume = resume ? "auto" : "",
                             .async = async, .export_final = false, .log = nullptr}),
-      Injector{inj, task.armed}, pt::callbacks::Preemption({.log = nullptr}), pt::parallel::DataParallel({}));
+      Injector{inj, task.armed}, pt::callbacks::Preemption({.log = nullptr}), pt::parallel::DataParallel());
   const auto r = t.fit(train, val, {.epochs = kPreemptEpochs});
   PreemptOutcome o;
   o.stopped = r.stopped_at_step;
@@ -594,7 +594,7 @@ TEST_CASE("Preemption: a signal at any moment stops every rank at the same step,
     // After the fit the handlers are the ones from before it again.
     struct sigaction now {};
     ::sigaction(SIGUSR1, nullptr, &now);
-    CHECK(now.sa_handler != &pt::callbacks::detail::preemption_handler);
+    CHECK(reinterpret_cast<void*>(now.sa_handler) != reinterpret_cast<void*>(&pt::callbacks::detail::preemption_handler));
     fs::remove_all(base);
   }
   SUBCASE("3 ranks over Gloo: the signal reaches one rank, at 6 seeded moments") {
