@@ -5,6 +5,7 @@
 //   --half-weights  --half-optimizer  --resume [PATH] (no value: the newest good checkpoint of the directory)
 //   --resume-weights-only (with --resume: take the weights only, start a new run)  --async-checkpoint
 //   --ema [--ema-decay D --ema-tau T]  --patience P [--min-delta D]  --rollback [--rollback-factor F]  --no-export
+//   --no-preemption  --requeue   (SIGTERM / SIGUSR1: stop at the next step, save, exit 75)
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
@@ -17,6 +18,7 @@
 #include <policytrain/callbacks/divergence_rollback.hpp>
 #include <policytrain/callbacks/early_stopping.hpp>
 #include <policytrain/callbacks/ema.hpp>
+#include <policytrain/callbacks/preemption.hpp>
 #include <policytrain/checkpoint/disk.hpp>
 
 namespace fmnist {
@@ -42,6 +44,8 @@ struct CheckpointFlags {
   double min_delta = 0;
   bool rollback = false;
   double rollback_factor = 0.5;
+  bool no_preemption = false;
+  bool requeue = false;
 
   void add(CLI::App& app) {
     app.add_option("--save", save, "Checkpoints to write: last, best, every:N (epochs), steps:N, minutes:M, none")
@@ -78,6 +82,11 @@ struct CheckpointFlags {
     app.add_option("--min-delta", min_delta, "Smallest change that counts as an improvement")->check(CLI::NonNegativeNumber);
     app.add_flag("--rollback", rollback, "On a non-finite loss, reload the last good state and lower the lr");
     app.add_option("--rollback-factor", rollback_factor, "lr factor of each rollback")->check(CLI::Range(0.0, 1.0));
+    app.add_flag("--no-preemption", no_preemption,
+                 "Do not handle SIGTERM and SIGUSR1 (by default they stop the run at the next optimizer step on every "
+                 "rank, which saves a mid-epoch last.ckpt that --resume continues exactly, and exit with code 75)");
+    app.add_flag("--requeue", requeue,
+                 "Under Slurm: after such a stop, `scontrol requeue $SLURM_JOB_ID` (the job restarts; run it with --resume)");
   }
 
   policytrain::Monitor monitor_spec() const {
@@ -125,6 +134,9 @@ struct CheckpointFlags {
     return policytrain::callbacks::EarlyStopping(
         {.enabled = patience > 0, .monitor = monitor_spec(), .patience = std::max<int64_t>(1, patience)});
   }
+  policytrain::callbacks::Preemption make_preemption() const {
+    return policytrain::callbacks::Preemption({.enabled = !no_preemption});
+  }
   policytrain::callbacks::DivergenceRollback make_rollback() const {
     return policytrain::callbacks::DivergenceRollback({.enabled = rollback, .lr_factor = rollback_factor});
   }
@@ -137,7 +149,8 @@ struct CheckpointFlags {
                             {"resume_weights_only", resume_weights_only}, {"async", async_checkpoint}}},
             {"ema", {{"enabled", ema}, {"decay", ema_decay}, {"tau", ema_tau}}},
             {"early_stopping", {{"enabled", patience > 0}, {"patience", patience}, {"monitor", monitor}, {"min_delta", min_delta}}},
-            {"rollback", {{"enabled", rollback}, {"lr_factor", rollback_factor}}}};
+            {"rollback", {{"enabled", rollback}, {"lr_factor", rollback_factor}}},
+            {"preemption", {{"enabled", !no_preemption}, {"requeue", requeue}, {"exit_code", policytrain::callbacks::Preemption::exit_code}}}};
   }
 };
 

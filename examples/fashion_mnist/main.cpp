@@ -262,6 +262,27 @@ int main(int argc, char** argv) {
       pt::FitResult result;
       if constexpr (Graph) result = trainer.fit(train_loader, val_loader, fit);
       else result = accumulation.fit(trainer, train_loader, make_train_loader, val_loader, fit);
+      // Stopped by SIGTERM / SIGUSR1 (callbacks::Preemption): the checkpoint is written; no test evaluation, no
+      // summary of a finished run: exit with the documented code, after requeueing the Slurm job if asked.
+      if (result.stopped_at_step) {
+        if (trainer.is_main()) {
+          std::printf("preempted at optimizer step %lld: saved to %s; resume with --resume (exit code %d)\n",
+                      static_cast<long long>(result.global_steps),
+                      trainer.template get<pt::checkpoint::Disk>().options().directory.string().c_str(),
+                      pt::callbacks::Preemption::exit_code);
+          std::ofstream(cfg.run_dir / "preempted.json")
+              << nlohmann::json{{"global_steps", result.global_steps},
+                                {"signal", trainer.template get<pt::callbacks::Preemption>().stopped_by()},
+                                {"signals_received", trainer.template get<pt::callbacks::Preemption>().signals_received()}}
+                     .dump(2)
+              << "\n";
+          if (ckpt_flags.requeue) {
+            const int rc = pt::callbacks::Preemption::requeue_slurm_job();
+            std::printf("scontrol requeue: exit code %d\n", rc);
+          }
+        }
+        return pt::callbacks::Preemption::exit_code;
+      }
       // After training: the parallel policy's counters (buckets, all-reduce calls) are the run's.
       nlohmann::json parallel_description{{"name", "parallel::Single"}};
       nlohmann::json state_bytes = ParallelFlags::state_bytes(pt::parallel::DataParallel({.enabled = false}), *optimizer);
@@ -371,7 +392,7 @@ int main(int argc, char** argv) {
       pt::data::DeviceBatchTask graph_task(task, train_loader.device_loader());
       pt::Trainer trainer(graph_task, *optimizer, precision_flags.make(ckpt_flags.rollback), schedule.make(),
                           ckpt_flags.make_checkpoint(cfg.run_dir, settings), ckpt_flags.make_rollback(),
-                          ckpt_flags.make_ema(), ckpt_flags.make_early_stopping(), std::move(progress),
+                          ckpt_flags.make_ema(), ckpt_flags.make_early_stopping(), ckpt_flags.make_preemption(), std::move(progress),
                           fastpath.make_knobs(cfg.seed, cfg.threads), fastpath.make_clip(), pt::step::CudaGraph{});
       return finish(trainer, std::true_type{});
     }
@@ -381,7 +402,7 @@ int main(int argc, char** argv) {
       // the ranks: the last policy is a parallel::ShardedDataParallel(DataParallelOptions, ShardingOptions{.stage}).
       pt::Trainer trainer(task, *optimizer, precision_flags.make(ckpt_flags.rollback), accumulation.make(),
                           schedule.make(), ckpt_flags.make_checkpoint(cfg.run_dir, settings), ckpt_flags.make_rollback(),
-                          ckpt_flags.make_ema(), ckpt_flags.make_early_stopping(), std::move(progress),
+                          ckpt_flags.make_ema(), ckpt_flags.make_early_stopping(), ckpt_flags.make_preemption(), std::move(progress),
                           fastpath.make_knobs(cfg.seed, cfg.threads), fastpath.make_clip(), fastpath.make_log(cfg.run_dir),
                           fastpath.make_profiler(cfg.run_dir), fastpath.make_tensorboard(cfg.run_dir, settings, hparams),
                           par.make_sharded());
@@ -393,7 +414,7 @@ int main(int argc, char** argv) {
     // the command line. Class template argument deduction names the policies from the arguments.
     pt::Trainer trainer(task, *optimizer, precision_flags.make(ckpt_flags.rollback), accumulation.make(), schedule.make(),
                         ckpt_flags.make_checkpoint(cfg.run_dir, settings), ckpt_flags.make_rollback(),
-                        ckpt_flags.make_ema(), ckpt_flags.make_early_stopping(), std::move(progress),
+                        ckpt_flags.make_ema(), ckpt_flags.make_early_stopping(), ckpt_flags.make_preemption(), std::move(progress),
                         fastpath.make_knobs(cfg.seed, cfg.threads), fastpath.make_clip(), fastpath.make_log(cfg.run_dir),
                         fastpath.make_profiler(cfg.run_dir), fastpath.make_tensorboard(cfg.run_dir, settings, hparams),
                         std::move(dp));

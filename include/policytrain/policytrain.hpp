@@ -45,6 +45,7 @@
 #include <policytrain/callbacks/ema.hpp>
 #include <policytrain/callbacks/grad_clip.hpp>
 #include <policytrain/callbacks/perf_knobs.hpp>
+#include <policytrain/callbacks/preemption.hpp>
 #include <policytrain/callbacks/progress_bar.hpp>
 #include <policytrain/callbacks/step_phases.hpp>
 

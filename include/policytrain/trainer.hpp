@@ -805,6 +805,7 @@ class Trainer {
     check_unique_parameters();
     FitResult result;
     state_.stop_requested = false;
+    state_.stop_at_step = false;
     module().train();
     if constexpr (!std::is_same_v<ValData, std::nullptr_t>) check_monitors();
     on_fit_begin();
@@ -841,6 +842,7 @@ class Trainer {
         if (epoch_batches_ >= 0 && state_.batch_in_epoch >= epoch_batches_) break;
         auto&& item = *it;
         train_micro_step(to_device(item));
+        if (state_.stop_at_step && state_.micro_step == 0) break;  // after the step: handled below the loop
         if (options.max_steps >= 0 && state_.global_step >= options.max_steps) {
           state_.stop_requested = true;
           // Cut before the epoch's last batch: the epoch is not finished, and the next fit resumes it.
@@ -853,6 +855,19 @@ class Trainer {
           epoch_cut_ = cut;
           break;
         }
+      }
+      // A stop at a step boundary (callbacks::Preemption): the epoch ends here, unvalidated, and resumes at the
+      // next batch (the checkpoint policy's fit end saves it mid-epoch); no epoch-end hook runs, so a resumed run
+      // validates and ends this epoch once, as the uninterrupted one does.
+      if (state_.stop_at_step) {
+        state_.stop_requested = true;
+        epoch_cut_ = true;
+        result.stopped_at_step = true;
+        result.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        result.samples_seen += state_.samples_seen - seen0;
+        result.epochs_run = state_.epoch - start_epoch;
+        resume_batches_ = state_.batch_in_epoch;
+        break;
       }
       // A window left open at the end of an epoch (unknown epoch length, or max_steps mid-window) is
       // stepped with the samples it has, normalised by their count.

@@ -1,5 +1,7 @@
 // callbacks::Ema against a hand-computed sequence, callbacks::EarlyStopping on scripted metrics,
-// callbacks::DivergenceRollback on scripted non-finite losses.
+// callbacks::DivergenceRollback on scripted non-finite losses, callbacks::Preemption by signals raised at chosen
+// moments (1 process, and 3 ranks over Gloo: this binary started by parallel::launch_local with
+// POLICYTRAIN_TEST_WORKER set), each stopped run resumed to the end and compared with the uninterrupted one.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -14,7 +16,14 @@
 #include <policytrain/callbacks/early_stopping.hpp>
 #include <policytrain/callbacks/ema.hpp>
 #include <policytrain/callbacks/metrics_log.hpp>
+#include <policytrain/callbacks/preemption.hpp>
 #include <policytrain/callbacks/progress_bar.hpp>
+#include <policytrain/checkpoint/disk.hpp>
+#include <policytrain/parallel.hpp>
+
+#include <csignal>
+#include <fstream>
+#include <random>
 
 #include "unit/helpers.hpp"
 
@@ -361,4 +370,266 @@ TEST_CASE("divergence rollback restores the last good state, lowers the lr, and 
     T trainer(task, opt, pt::precision::Fp32(pt::NonFinite::error), DivergenceRollback({.log = nullptr}), ParamLog{&log});
     CHECK_THROWS_WITH_AS(trainer.fit(loader, {.epochs = 1}), doctest::Contains("NonFinite::rollback"), std::invalid_argument);
   }
+}
+
+// --- callbacks::Preemption ---------------------------------------------------------------------------------------
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Where a test raises the signal: inside the forward of optimizer step k, its backward, just before its optimizer
+/// step, during an asynchronous checkpoint write (right after checkpoint::Disk started one at step k), during the
+/// validation of epoch k (0-based), or at step k's forward and again once the stop's checkpoint is written.
+enum class Moment { forward, backward, optimizer_step, async_write, validation, twice };
+constexpr Moment kMoments[] = {Moment::forward, Moment::backward, Moment::optimizer_step, Moment::async_write,
+                               Moment::validation, Moment::twice};
+const char* moment_name(Moment m) {
+  switch (m) {
+    case Moment::forward: return "forward";
+    case Moment::backward: return "backward";
+    case Moment::optimizer_step: return "optimizer step";
+    case Moment::async_write: return "asynchronous checkpoint write";
+    case Moment::validation: return "validation";
+    case Moment::twice: return "forward, and again after the checkpoint";
+  }
+  return "?";
+}
+
+/// What to inject into one run (`at` < 0: nothing; `rank`: which rank raises).
+struct Injection {
+  Moment moment = Moment::forward;
+  int64_t at = -1;
+  int sig = SIGTERM;
+  int rank = 0;
+};
+
+constexpr int64_t kPreemptEpochs = 3;
+
+/// testing::MlpTask raising the signal from its forward (training or validation) when told.
+struct PreemptTask {
+  testing::MlpTask inner{1};
+  Injection inj;
+  int64_t forwards = 0, validations = 0, val_batches_per_epoch = 0;
+  bool armed = false;  // this rank injects
+  torch::nn::Module& module() { return inner.module(); }
+  torch::Tensor training_step(const pt::Batch& b) {
+    ++forwards;
+    if (armed && (inj.moment == Moment::forward || inj.moment == Moment::twice) && forwards == inj.at) std::raise(inj.sig);
+    return inner.training_step(b);
+  }
+  pt::Prediction validation_step(const pt::Batch& b) {
+    if (armed && inj.moment == Moment::validation && validations == inj.at * val_batches_per_epoch) std::raise(inj.sig);
+    ++validations;
+    return inner.validation_step(b);
+  }
+};
+
+/// Raises the signal inside a backward, before an optimizer step, after checkpoint::Disk's step-end save began, or
+/// once the fit's last checkpoint is written (placed between Disk and Preemption).
+struct Injector {
+  Injection inj;
+  bool armed = false;
+  template <class C, class F>
+  void around_backward(C& c, F&& fn) {
+    fn();
+    if (armed && inj.moment == Moment::backward && c.state().global_step + 1 == inj.at) std::raise(inj.sig);
+  }
+  template <class C>
+  void before_step(C& c) {
+    if (armed && inj.moment == Moment::optimizer_step && c.state().global_step + 1 == inj.at) std::raise(inj.sig);
+  }
+  template <class C>
+  void on_step_end(C& c) {
+    if (armed && inj.moment == Moment::async_write && c.state().global_step == inj.at) std::raise(inj.sig);
+  }
+  template <class C>
+  void on_fit_end(C& c) {
+    if (armed && inj.moment == Moment::twice && c.state().stop_at_step) std::raise(inj.sig);
+  }
+};
+
+struct PreemptOutcome {
+  bool stopped = false;
+  int64_t stopped_at = -1, global_steps = 0;
+  int stopped_by = 0, received = 0;
+  std::vector<torch::Tensor> params;
+};
+
+/// One fit of 3 epochs (64 samples, batches of 8, shuffled; 16 validation samples), on this process's rank,
+/// checkpointing into `dir` (asynchronously for Moment::async_write, every 2 steps), resumed from it when `resume`.
+PreemptOutcome preempt_run(const fs::path& dir, const Injection& inj, bool resume, int rank, int world) {
+  auto [x, y] = testing::toy_data(64, 8, 3, 7);
+  auto [vx, vy] = testing::toy_data(16, 8, 3, 8);
+  pt::data::TensorLoader train(x, y, {.batch_size = 8, .shuffle = true, .seed = 5, .rank = rank, .world_size = world});
+  pt::data::TensorLoader val(vx, vy, {.batch_size = 8, .shuffle = false, .rank = rank, .world_size = world});
+  PreemptTask task;
+  task.inj = inj;
+  task.armed = inj.at >= 0 && inj.rank == rank;
+  task.val_batches_per_epoch = static_cast<int64_t>(val.size());
+  torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  const bool async = inj.moment == Moment::async_write;
+  pt::Trainer<PreemptTask, pt::checkpoint::Disk, Injector, pt::callbacks::Preemption, pt::parallel::DataParallel> t(
+      task, opt,
+      pt::checkpoint::Disk({.directory = dir, .every_steps = async ? 2 : 0, .resume = resume ? "auto" : "",
+                            .async = async, .export_final = false, .log = nullptr}),
+      Injector{inj, task.armed}, pt::callbacks::Preemption({.log = nullptr}), pt::parallel::DataParallel());
+  const auto r = t.fit(train, val, {.epochs = kPreemptEpochs});
+  PreemptOutcome o;
+  o.stopped = r.stopped_at_step;
+  o.global_steps = r.global_steps;
+  const auto& p = t.get<pt::callbacks::Preemption>();
+  o.stopped_at = p.stopped_at();
+  o.stopped_by = p.stopped_by();
+  o.received = p.signals_received();
+  for (const auto& q : task.module().parameters()) o.params.push_back(q.detach().clone());
+  return o;
+}
+
+/// The optimizer step at which the ranks must stop (steps per epoch `spe`).
+int64_t expected_stop(const Injection& inj, int64_t spe) {
+  return inj.moment == Moment::validation ? (inj.at + 1) * spe + 1 : inj.at;
+}
+
+/// A worker rank: runs preempt_run from the environment, writes outcome<rank>.txt and params<rank>.pt.
+const int kPreemptWorker = [] {
+  const char* scenario = std::getenv("POLICYTRAIN_TEST_WORKER");
+  if (!scenario || std::string(scenario) != "preempt") return 0;
+  const fs::path out = std::getenv("POLICYTRAIN_TEST_OUT");
+  const int rank = std::atoi(std::getenv("RANK"));
+  const int world = std::atoi(std::getenv("WORLD_SIZE"));
+  std::freopen((out / ("stderr" + std::to_string(rank) + ".txt")).c_str(), "a", stderr);
+  testing::run_worker_and_exit([&] {
+    Injection inj;
+    inj.moment = static_cast<Moment>(std::atoi(std::getenv("PT_MOMENT")));
+    inj.at = std::atoll(std::getenv("PT_AT"));
+    inj.sig = std::atoi(std::getenv("PT_SIG"));
+    inj.rank = std::atoi(std::getenv("PT_RANK"));
+    const bool resume = std::string(std::getenv("PT_RESUME")) == "1";
+    const auto o = preempt_run(std::getenv("PT_DIR"), inj, resume, rank, world);
+    std::ofstream(out / ("outcome" + std::to_string(rank) + ".txt"))
+        << o.stopped << " " << o.stopped_at << " " << o.stopped_by << " " << o.received << " " << o.global_steps << "\n";
+    torch::save(o.params, (out / ("params" + std::to_string(rank) + ".pt")).string());
+    return 0;
+  });
+}();
+
+/// Runs preempt_run on `world` ranks (launch_local) and reads back every rank's outcome.
+std::vector<PreemptOutcome> preempt_ranks(const fs::path& out, const fs::path& dir, const Injection& inj, bool resume,
+                                          int world) {
+  fs::create_directories(out);
+  const int rc = pt::parallel::launch_local(
+      {.nproc = world,
+       .env = {{"POLICYTRAIN_TEST_WORKER", "preempt"}, {"POLICYTRAIN_TEST_OUT", out.string()}, {"OMP_NUM_THREADS", "1"},
+               {"PT_MOMENT", std::to_string(static_cast<int>(inj.moment))}, {"PT_AT", std::to_string(inj.at)},
+               {"PT_SIG", std::to_string(inj.sig)}, {"PT_RANK", std::to_string(inj.rank)},
+               {"PT_RESUME", resume ? "1" : "0"}, {"PT_DIR", dir.string()}},
+       .deadline = std::chrono::seconds(300)});
+  std::string err;
+  for (int r = 0; r < world; ++r) {
+    std::ifstream f(out / ("stderr" + std::to_string(r) + ".txt"));
+    err += std::string(std::istreambuf_iterator<char>(f), {});
+  }
+  REQUIRE_MESSAGE(rc == 0, err);
+  std::vector<PreemptOutcome> v(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    std::ifstream f(out / ("outcome" + std::to_string(r) + ".txt"));
+    auto& o = v[static_cast<size_t>(r)];
+    f >> o.stopped >> o.stopped_at >> o.stopped_by >> o.received >> o.global_steps;
+    torch::load(o.params, (out / ("params" + std::to_string(r) + ".pt")).string());
+  }
+  return v;
+}
+
+bool same_params(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!torch::equal(a[i], b[i])) return false;
+  return true;
+}
+
+/// Seeded draws of (moment, step or epoch, signal) over a run of `spe` steps per epoch.
+std::vector<Injection> draws(uint64_t seed, int n, int64_t spe, int world) {
+  std::mt19937_64 g(seed);
+  std::vector<Injection> v;
+  for (int i = 0; i < n; ++i) {
+    Injection inj;
+    inj.moment = kMoments[i % std::size(kMoments)];  // every moment, then again
+    inj.sig = (g() % 2) ? SIGTERM : SIGUSR1;
+    inj.rank = static_cast<int>(g() % static_cast<uint64_t>(world));
+    const int64_t total = kPreemptEpochs * spe;
+    if (inj.moment == Moment::validation) inj.at = static_cast<int64_t>(g() % (kPreemptEpochs - 1));  // not the last epoch's
+    else if (inj.moment == Moment::async_write) inj.at = 2 * (1 + static_cast<int64_t>(g() % static_cast<uint64_t>(total / 2 - 1)));
+    else inj.at = 1 + static_cast<int64_t>(g() % static_cast<uint64_t>(total - 1));  // not the last step
+    v.push_back(inj);
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("Preemption: a signal at any moment stops every rank at the same step, and the resumed run is bit-identical") {
+  SUBCASE("1 process: SIGTERM and SIGUSR1 at 12 seeded moments") {
+    const auto base = testing::temp_dir("preempt-1");
+    const auto whole = preempt_run(base / "whole", {}, false, 0, 1);
+    CHECK_FALSE(whole.stopped);
+    CHECK(whole.received == 0);
+    constexpr int64_t spe = 8;
+    REQUIRE(whole.global_steps == kPreemptEpochs * spe);
+    int n = 0;
+    for (const auto& inj : draws(2026, 12, spe, 1)) {
+      INFO("case " << n << ": " << pt::callbacks::Preemption::signal_name(inj.sig) << " during the " << moment_name(inj.moment) << " at " << inj.at);
+      const auto dir = base / ("case" + std::to_string(n++));
+      const auto cut = preempt_run(dir, inj, false, 0, 1);
+      CHECK(cut.stopped);
+      CHECK(cut.stopped_by == inj.sig);
+      CHECK(cut.stopped_at == expected_stop(inj, spe));
+      CHECK(cut.global_steps == expected_stop(inj, spe));
+      CHECK(cut.received == (inj.moment == Moment::twice ? 2 : 1));
+      const auto resumed = preempt_run(dir, {}, true, 0, 1);
+      CHECK_FALSE(resumed.stopped);
+      CHECK(resumed.global_steps == whole.global_steps);
+      CHECK(same_params(resumed.params, whole.params));
+    }
+    // After the fit the handlers are the ones from before it again.
+    struct sigaction now {};
+    ::sigaction(SIGUSR1, nullptr, &now);
+    CHECK(reinterpret_cast<void*>(now.sa_handler) != reinterpret_cast<void*>(&pt::callbacks::detail::preemption_handler));
+    fs::remove_all(base);
+  }
+  SUBCASE("3 ranks over Gloo: the signal reaches one rank, at 6 seeded moments") {
+    const auto base = testing::temp_dir("preempt-3");
+    const auto whole = preempt_ranks(base / "out-whole", base / "whole", {}, false, 3);
+    constexpr int64_t spe = 3;  // 64 samples over 3 ranks: 22 each (padded), batches of 8
+    REQUIRE(whole[0].global_steps == kPreemptEpochs * spe);
+    int n = 0;
+    for (const auto& inj : draws(7, 6, spe, 3)) {
+      INFO("case " << n << ": " << pt::callbacks::Preemption::signal_name(inj.sig) << " on rank " << inj.rank << " during the "
+                   << moment_name(inj.moment) << " at " << inj.at);
+      const auto dir = base / ("case" + std::to_string(n));
+      const auto cut = preempt_ranks(base / ("out-cut" + std::to_string(n)), dir, inj, false, 3);
+      for (int r = 0; r < 3; ++r) {
+        INFO("rank " << r);
+        CHECK(cut[r].stopped);
+        CHECK(cut[r].stopped_at == expected_stop(inj, spe));
+        CHECK(cut[r].stopped_by == (r == inj.rank ? inj.sig : 0));
+      }
+      const auto resumed = preempt_ranks(base / ("out-resumed" + std::to_string(n)), dir, {}, true, 3);
+      ++n;
+      for (int r = 0; r < 3; ++r) {
+        INFO("rank " << r);
+        CHECK_FALSE(resumed[r].stopped);
+        CHECK(resumed[r].global_steps == whole[0].global_steps);
+        CHECK(same_params(resumed[r].params, whole[0].params));
+      }
+    }
+    fs::remove_all(base);
+  }
+}
+
+TEST_CASE("Preemption refuses an uncatchable signal and a check interval below 1, by name") {
+  CHECK_THROWS_WITH_AS(pt::callbacks::Preemption({.signals = {SIGKILL}}), doctest::Contains("cannot be caught"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(pt::callbacks::Preemption({.check_every_steps = 0}), doctest::Contains("check_every_steps is 0"),
+                       std::invalid_argument);
 }

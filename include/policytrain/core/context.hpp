@@ -39,6 +39,9 @@ struct FitResult {
   int64_t samples_seen = 0;
   /// Whether a policy stopped training before the last epoch.
   bool stopped_early = false;
+  /// Whether a hook stopped training at a step boundary inside an epoch (TrainState::stop_at_step, set by
+  /// callbacks::Preemption): the epoch was cut there, not validated, and a checkpoint policy saved it mid-epoch.
+  bool stopped_at_step = false;
   double train_seconds = 0;          ///< wall time in the training loops (evaluation excluded)
   std::vector<Metrics> validation;   ///< one entry per validated epoch
   /// Training throughput of this call (samples_seen / train_seconds).

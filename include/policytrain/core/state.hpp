@@ -21,6 +21,11 @@ struct TrainState {
   int64_t best_epoch = -1;       ///< epoch of best_metric
   torch::Tensor last_loss;       ///< loss of the last micro-batch (detached; read it lazily: `loss_value()`)
   bool stop_requested = false;   ///< a hook asked to stop
+  /// A hook asked to stop at the end of this optimizer step (callbacks::Preemption): the Trainer cuts the epoch
+  /// there, without validation or epoch-end hooks, and fit returns with FitResult::stopped_at_step; the checkpoint
+  /// policy's fit end writes a mid-epoch checkpoint that resumes at the next batch. Every rank must set it at the
+  /// same step (agree first).
+  bool stop_at_step = false;
 
   /// The last loss as a double (synchronises with the device of the loss).
   double loss_value() const {

@@ -1,0 +1,201 @@
+#pragma once
+/// \file
+/// callbacks::Preemption — a run told to stop by a signal (Slurm's SIGTERM, or the SIGUSR1 it sends a configurable
+/// time before the end of a job with `--signal`; Kubernetes' SIGTERM before its grace period ends) stops at the next
+/// optimizer step on every rank at once and leaves an exact mid-epoch checkpoint, from which `resume = "auto"`
+/// continues bit for bit.
+///
+/// The handlers only set a flag (a lock-free atomic: async-signal-safe); nothing is written from inside a handler
+/// (a checkpoint written there fails now and then: Lightning #20347, #20542, #21406). At each step's end
+/// (on_step_end, every `check_every_steps` steps) the ranks agree on the flag (`ctx.agree_any`: one all-reduce of one
+/// integer under data parallelism; nothing on one process); once any rank saw a signal, every rank sets
+/// TrainState::stop_at_step at that same step, the Trainer cuts the epoch there (no validation, no epoch-end hook)
+/// and the checkpoint policy's fit end writes last.ckpt mid-epoch (checkpoint::Disk with `last`, the default). `fit`
+/// returns with FitResult::stopped_at_step; the program then exits with Preemption::exit_code (75, EX_TEMPFAIL) and,
+/// under Slurm, may requeue its job first (requeue_slurm_job(), as Lightning's auto-requeue). A signal during
+/// validation, a checkpoint write or start-up is acted on at the next step's end; a second signal only sets the flag
+/// again. The previous handlers are restored when the fit ends, so a signal after it acts as it would without us.
+/// Hooks: on_fit_begin (install), on_step_end (agree, stop), on_fit_end (restore, report). Cost per step: a load of
+/// the flag, and with data parallelism the agreement's all-reduce (bench/RESULTS.md, "Preemption").
+#include <atomic>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <policytrain/detail/format.hpp>
+
+namespace policytrain::callbacks {
+
+namespace detail {
+/// The last signal received (0: none) and how many, shared by every Preemption of the process: a handler sees
+/// only globals.
+inline std::atomic<int> preemption_signal{0};
+inline std::atomic<int> preemption_count{0};
+static_assert(std::atomic<int>::is_always_lock_free, "a signal handler may only touch lock-free atomics");
+extern "C" inline void preemption_handler(int sig) {
+  preemption_signal.store(sig, std::memory_order_relaxed);
+  preemption_count.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace detail
+
+/// Stops at the next step on a signal, on every rank at once, leaving a mid-epoch checkpoint (see the file comment).
+class Preemption {
+ public:
+  /// Name in logs and summaries.
+  static constexpr std::string_view name = "callbacks::Preemption";
+  /// The exit code a preempted program returns (EX_TEMPFAIL from <sysexits.h>: "try again later"); the main job's
+  /// --help names it.
+  static constexpr int exit_code = 75;
+
+  /// Settings of Preemption.
+  struct Options {
+    bool enabled = true;                         ///< false: no handler, nothing per step
+    std::vector<int> signals{SIGTERM, SIGUSR1};  ///< the signals that ask for a stop
+    int64_t check_every_steps = 1;               ///< agree every n optimizer steps (the stop waits up to n - 1 more)
+    std::FILE* log = stderr;                     ///< where the stop is said (main rank; nullptr: nowhere)
+  };
+
+  Preemption() = default;
+  /// Throws std::invalid_argument for check_every_steps < 1 or a signal that cannot be caught.
+  explicit Preemption(Options o) : o_(std::move(o)) {
+    if (o_.check_every_steps < 1)
+      throw std::invalid_argument(policytrain::detail::format(
+          "policytrain::callbacks::Preemption: check_every_steps is {}; expected >= 1", o_.check_every_steps));
+    for (int s : o_.signals)
+      if (s <= 0 || s >= NSIG || s == SIGKILL || s == SIGSTOP)
+        throw std::invalid_argument(policytrain::detail::format(
+            "policytrain::callbacks::Preemption: signal {} cannot be caught; expected a catchable signal such as "
+            "SIGTERM ({}) or SIGUSR1 ({})", s, SIGTERM, SIGUSR1));
+  }
+  Preemption(const Preemption&) = delete;
+  Preemption& operator=(const Preemption&) = delete;
+  Preemption(Preemption&& o) noexcept : o_(std::move(o.o_)), previous_(std::move(o.previous_)) { o.previous_.clear(); }
+  Preemption& operator=(Preemption&&) = delete;
+  ~Preemption() { restore(); }
+
+  /// The settings.
+  const Options& options() const { return o_; }
+  /// The signal that stopped the last fit (0: none).
+  int stopped_by() const { return stopped_by_; }
+  /// The optimizer step at which the last fit stopped (-1: it did not).
+  int64_t stopped_at() const { return stopped_at_; }
+  /// Signals received while a fit ran (a second one during the save included).
+  int signals_received() const { return received_; }
+
+  /// Installs the handlers; a signal that came before (between two fits) is forgotten.
+  template <class Ctx>
+  void on_fit_begin(Ctx&) {
+    stopped_by_ = 0;
+    stopped_at_ = -1;
+    received_ = 0;
+    if (!o_.enabled) return;
+    detail::preemption_signal.store(0);
+    detail::preemption_count.store(0);
+    install();
+  }
+
+  /// Every `check_every_steps` steps: agrees on the flag across the ranks and, if any rank saw a signal, asks the
+  /// Trainer to stop after this step (every rank, the same step).
+  template <class Ctx>
+  void on_step_end(Ctx& ctx) {
+    if (!o_.enabled || ctx.state().global_step % o_.check_every_steps != 0) return;
+    const int sig = detail::preemption_signal.load(std::memory_order_relaxed);
+    if (!ctx.agree_any(sig != 0)) return;
+    ctx.state().stop_at_step = true;
+    stopped_by_ = sig;  // 0 on a rank that did not see it itself
+    stopped_at_ = ctx.state().global_step;
+    if (o_.log && ctx.is_main()) {
+      std::fprintf(o_.log,
+                   "policytrain::callbacks::Preemption: %s at optimizer step %lld (epoch %lld, batch %lld): stopping "
+                   "there on every rank; the checkpoint policy saves the run mid-epoch\n",
+                   sig ? policytrain::detail::format("signal {} ({})", sig, signal_name(sig)).c_str()
+                       : "a signal on another rank",
+                   static_cast<long long>(stopped_at_), static_cast<long long>(ctx.state().epoch),
+                   static_cast<long long>(ctx.state().batch_in_epoch));
+      std::fflush(o_.log);
+    }
+  }
+
+  /// Restores the handlers that were there before the fit.
+  template <class Ctx>
+  void on_fit_end(Ctx&) {
+    received_ = detail::preemption_count.load();
+    restore();
+  }
+
+  /// "SIGTERM", "SIGUSR1", ... (or "signal N").
+  static std::string signal_name(int sig) {
+    switch (sig) {
+      case SIGTERM: return "SIGTERM";
+      case SIGUSR1: return "SIGUSR1";
+      case SIGUSR2: return "SIGUSR2";
+      case SIGINT: return "SIGINT";
+      case SIGHUP: return "SIGHUP";
+      case SIGCONT: return "SIGCONT";
+      default: return "signal " + std::to_string(sig);
+    }
+  }
+
+  /// Under Slurm (SLURM_JOB_ID set): `scontrol requeue <job id>`, as Lightning's auto-requeue, so that the job starts
+  /// again and resumes from the checkpoint. Call it on one rank after fit returned with stopped_at_step. Returns
+  /// scontrol's exit status; throws std::runtime_error outside Slurm, or when scontrol cannot be started.
+  static int requeue_slurm_job() {
+    const char* id = std::getenv("SLURM_JOB_ID");
+    if (!id || !*id)
+      throw std::runtime_error("policytrain::callbacks::Preemption::requeue_slurm_job: SLURM_JOB_ID is not set; "
+                               "requeueing needs a Slurm job (run under sbatch)");
+    const std::string job = id;
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("policytrain::callbacks::Preemption::requeue_slurm_job: fork failed");
+    if (pid == 0) {
+      ::execlp("scontrol", "scontrol", "requeue", job.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0) {
+    }
+    const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (rc == 127)
+      throw std::runtime_error(policytrain::detail::format(
+          "policytrain::callbacks::Preemption::requeue_slurm_job: could not run `scontrol requeue {}` (scontrol not "
+          "on PATH)", job));
+    return rc;
+  }
+
+ private:
+  void install() {
+    restore();
+    for (int s : o_.signals) {
+      struct sigaction sa {}, old {};
+      sa.sa_handler = &detail::preemption_handler;
+      sigemptyset(&sa.sa_mask);
+      sa.sa_flags = SA_RESTART;  // a read or write the signal interrupts goes on
+      if (::sigaction(s, &sa, &old) != 0)
+        throw std::runtime_error(policytrain::detail::format(
+            "policytrain::callbacks::Preemption: sigaction({}) failed; the signal cannot be handled", signal_name(s)));
+      previous_.push_back({s, old});
+    }
+  }
+
+  void restore() {
+    for (auto it = previous_.rbegin(); it != previous_.rend(); ++it) ::sigaction(it->first, &it->second, nullptr);
+    previous_.clear();
+  }
+
+  Options o_;
+  std::vector<std::pair<int, struct sigaction>> previous_;
+  int stopped_by_ = 0;
+  int64_t stopped_at_ = -1;
+  int received_ = 0;
+};
+
+}  // namespace policytrain::callbacks
