@@ -1008,7 +1008,7 @@ void lock_fit(const fs::path& dir, std::FILE* log, Extra... extra) {
 
 }  // namespace
 
-TEST_CASE("run.lock: a second job on a run directory in use is refused by name; the first releases it at fit end") {
+TEST_CASE("run.lock: a second job on a run directory in use is refused by name, the first releases it at fit end") {
   const auto dir = testing::temp_dir("lock-two-jobs");
   const fs::path ready = dir.parent_path() / (dir.filename().string() + "-ready"), go = dir.parent_path() / (dir.filename().string() + "-go");
   fs::remove(ready);
@@ -1058,7 +1058,7 @@ TEST_CASE("run.lock: a second job on a run directory in use is refused by name; 
   fs::remove(go);
 }
 
-TEST_CASE("run.lock: a stale lock (dead pid, or a pid reused by another process) is taken over and said; another host's is refused") {
+TEST_CASE("run.lock: a stale lock (dead pid, or a pid reused by another process) is taken over and said, another host's is refused") {
   const auto dir = testing::temp_dir("lock-stale");
   fs::create_directories(dir);
   std::FILE* log = std::tmpfile();

@@ -814,7 +814,7 @@ TEST_CASE("expand_slurm_nodelist: Slurm's documented host list forms, zero paddi
   }
 }
 
-TEST_CASE("Environment: torchrun, then Slurm, then Open MPI; derived store address and port; every error names its variables") {
+TEST_CASE("Environment: torchrun, then Slurm, then Open MPI, the store address and port derived, every error naming its variables") {
   using pt::parallel::Environment;
   SUBCASE("nothing set: one process") {
     const auto e = Environment::from(Vars{});
@@ -978,7 +978,7 @@ TEST_CASE("launch_local: a SIGKILLed launcher leaves no rank behind (checked by 
   for (pid_t p : left) ::kill(p, SIGKILL);
 }
 
-TEST_CASE("launch_local forwards SIGUSR1 and SIGTERM to its ranks; after SIGTERM it exits 143 naming the signal, no rank left") {
+TEST_CASE("launch_local forwards SIGUSR1 and SIGTERM to its ranks, after SIGTERM exits 143 naming the signal, no rank left") {
   const auto out = testing::temp_dir("launch-sigterm");
   auto launcher = std::async(std::launch::async, [&] {
     return pt::parallel::launch_local({.nproc = 1,
