@@ -2,12 +2,15 @@
 // kind ends in a clear error or a fallback, failing writes keep the previous file, export for Python.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <thread>
+#include <type_traits>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -960,5 +963,159 @@ with torch.no_grad():
   double py = 0;
   std::ifstream(out) >> py;
   CHECK(std::abs(py - best) <= 1e-6);
+  fs::remove_all(dir);
+}
+
+// ---- One job per run directory (issue 40): run.lock ----
+
+namespace {
+
+/// Waits at its first step until `go` exists (at most 60 s), having said so in `ready`: a job that holds its run
+/// directory while the test looks.
+struct HoldAtFirstStep {
+  fs::path ready, go;
+  template <class C> void on_step_end(C& c) {
+    if (c.state().global_step != 1) return;
+    spit(ready, std::to_string(::getpid()));
+    for (int i = 0; i < 3000 && !fs::exists(go); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+};
+
+/// Records, at every step, the lock file's text (the holder while the fit runs).
+struct SeeLock {
+  fs::path file;
+  std::vector<std::string>* seen;
+  template <class C> void on_step_end(C&) { seen->push_back(fs::exists(file) ? slurp(file) : std::string("none")); }
+};
+
+std::string this_host() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+/// A fit of a small MLP into `dir` (log to `log`); rethrows what fit throws.
+template <class... Extra>
+void lock_fit(const fs::path& dir, std::FILE* log, Extra... extra) {
+  testing::MlpTask task(1);
+  torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.05));
+  pt::Trainer<testing::MlpTask, ck::Disk, Extra...> trainer(
+      task, opt, ck::Disk({.directory = dir, .export_final = false, .log = log}), std::move(extra)...);
+  auto [x, y] = testing::toy_data(48);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 16});
+  trainer.fit(loader, {.epochs = 1});
+}
+
+}  // namespace
+
+TEST_CASE("run.lock: a second job on a run directory in use is refused by name, the first releases it at fit end") {
+  const auto dir = testing::temp_dir("lock-two-jobs");
+  const fs::path ready = dir.parent_path() / (dir.filename().string() + "-ready"), go = dir.parent_path() / (dir.filename().string() + "-go");
+  fs::remove(ready);
+  fs::remove(go);
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    torch::set_num_threads(1);
+    try {
+      lock_fit(dir / "ckpt", nullptr, HoldAtFirstStep{ready, go});
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  bool up = false;
+  for (int i = 0; i < 3000 && !(up = fs::exists(ready)); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  REQUIRE(up);
+  CHECK(slurp(dir / "ckpt" / "run.lock").starts_with(this_host() + " " + std::to_string(child) + " "));
+  std::string msg;
+  try {
+    lock_fit(dir / "ckpt", nullptr);
+  } catch (const ck::LockedError& e) {
+    msg = e.what();
+  }
+  spit(go, "");
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  CAPTURE(msg);
+  CHECK(msg.find("the run directory " + (dir / "ckpt").string() + " is in use by another job: host " + this_host() +
+                 ", pid " + std::to_string(child)) != std::string::npos);
+  CHECK(msg.find("wait for that job to end or stop it, or choose another directory") != std::string::npos);
+  CHECK(msg.find("remove " + (dir / "ckpt" / "run.lock").string()) != std::string::npos);
+  CHECK(std::is_base_of_v<std::runtime_error, ck::LockedError>);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_FALSE(fs::exists(dir / "ckpt" / "run.lock"));  // released at the first job's fit end
+  // Now free: this process's fit holds it while it runs (host and pid), and gives it back.
+  std::vector<std::string> seen;
+  lock_fit(dir / "ckpt", nullptr, SeeLock{dir / "ckpt" / "run.lock", &seen});
+  REQUIRE(seen.size() == 3);
+  for (const auto& s : seen) CHECK(s.starts_with(this_host() + " " + std::to_string(::getpid()) + " "));
+  CHECK_FALSE(fs::exists(dir / "ckpt" / "run.lock"));
+  fs::remove_all(dir);
+  fs::remove(ready);
+  fs::remove(go);
+}
+
+TEST_CASE("run.lock: a stale lock (dead pid, or a pid reused by another process) is taken over and said, another host's is refused") {
+  const auto dir = testing::temp_dir("lock-stale");
+  fs::create_directories(dir);
+  std::FILE* log = std::tmpfile();
+  REQUIRE(log);
+  SUBCASE("dead pid") {
+    const pid_t dead = ::fork();
+    REQUIRE(dead >= 0);
+    if (dead == 0) ::_exit(0);
+    ::waitpid(dead, nullptr, 0);  // reaped: no such process now
+    spit(dir / "run.lock", this_host() + " " + std::to_string(dead) + " 777\n");
+    lock_fit(dir, log);
+    const std::string said = read_log(log);
+    CAPTURE(said);
+    CHECK(said.find("took over the lock " + (dir / "run.lock").string() + " of a job that is gone (host " + this_host() +
+                    ", pid " + std::to_string(dead) + ": no such process)") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "run.lock"));
+  }
+  SUBCASE("a live pid started at another time than the holder") {
+    spit(dir / "run.lock", this_host() + " " + std::to_string(::getppid()) + " 1\n");
+    lock_fit(dir, log);
+    const std::string said = read_log(log);
+    CAPTURE(said);
+    CHECK(said.find("pid " + std::to_string(::getppid()) + " is now another process") != std::string::npos);
+  }
+  SUBCASE("another host: cannot be checked, refused") {
+    spit(dir / "run.lock", "elsewhere-node7 12345 99\n");
+    std::string msg;
+    try {
+      lock_fit(dir, log);
+    } catch (const ck::LockedError& e) {
+      msg = e.what();
+    }
+    CAPTURE(msg);
+    CHECK(msg.find("is in use by another job: host elsewhere-node7, pid 12345") != std::string::npos);
+    CHECK(msg.find("(it ran on elsewhere-node7, which this host (" + this_host() + ") cannot check)") != std::string::npos);
+    CHECK(slurp(dir / "run.lock") == "elsewhere-node7 12345 99\n");  // untouched
+    CHECK_FALSE(fs::exists(dir / "last.ckpt"));                         // nothing written
+  }
+  std::fclose(log);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("run.lock: released when a fit throws (the Trainer ends), shared by the Disks of one process") {
+  const auto dir = testing::temp_dir("lock-throw");
+  {
+    testing::MlpTask task(1);
+    torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.05));
+    pt::Trainer<testing::MlpTask, ck::Disk, CrashAt> trainer(
+        task, opt, ck::Disk({.directory = dir, .export_final = false, .log = nullptr}), CrashAt{.step = 2});
+    auto [x, y] = testing::toy_data(48);
+    pt::data::TensorLoader loader(x, y, {.batch_size = 16});
+    CHECK_THROWS_AS(trainer.fit(loader, {.epochs = 1}), Crash);
+    CHECK(fs::exists(dir / "run.lock"));  // the Trainer (this process) still holds the directory
+    // Another Disk of this process on the directory shares the lock (one job), and leaves it to the holder.
+    lock_fit(dir, nullptr);
+    CHECK(fs::exists(dir / "run.lock"));
+  }
+  CHECK_FALSE(fs::exists(dir / "run.lock"));
   fs::remove_all(dir);
 }

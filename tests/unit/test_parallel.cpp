@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <csignal>
+#include <future>
 #include <limits>
 #include <map>
 #include <cstdlib>
@@ -91,6 +92,9 @@ int run_worker(const std::string& scenario, const fs::path& out) {
   const auto m = trainer.evaluate(eval);
   write_text(out / fmt::format("metrics{}.txt", rank), fmt::format("{} {:.17g} {:.17g}", m.samples, m.loss, m.accuracy));
   torch::save(params_of(task.module()), (out / fmt::format("params{}.pt", rank)).string());
+  write_text(out / fmt::format("source{}.txt", rank),
+             fmt::format("{} {} {} {}:{}", p.environment().source, p.local_rank(), world, p.environment().master_addr,
+                         p.environment().master_port));
   write_text(out / fmt::format("counts{}.txt", rank),
              fmt::format("{} {} {} {} {}", p.bucket_count(), p.allreduce_calls(), p.allreduce_calls_in_hooks(),
                          trainer.state().global_step, fmt::join(per_step, " ")));
@@ -246,15 +250,63 @@ int run_worker2(const std::string& scenario, const fs::path& out) {
   return 0;
 }
 
+/// Writes `text` to `p` whole (a temporary file renamed), so that a reader never sees a part of it.
+void write_atomic(const fs::path& p, const std::string& text) {
+  write_text(fs::path(p.string() + ".tmp"), text);
+  fs::rename(fs::path(p.string() + ".tmp"), p);
+}
+
+volatile std::sig_atomic_t g_sleeper_usr1 = 0, g_sleeper_term = 0;
+
+/// A rank that only waits (at most 60 s, so that a failed test leaves no process behind for long): writes its pid,
+/// records SIGUSR1 and exits on SIGTERM, saying which signals it saw.
+int run_sleeper(const fs::path& out) {
+  const int rank = pt::parallel::Environment::from_env().rank;
+  std::signal(SIGUSR1, [](int) { g_sleeper_usr1 = 1; });
+  std::signal(SIGTERM, [](int) { g_sleeper_term = 1; });
+  write_atomic(out / fmt::format("pid{}.txt", rank), std::to_string(::getpid()));
+  bool usr1_said = false;
+  for (int i = 0; i < 3000; ++i) {
+    if (g_sleeper_usr1 && !usr1_said) {
+      write_atomic(out / fmt::format("usr1_{}.txt", rank), "SIGUSR1");
+      usr1_said = true;
+    }
+    if (g_sleeper_term) {
+      write_atomic(out / fmt::format("term_{}.txt", rank), "SIGTERM");
+      return 0;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return 5;
+}
+
+/// The process a user starts with --nproc 2: writes its pid and launches two sleepers.
+int run_launcher(const fs::path& out) {
+  write_atomic(out / "launcher.txt", std::to_string(::getpid()));
+  return pt::parallel::launch_local({.nproc = 2,
+                                     .env = {{"POLICYTRAIN_TEST_WORKER", "sleeper"},
+                                             {"POLICYTRAIN_TEST_OUT", out.string()},
+                                             {"OMP_NUM_THREADS", "1"}},
+                                     .deadline = std::chrono::seconds(90),
+                                     .signal_grace = std::chrono::seconds(5)});
+}
+
 /// Runs the worker when this process is one of the ranks, before doctest sees the command line.
 const int kWorkerHook = [] {
   const char* scenario = std::getenv("POLICYTRAIN_TEST_WORKER");
   if (!scenario) return 0;
   const fs::path out = std::getenv("POLICYTRAIN_TEST_OUT");
-  const std::string rank = std::getenv("RANK") ? std::getenv("RANK") : "0";
-  std::freopen((out / ("stderr" + rank + ".txt")).c_str(), "w", stderr);
+  const std::string sc = scenario;
+  std::string rank = "0";
+  try {
+    rank = std::to_string(pt::parallel::Environment::from_env().rank);  // torchrun's, Slurm's or Open MPI's
+  } catch (const std::exception&) {
+  }
+  std::freopen((out / ("stderr" + (sc == "launcher" ? std::string("_launcher") : rank) + ".txt")).c_str(), "w", stderr);
   testing::run_worker_and_exit([&] {
-    const std::string sc = scenario;
+    if (sc == "sleeper") return run_sleeper(out);
+    if (sc == "launcher") return run_launcher(out);
+    if (sc == "exit7") return std::getenv("SLURM_PROCID") || !std::getenv("RANK") ? 1 : 7;
     return sc == "plain" || sc == "accumulate" || sc == "kill" || sc == "hang" ? run_worker(sc, out) : run_worker2(sc, out);
   });
 }();
@@ -660,4 +712,312 @@ TEST_CASE("launch_ranks: a rank (RANK set) or nproc = 1 trains in this process, 
   if (old_rank) ::setenv("RANK", saved_rank.c_str(), 1);
   CAPTURE(msg);
   CHECK(msg.find("policytrain::parallel::launch_ranks: nproc = 0") != std::string::npos);
+}
+
+// ---- Launchers (issue 40): Slurm's and Open MPI's environments, the launcher's signals and orphans ----
+
+namespace {
+
+using Vars = std::map<std::string, std::string>;
+
+std::string env_error(const Vars& vars) {
+  try {
+    (void)pt::parallel::Environment::from(vars);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// Whether `pid` is a live process (a zombie, dead but not yet reaped by its new parent, is not).
+bool alive(pid_t pid) {
+  if (::kill(pid, 0) != 0) return false;
+  const std::string stat = read_text(fs::path("/proc") / std::to_string(pid) / "stat");
+  const auto close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
+}
+
+/// Waits until `files` exist (or `seconds` pass); returns whether they all do.
+bool wait_for(const std::vector<fs::path>& files, double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    bool all = true;
+    for (const auto& f : files) all = all && fs::exists(f);
+    if (all) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+/// Waits until none of `pids` is alive (or `seconds` pass); returns those still alive.
+std::vector<pid_t> survivors(const std::vector<pid_t>& pids, double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  std::vector<pid_t> left;
+  do {
+    left.clear();
+    for (pid_t p : pids)
+      if (alive(p)) left.push_back(p);
+    if (left.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  } while (std::chrono::steady_clock::now() < until);
+  return left;
+}
+
+/// A free TCP port in [15000, 25000), the range of Slurm-derived ports (slurm_master_port).
+int free_slurm_port() {
+  for (int p = 15000 + static_cast<int>(::getpid() % 9000); p < 25000; ++p) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(p));
+    ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    if (ok) return p;
+  }
+  FAIL("no free port in [15000, 25000)");
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("expand_slurm_nodelist: Slurm's documented host list forms, zero padding kept, malformed lists named") {
+  using V = std::vector<std::string>;
+  const auto ex = pt::parallel::expand_slurm_nodelist;
+  CHECK(ex("node1") == V{"node1"});
+  CHECK(ex("gpu[01-04,07]") == V{"gpu01", "gpu02", "gpu03", "gpu04", "gpu07"});
+  CHECK(ex("a[1-2],b3") == V{"a1", "a2", "b3"});
+  CHECK(ex("rack[1-2]-gpu[3-4]") == V{"rack1-gpu3", "rack1-gpu4", "rack2-gpu3", "rack2-gpu4"});
+  CHECK(ex("tux[8-10]") == V{"tux8", "tux9", "tux10"});
+  CHECK(ex("tux[08-10]") == V{"tux08", "tux09", "tux10"});
+  CHECK(ex("linux[0-2],linux7,lx[010-011]") == V{"linux0", "linux1", "linux2", "linux7", "lx010", "lx011"});
+  CHECK(ex("n[5]") == V{"n5"});
+  CHECK(ex("[1-2]x") == V{"1x", "2x"});
+  CHECK(ex("c1.cluster,c2.cluster") == V{"c1.cluster", "c2.cluster"});
+  for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+           {"gpu[01-04", "a '[' without its ']'"},
+           {"gpu01]", "a ']' without its '['"},
+           {"gpu[4-1]", "the range 4-1 ends below its start"},
+           {"gpu[a-b]", "'a-b' in [a-b] is not a number"},
+           {"gpu[]", "empty brackets"},
+           {"a,,b", "an empty host name"},
+           {"n[0-9999999]", "over 1048576 hosts"}}) {
+    CAPTURE(bad);
+    std::string msg;
+    try {
+      (void)ex(bad);
+    } catch (const std::invalid_argument& e) {
+      msg = e.what();
+    }
+    CHECK(msg.find("'" + bad + "' is not a Slurm host list") != std::string::npos);
+    CHECK(msg.find(why) != std::string::npos);
+  }
+}
+
+TEST_CASE("Environment: torchrun, then Slurm, then Open MPI, the store address and port derived, every error naming its variables") {
+  using pt::parallel::Environment;
+  SUBCASE("nothing set: one process") {
+    const auto e = Environment::from(Vars{});
+    CHECK(e.source == "none");
+    CHECK(e.world_size == 1);
+    CHECK(e.rank == 0);
+  }
+  SUBCASE("Slurm: ranks from srun, MASTER_ADDR from the node list's first host, MASTER_PORT from the job id") {
+    const auto e = Environment::from(Vars{{"SLURM_PROCID", "5"}, {"SLURM_LOCALID", "1"}, {"SLURM_NTASKS", "8"},
+                                          {"SLURM_JOB_ID", "4567891"}, {"SLURM_JOB_NODELIST", "gpu[07-10],cpu1"}});
+    CHECK(e.source == "slurm");
+    CHECK(e.rank == 5);
+    CHECK(e.local_rank == 1);
+    CHECK(e.world_size == 8);
+    CHECK(e.master_addr == "gpu07");
+    CHECK(e.master_port == 15000 + 7891);  // the job id's last four digits
+    // SLURM_NODELIST when SLURM_JOB_NODELIST is not set; MASTER_ADDR / MASTER_PORT, when set, win.
+    const auto f = Environment::from(Vars{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", "20000"},
+                                          {"SLURM_NODELIST", "n[3-4]"}});
+    CHECK(f.master_addr == "n3");
+    CHECK(f.master_port == 15000);
+    CHECK(f.local_rank == 0);
+    const auto g = Environment::from(Vars{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", "7"},
+                                          {"SLURM_JOB_NODELIST", "n[3-4]"}, {"MASTER_ADDR", "10.0.0.9"},
+                                          {"MASTER_PORT", "29600"}});
+    CHECK(g.master_addr == "10.0.0.9");
+    CHECK(g.master_port == 29600);
+    // One task: no store needed.
+    CHECK(Environment::from(Vars{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}).world_size == 1);
+  }
+  SUBCASE("Open MPI: ranks from mpirun, the store from MASTER_ADDR / MASTER_PORT") {
+    const auto e = Environment::from(Vars{{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+                                          {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"PMIX_RANK", "3"},
+                                          {"MASTER_ADDR", "h0"}, {"MASTER_PORT", "29500"}});
+    CHECK(e.source == "mpi");
+    CHECK(e.rank == 3);
+    CHECK(e.local_rank == 1);
+    CHECK(e.world_size == 4);
+    CHECK(e.master_addr == "h0");
+  }
+  SUBCASE("precedence: torchrun over Slurm over Open MPI when they describe the same processes") {
+    const Vars both{{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "1234"},
+                    {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "1"}, {"SLURM_JOB_ID", "9"},
+                    {"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}};
+    const auto e = Environment::from(both);
+    CHECK(e.source == "torchrun");
+    CHECK(e.local_rank == 0);
+    CHECK(e.master_port == 1234);
+    Vars slurm_mpi = both;
+    for (const char* k : {"RANK", "WORLD_SIZE", "LOCAL_RANK"}) slurm_mpi.erase(k);
+    const auto f = Environment::from(slurm_mpi);
+    CHECK(f.source == "slurm");
+    CHECK(f.local_rank == 1);
+  }
+  SUBCASE("an outer launcher's variables (another process count) are ignored") {
+    // srun starts one torchrun per node (2 tasks); torchrun starts 4 workers per node.
+    const auto e = Environment::from(Vars{{"RANK", "6"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "2"}, {"MASTER_ADDR", "n1"},
+                                          {"MASTER_PORT", "29500"}, {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}});
+    CHECK(e.source == "torchrun");
+    CHECK(e.rank == 6);
+    // mpirun under sbatch: its processes inherit the Slurm variables of its daemons (one per node).
+    const auto f = Environment::from(Vars{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"OMPI_COMM_WORLD_RANK", "3"},
+                                          {"OMPI_COMM_WORLD_SIZE", "8"}, {"MASTER_ADDR", "n1"}, {"MASTER_PORT", "29500"}});
+    CHECK(f.source == "mpi");
+    CHECK(f.rank == 3);
+    CHECK(f.world_size == 8);
+  }
+  SUBCASE("contradictory and partial environments") {
+    const std::vector<std::pair<Vars, std::vector<std::string>>> cases{
+        {{{"SLURM_PROCID", "1"}}, {"SLURM_PROCID=1 is set but SLURM_NTASKS is not", "srun"}},
+        {{{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}}, {"SLURM_PROCID=4 but SLURM_NTASKS=4", "0..3"}},
+        {{{"SLURM_PROCID", "x"}, {"SLURM_NTASKS", "4"}}, {"SLURM_PROCID='x' is not an integer"}},
+        {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "1"}, {"SLURM_PROCID", "1"},
+          {"SLURM_NTASKS", "2"}},
+         {"RANK=0 and SLURM_PROCID=1 disagree", "WORLD_SIZE=2 and SLURM_NTASKS=2 describe the same 2 processes"}},
+        {{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", "3"}, {"OMPI_COMM_WORLD_RANK", "0"},
+          {"OMPI_COMM_WORLD_SIZE", "2"}},
+         {"SLURM_PROCID=1 and OMPI_COMM_WORLD_RANK=0 disagree"}},
+        {{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", "3"}},
+         {"SLURM_NTASKS=2 but neither MASTER_ADDR nor SLURM_JOB_NODELIST (or SLURM_NODELIST) is set"}},
+        {{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_NODELIST", "n1"}},
+         {"SLURM_NTASKS=2 but neither MASTER_PORT nor SLURM_JOB_ID is set", "MASTER_ADDR=n1"}},
+        {{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", "3"}, {"SLURM_JOB_NODELIST", "n[2-1]"}},
+         {"SLURM_JOB_NODELIST: ", "'n[2-1]' is not a Slurm host list", "set MASTER_ADDR"}},
+        {{{"OMPI_COMM_WORLD_RANK", "1"}}, {"OMPI_COMM_WORLD_RANK='1' is set but OMPI_COMM_WORLD_SIZE is not"}},
+        {{{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "2"}}, {"OMPI_COMM_WORLD_RANK=2 but OMPI_COMM_WORLD_SIZE=2"}},
+        {{{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"PMIX_RANK", "0"}},
+         {"OMPI_COMM_WORLD_RANK=1 and PMIX_RANK=0 disagree"}},
+        {{{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}},
+         {"OMPI_COMM_WORLD_SIZE=2 but MASTER_ADDR is not set", "-x MASTER_ADDR=$(hostname) -x MASTER_PORT=29500"}},
+        {{{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}},
+         {"OMPI_COMM_WORLD_SIZE=2 but MASTER_PORT is not set", "-x MASTER_ADDR=h"}},
+        {{{"WORLD_SIZE", "2"}, {"RANK", "1"}}, {"WORLD_SIZE=2 but MASTER_ADDR is not set"}},
+        {{{"WORLD_SIZE", "2"}, {"RANK", "1"}, {"MASTER_ADDR", "h"}}, {"WORLD_SIZE=2 but MASTER_PORT is not set"}},
+    };
+    for (const auto& [vars, wants] : cases) {
+      const std::string msg = env_error(vars);
+      CAPTURE(msg);
+      CHECK(msg.starts_with("policytrain::parallel::Environment: "));
+      for (const auto& w : wants) CHECK(msg.find(w) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("a 2-rank job given only Slurm's or only Open MPI's variables trains to the weights of the same job under torchrun's, bit for bit") {
+  auto run = [](const std::string& name, pt::parallel::LaunchOptions o) {
+    const auto out = testing::temp_dir("dp-launcher-" + name);
+    o.nproc = 2;
+    o.env["POLICYTRAIN_TEST_WORKER"] = "plain";
+    o.env["POLICYTRAIN_TEST_OUT"] = out.string();
+    o.env["OMP_NUM_THREADS"] = "1";
+    o.deadline = std::chrono::seconds(300);
+    const int code = pt::parallel::launch_local(o);
+    INFO(name << " rank 0: " << read_text(out / "stderr0.txt") << "\nrank 1: " << read_text(out / "stderr1.txt"));
+    REQUIRE(code == 0);
+    return out;
+  };
+  const auto torchrun = run("torchrun", {});
+  // srun's variables only (no RANK, WORLD_SIZE, MASTER_*): the store's address is the node list's first host, its
+  // port 15000 + SLURM_JOB_ID % 10000, a job id chosen so that the port is free.
+  const int port = free_slurm_port();
+  const std::string job = std::to_string(4230000 + (port - 15000));
+  pt::parallel::LaunchOptions slurm{.torchrun_variables = false};
+  slurm.env = {{"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", job}, {"SLURM_JOB_NODELIST", "127.0.0.[1-2]"}};
+  slurm.rank_env = {{{"SLURM_PROCID", "0"}, {"SLURM_LOCALID", "0"}}, {{"SLURM_PROCID", "1"}, {"SLURM_LOCALID", "1"}}};
+  const auto slurm_out = run("slurm", slurm);
+  // mpirun's variables, with the store given as mpirun -x MASTER_ADDR -x MASTER_PORT would.
+  pt::parallel::LaunchOptions mpi{.torchrun_variables = false};
+  mpi.env = {{"OMPI_COMM_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+             {"MASTER_PORT", std::to_string(pt::parallel::free_port())}};
+  mpi.rank_env = {{{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}, {"PMIX_RANK", "0"}},
+                  {{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"PMIX_RANK", "1"}}};
+  const auto mpi_out = run("mpi", mpi);
+  for (int r = 0; r < 2; ++r) {
+    CAPTURE(r);
+    const auto want = load_params(torchrun / fmt::format("params{}.pt", r));
+    CHECK(read_text(torchrun / fmt::format("source{}.txt", r)).starts_with(fmt::format("torchrun {} 2 127.0.0.1:", r)));
+    CHECK(read_text(slurm_out / fmt::format("source{}.txt", r)) == fmt::format("slurm {} 2 127.0.0.1:{}", r, port));
+    CHECK(read_text(mpi_out / fmt::format("source{}.txt", r)).starts_with(fmt::format("mpi {} 2 127.0.0.1:", r)));
+    CHECK(max_abs_diff(load_params(slurm_out / fmt::format("params{}.pt", r)), want) == 0.0);
+    CHECK(max_abs_diff(load_params(mpi_out / fmt::format("params{}.pt", r)), want) == 0.0);
+    CHECK(read_text(slurm_out / fmt::format("counts{}.txt", r)) == read_text(torchrun / fmt::format("counts{}.txt", r)));
+  }
+}
+
+TEST_CASE("launch_local: a SIGKILLed launcher leaves no rank behind (checked by pid)") {
+  const auto out = testing::temp_dir("launch-sigkill");
+  auto launcher = std::async(std::launch::async, [&] {
+    return pt::parallel::launch_local({.nproc = 1,
+                                       .env = {{"POLICYTRAIN_TEST_WORKER", "launcher"}, {"POLICYTRAIN_TEST_OUT", out.string()}},
+                                       .deadline = std::chrono::seconds(120)});
+  });
+  REQUIRE(wait_for({out / "launcher.txt", out / "pid0.txt", out / "pid1.txt"}, 120));
+  const pid_t lpid = std::stoi(read_text(out / "launcher.txt"));
+  const std::vector<pid_t> ranks{std::stoi(read_text(out / "pid0.txt")), std::stoi(read_text(out / "pid1.txt"))};
+  for (pid_t p : ranks) REQUIRE(alive(p));
+  REQUIRE(::kill(lpid, SIGKILL) == 0);
+  CHECK(launcher.get() == 128 + SIGKILL);
+  const auto left = survivors(ranks, 5);
+  CHECK_MESSAGE(left.empty(), "ranks still running 5 s after their launcher was SIGKILLed: " << fmt::format("{}", fmt::join(left, ", ")));
+  for (pid_t p : left) ::kill(p, SIGKILL);
+}
+
+TEST_CASE("launch_local forwards SIGUSR1 and SIGTERM to its ranks, after SIGTERM exits 143 naming the signal, no rank left") {
+  const auto out = testing::temp_dir("launch-sigterm");
+  auto launcher = std::async(std::launch::async, [&] {
+    return pt::parallel::launch_local({.nproc = 1,
+                                       .env = {{"POLICYTRAIN_TEST_WORKER", "launcher"}, {"POLICYTRAIN_TEST_OUT", out.string()}},
+                                       .deadline = std::chrono::seconds(120)});
+  });
+  REQUIRE(wait_for({out / "launcher.txt", out / "pid0.txt", out / "pid1.txt"}, 120));
+  const pid_t lpid = std::stoi(read_text(out / "launcher.txt"));
+  const std::vector<pid_t> ranks{std::stoi(read_text(out / "pid0.txt")), std::stoi(read_text(out / "pid1.txt"))};
+  REQUIRE(::kill(lpid, SIGUSR1) == 0);
+  CHECK(wait_for({out / "usr1_0.txt", out / "usr1_1.txt"}, 10));  // each rank saw SIGUSR1 and runs on
+  for (pid_t p : ranks) CHECK(alive(p));
+  REQUIRE(::kill(lpid, SIGTERM) == 0);
+  CHECK(launcher.get() == 128 + SIGTERM);
+  CHECK(fs::exists(out / "term_0.txt"));  // the ranks got SIGTERM (and exited by themselves)
+  CHECK(fs::exists(out / "term_1.txt"));
+  const std::string err = read_text(out / "stderr_launcher.txt");
+  CAPTURE(err);
+  CHECK(err.find("received SIGUSR1; forwarding it to the ranks (pids " + std::to_string(ranks[0]) + ", " +
+                 std::to_string(ranks[1]) + ")") != std::string::npos);
+  CHECK(err.find("received SIGTERM; forwarding it to the ranks") != std::string::npos);
+  CHECK(err.find("stopped by SIGTERM; the ranks have exited (exit code 143)") != std::string::npos);
+  const auto left = survivors(ranks, 5);
+  CHECK(left.empty());
+  for (pid_t p : left) ::kill(p, SIGKILL);
+}
+
+TEST_CASE("launch_ranks under srun: a Slurm job of several tasks trains in each task, a single task launches") {
+  ScopedEnv env({{"RANK", nullptr}, {"WORLD_SIZE", nullptr}, {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"},
+                 {"SLURM_JOB_ID", "5"}, {"SLURM_JOB_NODELIST", "n1"}});
+  char arg0[] = "prog";
+  char* argv[] = {arg0, nullptr};
+  CHECK_FALSE(pt::parallel::launch_ranks(4, 1, argv).has_value());
+  // One task asking for 2 ranks launches them (ranks of this binary that exit 7 at once, having checked that
+  // they got torchrun's variables and none of Slurm's rank variables).
+  const auto out = testing::temp_dir("launch-ranks-srun");
+  ScopedEnv one({{"SLURM_NTASKS", "1"}, {"SLURM_PROCID", "0"}, {"POLICYTRAIN_TEST_WORKER", "exit7"},
+                 {"POLICYTRAIN_TEST_OUT", out.string().c_str()}});
+  const auto code = pt::parallel::launch_ranks(2, 1, argv);
+  REQUIRE(code.has_value());
+  CHECK(*code == 7);
 }

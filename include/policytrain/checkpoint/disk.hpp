@@ -24,6 +24,8 @@
 /// Run identity: every file carries the run's id; a fresh start into a directory holding checkpoint files moves
 /// them to `previous-<run id>/` or refuses (`existing`); auto-resume continues only the run that wrote last.
 /// Before every save it calls the Trainer's before_checkpoint hooks (callbacks::MetricsLog flushes its rows).
+/// One job per directory: while a fit runs, the main rank holds `run.lock` (checkpoint::RunLock); a second job
+/// is refused with LockedError naming the holder's host and pid; a dead holder's lock is taken over (logged).
 #include <cxxabi.h>
 #include <openssl/evp.h>
 
@@ -67,6 +69,7 @@
 #include <policytrain/checkpoint/export.hpp>
 #include <policytrain/checkpoint/fingerprint.hpp>
 #include <policytrain/checkpoint/format.hpp>
+#include <policytrain/checkpoint/run_lock.hpp>
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/monitor.hpp>
@@ -444,7 +447,14 @@ class Disk {
   void on_fit_begin(Ctx& ctx) {
     last_write_ = Clock::now();
     if (!enabled()) return;
-    if (ctx.is_main()) prepare_directory();
+    if (ctx.is_main()) {
+      // One job per run directory: `run.lock` is held until fit end (or this policy's end, after an exception),
+      // taken before anything in the directory is touched.
+      std::error_code ec;
+      std::filesystem::create_directories(o_.directory, ec);  // prepare_directory reports a failure
+      if (!ec) lock_ = RunLock::acquire(o_.directory, [this](const std::string& m) { say("{}", m); });
+      prepare_directory();
+    }
     // Re-read at every fit's begin: a param group added (add_param_group) since the last fit is part of the run
     // the next checkpoints record, so that they resume with the optimizer built as they were written. A group's
     // hyper-parameters stay those of the fit it first appeared in (a schedule has moved the momentum meanwhile;
@@ -541,6 +551,10 @@ class Disk {
     if (o_.last && last_saved_step_ != ctx.state().global_step) save(ctx, {{"last.ckpt", "last"}}, false);
     if (!ctx.is_main()) return;
     wait();  // the last asynchronous write is on disk (or its failure raised) when fit returns
+    struct Release {
+      std::shared_ptr<RunLock>& lock;
+      ~Release() { lock.reset(); }
+    } release{lock_};  // the directory is free once the final files are written
     if (!o_.export_final) return;
     const auto file = o_.directory / "final.pt";
     if constexpr (Ctx::template has<callbacks::Ema>()) {
@@ -677,6 +691,8 @@ class Disk {
   int64_t files_written_ = 0;
   nlohmann::json fingerprint_;
   std::string run_id_;                              // this run's id (see run_id())
+  std::shared_ptr<RunLock> lock_;                   // the run directory's lock while a fit runs (main rank);
+                                                    // declared first of these: released after the writer ends
   std::shared_ptr<AsyncWriter> writer_;             // asynchronous mode: the background writer (made on first save)
   std::shared_ptr<std::atomic<int64_t>> written_;   // files the writer has written
   double last_save_seconds_ = 0;

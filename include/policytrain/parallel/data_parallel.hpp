@@ -1,8 +1,8 @@
 #pragma once
 /// \file
-/// parallel::DataParallel — data-parallel training over PyTorch's c10d (Gloo on CPU, NCCL on CUDA), started the
-/// way torchrun starts a job: from RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (and torchrun's agent
-/// store when TORCHELASTIC_USE_AGENT_STORE is set).
+/// parallel::DataParallel — data-parallel training over PyTorch's c10d (Gloo on CPU, NCCL on CUDA), started
+/// from the environment its launcher set (parallel::Environment: torchrun's RANK, WORLD_SIZE, LOCAL_RANK,
+/// MASTER_ADDR, MASTER_PORT and agent store; Slurm's srun; Open MPI's mpirun).
 ///
 /// Every rank holds the whole model and trains on its own shard of the data (data::TensorLoader with
 /// LoaderOptions{rank, world_size}). At the start of fit, rank 0's parameters and buffers are broadcast, and at
@@ -82,6 +82,7 @@
 #include <policytrain/detail/torch_compat.hpp>
 #include <policytrain/io/digest.hpp>
 #include <policytrain/memory/recompute_use.hpp>
+#include <policytrain/parallel/environment.hpp>
 
 namespace policytrain::parallel {
 
@@ -95,70 +96,6 @@ struct CollectiveError : std::runtime_error {
 /// from none), or a mid-epoch checkpoint is resumed with another world size. The message lists each rank's state.
 struct ResumeMismatch : std::runtime_error {
   using std::runtime_error::runtime_error;
-};
-
-/// Where this process stands in the job, as torchrun describes it in the environment.
-struct Environment {
-  /// This process's rank, RANK (0 when unset).
-  int rank = 0;
-  /// Number of processes in the job, WORLD_SIZE (1 when unset).
-  int world_size = 1;
-  /// Rank on this node, LOCAL_RANK (defaults to the rank).
-  int local_rank = 0;
-  /// Host of the store, MASTER_ADDR (rank 0's node).
-  std::string master_addr = "127.0.0.1";
-  /// TCP port of the store, MASTER_PORT.
-  int master_port = 29500;
-  bool agent_store = false;   ///< TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent hosts the store
-  int restart_count = 0;      ///< TORCHELASTIC_RESTART_COUNT: prefixes the keys of this attempt
-
-  /// Reads the environment. Throws std::invalid_argument naming the variable, its value and what was expected.
-  static Environment from_env() {
-    Environment e;
-    auto get = [](const char* n) -> const char* { return std::getenv(n); };
-    auto to_int = [](const char* name, const char* v, long lo, long hi) {
-      char* end = nullptr;
-      errno = 0;
-      const long x = std::strtol(v, &end, 10);
-      if (errno || end == v || *end != '\0' || x < lo || x > hi)
-        throw std::invalid_argument(policytrain::detail::format(
-            "policytrain::parallel::DataParallel: {}='{}' is not an integer in [{}, {}]; set it as torchrun does",
-            name, v, lo, hi));
-      return static_cast<int>(x);
-    };
-    if (const char* v = get("WORLD_SIZE")) e.world_size = to_int("WORLD_SIZE", v, 1, 1 << 20);
-    if (const char* v = get("RANK")) {
-      e.rank = to_int("RANK", v, 0, 1 << 20);
-    } else if (e.world_size > 1) {
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::parallel::DataParallel: WORLD_SIZE={} but RANK is not set; set RANK to 0..{} in each "
-          "process, or launch with torchrun or parallel::launch_local (LaunchOptions::nproc = {})", e.world_size,
-          e.world_size - 1, e.world_size));
-    }
-    if (e.rank >= e.world_size)
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::parallel::DataParallel: RANK={} but WORLD_SIZE={}; RANK must be in 0..{}", e.rank,
-          e.world_size, e.world_size - 1));
-    e.local_rank = e.rank;
-    if (const char* v = get("LOCAL_RANK")) e.local_rank = to_int("LOCAL_RANK", v, 0, 1 << 20);
-    if (e.world_size > 1) {
-      const char* addr = get("MASTER_ADDR");
-      const char* port = get("MASTER_PORT");
-      if (!addr || !*addr)
-        throw std::invalid_argument(policytrain::detail::format(
-            "policytrain::parallel::DataParallel: WORLD_SIZE={} but MASTER_ADDR is not set; set it to the "
-            "address of the node that runs rank 0", e.world_size));
-      if (!port)
-        throw std::invalid_argument(policytrain::detail::format(
-            "policytrain::parallel::DataParallel: WORLD_SIZE={} but MASTER_PORT is not set; set it to a free "
-            "TCP port on MASTER_ADDR={}", e.world_size, addr));
-      e.master_addr = addr;
-      e.master_port = to_int("MASTER_PORT", port, 1, 65535);
-    }
-    if (const char* v = get("TORCHELASTIC_USE_AGENT_STORE")) e.agent_store = std::string(v) == "True";
-    if (const char* v = get("TORCHELASTIC_RESTART_COUNT")) e.restart_count = to_int("TORCHELASTIC_RESTART_COUNT", v, 0, 1 << 30);
-    return e;
-  }
 };
 
 namespace detail {

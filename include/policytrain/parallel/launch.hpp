@@ -3,6 +3,12 @@
 /// parallel::launch_local — starts N processes of a program on this machine with the environment torchrun
 /// gives its workers (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), waits for
 /// them, and stops the others when one fails. For users without Python; `torchrun --no-python` does the same.
+/// As torchrun, it forwards SIGTERM, SIGINT and SIGUSR1 to the ranks (SIGTERM / SIGINT then stop them: SIGKILL
+/// after LaunchOptions::signal_grace, and launch_local returns 128 + the signal). No rank outlives it: on Linux
+/// each rank has a parent-death signal (prctl PR_SET_PDEATHSIG, SIGKILL), so even a SIGKILL of the launcher takes
+/// the ranks with it (on other systems the ranks of a SIGKILLed launcher run on). Inherited launcher variables that
+/// describe a rank (RANK, WORLD_SIZE, LOCAL_RANK, SLURM_PROCID, SLURM_NTASKS, OMPI_COMM_WORLD_*, ...) are
+/// removed from the ranks' environments: the ranks are this launcher's, not an outer launcher's tasks.
 /// POSIX only (fork/exec). Cost when unused: nothing.
 #include <chrono>
 #include <csignal>
@@ -17,15 +23,21 @@
 #include <utility>
 #include <vector>
 
+#include <atomic>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include <fmt/format.h>
 
 #include <policytrain/detail/format.hpp>
+#include <policytrain/parallel/environment.hpp>
 
 /// The process environment (POSIX), the base of every rank's environment.
 extern char** environ;
@@ -44,7 +56,64 @@ struct LaunchOptions {
   std::map<std::string, std::string> env{};   ///< further variables for every rank
   bool stop_others_on_failure = true;         ///< SIGTERM (then SIGKILL) the others when one rank fails
   std::chrono::milliseconds deadline{0};      ///< > 0: kill every rank after this long and return 124
+  /// Give the ranks torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
+  /// MASTER_PORT). false: only `env` and `rank_env` (e.g. to start the ranks as srun or mpirun would, with
+  /// SLURM_PROCID or OMPI_COMM_WORLD_RANK in `rank_env`).
+  bool torchrun_variables = true;
+  /// Variables of one rank each (rank_env[r] for rank r; may be shorter than nproc), set after `env`.
+  std::vector<std::map<std::string, std::string>> rank_env{};
+  /// After a SIGTERM or SIGINT forwarded to the ranks, how long they have to exit before SIGKILL (torchrun: 30 s).
+  std::chrono::milliseconds signal_grace{30000};
 };
+
+namespace detail {
+
+/// The signals launch_local received and has not forwarded yet (a bit per signal), set by its handler.
+inline std::atomic<unsigned>& launch_pending_signals() {
+  static std::atomic<unsigned> pending{0};
+  return pending;
+}
+
+inline void launch_on_signal(int sig) { launch_pending_signals().fetch_or(1u << sig); }
+
+inline const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGKILL: return "SIGKILL";
+    default: return "a signal";
+  }
+}
+
+/// The variables by which a launcher describes a rank: a rank's environment never inherits them from the
+/// launching process (launch_local sets its own).
+inline constexpr const char* kRankVariables[] = {
+    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK", "ROLE_WORLD_SIZE",
+    "TORCHELASTIC_USE_AGENT_STORE", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_NPROCS",
+    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+    "PMIX_RANK"};
+
+/// Installs launch_local's handlers of SIGTERM, SIGINT and SIGUSR1 for its lifetime; restores the previous ones.
+struct LaunchSignals {
+  static constexpr int kSignals[] = {SIGTERM, SIGINT, SIGUSR1};
+  struct sigaction old[3]{};
+  LaunchSignals() {
+    launch_pending_signals().store(0);
+    struct sigaction sa{};
+    sa.sa_handler = &launch_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &sa, &old[i]);
+  }
+  ~LaunchSignals() {
+    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &old[i], nullptr);
+  }
+  LaunchSignals(const LaunchSignals&) = delete;
+  LaunchSignals& operator=(const LaunchSignals&) = delete;
+};
+
+}  // namespace detail
 
 /// A TCP port on `addr` that nobody listens on now (the kernel's choice; another process could take it
 /// before rank 0 binds it, a small race that torchrun's static rendezvous has too).
@@ -70,13 +139,17 @@ inline int free_port(const std::string& addr = "127.0.0.1") {
 }
 
 /// Runs `o.nproc` ranks and waits for them. Returns 0 when all succeed, else the first failure's exit code
-/// (128 + signal for a rank killed by a signal; 124 when the deadline passed).
+/// (128 + signal for a rank killed by a signal; 124 when the deadline passed; 128 + SIGTERM / SIGINT when the
+/// launcher received that signal, forwarded it, and stopped the ranks). Forwards SIGUSR1 and keeps waiting.
+/// Not for concurrent calls from several threads (one set of signal handlers).
 inline int launch_local(const LaunchOptions& o) {
   if (o.nproc < 1)
     throw std::invalid_argument(policytrain::detail::format("policytrain::parallel::launch_local: nproc is {}, expected >= 1", o.nproc));
   const int port = o.master_port > 0 ? o.master_port : free_port(o.master_addr);
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   std::vector<pid_t> pids(o.nproc, -1);
+  const detail::LaunchSignals signals;
+  [[maybe_unused]] const pid_t launcher = ::getpid();
   for (int r = 0; r < o.nproc; ++r) {
     // Everything is prepared before fork: the child only calls execve.
     std::map<std::string, std::string> env;
@@ -84,16 +157,20 @@ inline int launch_local(const LaunchOptions& o) {
       const char* eq = std::strchr(*e, '=');
       if (eq) env[std::string(static_cast<const char*>(*e), static_cast<size_t>(eq - *e))] = eq + 1;
     }
-    env["RANK"] = std::to_string(r);
-    env["LOCAL_RANK"] = std::to_string(r);
-    env["WORLD_SIZE"] = std::to_string(o.nproc);
-    env["LOCAL_WORLD_SIZE"] = std::to_string(o.nproc);
-    env["MASTER_ADDR"] = o.master_addr;
-    env["MASTER_PORT"] = std::to_string(port);
-    env.erase("TORCHELASTIC_USE_AGENT_STORE");
+    for (const char* v : detail::kRankVariables) env.erase(v);
+    if (o.torchrun_variables) {
+      env["RANK"] = std::to_string(r);
+      env["LOCAL_RANK"] = std::to_string(r);
+      env["WORLD_SIZE"] = std::to_string(o.nproc);
+      env["LOCAL_WORLD_SIZE"] = std::to_string(o.nproc);
+      env["MASTER_ADDR"] = o.master_addr;
+      env["MASTER_PORT"] = std::to_string(port);
+    }
     // The ranks share the cores: give each its part, unless the user chose.
     if (!env.count("OMP_NUM_THREADS")) env["OMP_NUM_THREADS"] = std::to_string(std::max(1u, hw / o.nproc));
     for (const auto& [k, v] : o.env) env[k] = v;
+    if (static_cast<size_t>(r) < o.rank_env.size())
+      for (const auto& [k, v] : o.rank_env[static_cast<size_t>(r)]) env[k] = v;
     std::vector<std::string> env_strings;
     for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
     std::vector<char*> envp, argv;
@@ -106,6 +183,10 @@ inline int launch_local(const LaunchOptions& o) {
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error("policytrain::parallel::launch_local: fork() failed");
     if (pid == 0) {
+#ifdef __linux__
+      // Die with the launcher (even a SIGKILLed one); if it died before prctl, the parent is already another.
+      if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != launcher) _exit(126);
+#endif
       ::execve(o.program.c_str(), argv.data(), envp.data());
       _exit(127);
     }
@@ -125,7 +206,27 @@ inline int launch_local(const LaunchOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point kill_at{};
   bool stopping = false;
+  int stop_signal = 0;
   while (running > 0) {
+    // Forward the signals received since the last pass (as torchrun); SIGTERM and SIGINT then stop the ranks.
+    if (const unsigned pending = detail::launch_pending_signals().exchange(0)) {
+      for (int sig : detail::LaunchSignals::kSignals) {
+        if (!(pending & (1u << sig))) continue;
+        std::string alive;
+        for (pid_t p : pids)
+          if (p > 0) alive += (alive.empty() ? "" : ", ") + std::to_string(p);
+        std::fprintf(stderr, "policytrain::parallel::launch_local: received %s; forwarding it to the ranks (pids %s)\n",
+                     detail::signal_name(sig), alive.c_str());
+        signal_rest(sig);
+        if (sig != SIGUSR1 && !stop_signal) {
+          stop_signal = sig;
+          if (!stopping) {
+            stopping = true;
+            kill_at = std::chrono::steady_clock::now() + o.signal_grace;
+          }
+        }
+      }
+    }
     int status = 0;
     const pid_t p = ::waitpid(-1, &status, WNOHANG);
     if (p > 0) {
@@ -159,19 +260,28 @@ inline int launch_local(const LaunchOptions& o) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  if (stop_signal) {
+    std::fprintf(stderr, "policytrain::parallel::launch_local: stopped by %s; the ranks have exited (exit code %d)\n",
+                 detail::signal_name(stop_signal), 128 + stop_signal);
+    return 128 + stop_signal;
+  }
   return result;
 }
 
 /// The launch step of a program that trains on `nproc` ranks when asked (`--nproc N`): in the process the user
-/// started (nproc > 1 and no RANK in the environment) starts `nproc` ranks of this program with the same arguments
-/// (launch_local) and returns their exit code, which the program returns; in a rank (RANK set by launch_local,
-/// torchrun or another launcher), or with nproc <= 1, returns nullopt: the caller trains. So one program runs
-/// alone, under torchrun and as its own launcher unchanged.
+/// started (nproc > 1 and no launcher's rank in the environment) starts `nproc` ranks of this program with the same
+/// arguments (launch_local) and returns their exit code, which the program returns; in a rank (parallel::Environment
+/// finds torchrun's variables, set by launch_local or torchrun, or a Slurm / Open MPI job of more than one
+/// process), or with nproc <= 1, returns nullopt: the caller trains. So one program runs alone, under torchrun,
+/// srun or mpirun, and as its own launcher unchanged (a single Slurm task, `srun -n1 ./app --nproc 4`, launches).
 inline std::optional<int> launch_ranks(int nproc, int argc, char** argv) {
   if (nproc < 1)
     throw std::invalid_argument(policytrain::detail::format(
         "policytrain::parallel::launch_ranks: nproc = {}; expected 1 (train in this process) or more", nproc));
-  if (nproc == 1 || std::getenv("RANK")) return std::nullopt;
+  if (nproc == 1) return std::nullopt;
+  // torchrun's variables (RANK or WORLD_SIZE) make a rank whatever their values: the parallel policy reads them
+  // and names a bad one. Otherwise a Slurm or Open MPI job of several processes is already launched.
+  if (std::getenv("RANK") || std::getenv("WORLD_SIZE") || Environment::from_env().world_size > 1) return std::nullopt;
   LaunchOptions o{.nproc = nproc};
   o.args.assign(argv, argv + argc);
   return launch_local(o);

@@ -1,0 +1,193 @@
+#pragma once
+/// \file
+/// checkpoint::RunLock — one job per run directory: `<directory>/run.lock`, created with O_CREAT | O_EXCL and
+/// holding the holder's host name, pid and process start time, is held while a fit runs (checkpoint::Disk takes
+/// it on the main rank at fit begin and gives it back at fit end, or when it is destroyed after an exception).
+/// A second job on a held directory is refused by name (LockedError: the directory, the holder's host and pid, the
+/// fix). A stale lock — its holder on this host is gone (no such pid, or a pid reused by a process started at
+/// another time) — is taken over, and that is said in the log. A holder on another host cannot be checked: its
+/// lock is respected until removed by hand. Within one process, every Disk on one directory shares the lock.
+/// POSIX; the start-time check reads /proc (Linux; elsewhere a live pid is trusted). Cost: a few file operations
+/// per fit.
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <thread>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <policytrain/detail/format.hpp>
+
+namespace policytrain::checkpoint {
+
+/// A run directory held by another job (see RunLock). A std::runtime_error.
+struct LockedError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+namespace detail {
+
+/// This host's name ("unknown" when the system does not say).
+inline std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0 || !buf[0]) return "unknown";
+  return buf;
+}
+
+/// A process's start time in clock ticks since boot (/proc/<pid>/stat, field 22); "" when unknown.
+inline std::string process_start(long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return "";
+  std::istringstream fields(stat.substr(close + 1));
+  std::string f;
+  for (int i = 3; i <= 22 && (fields >> f); ++i)
+    if (i == 22) return f;
+  return "";
+}
+
+}  // namespace detail
+
+/// The lock of one run directory, held while the object lives (see the file comment).
+class RunLock {
+ public:
+  /// The holder a lock file names.
+  struct Holder {
+    std::string host;
+    long pid = 0;
+    std::string start;  ///< the holder's process start time (ticks since boot), "" when unknown
+  };
+
+  /// Takes the lock of `directory` (which must exist), or throws LockedError. `log` gets the take-over of a
+  /// stale lock. Within one process, returns the lock this process already holds on that directory.
+  static std::shared_ptr<RunLock> acquire(const std::filesystem::path& directory, const std::function<void(const std::string&)>& log) {
+    static std::mutex m;
+    static std::map<std::string, std::weak_ptr<RunLock>> held;
+    std::error_code ec;
+    auto canonical = std::filesystem::weakly_canonical(directory, ec);
+    const std::string key = (ec ? directory : canonical).string();
+    std::lock_guard<std::mutex> lk(m);
+    if (auto l = held[key].lock()) return l;
+    auto l = std::shared_ptr<RunLock>(new RunLock(directory / "run.lock"));
+    l->take(directory, log);
+    held[key] = l;
+    return l;
+  }
+
+  /// Reads a lock file ("host pid start" on one line); pid 0 when it names no holder (empty, unreadable).
+  static Holder read(const std::filesystem::path& file) {
+    Holder h;
+    std::ifstream in(file);
+    in >> h.host >> h.pid >> h.start;
+    if (h.pid < 0) h.pid = 0;
+    return h;
+  }
+
+  /// The lock file.
+  const std::filesystem::path& file() const { return file_; }
+
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+  /// Removes the lock file if it is still this process's.
+  ~RunLock() {
+    if (!owned_) return;
+    const Holder h = read(file_);
+    if (h.pid == static_cast<long>(::getpid()) && h.host == detail::host_name()) {
+      std::error_code ec;
+      std::filesystem::remove(file_, ec);
+    }
+  }
+
+ private:
+  explicit RunLock(std::filesystem::path file) : file_(std::move(file)) {}
+
+  /// Whether `h`, a holder on this host, is gone: no such process, or another process with its pid.
+  static bool gone(const Holder& h, std::string* why) {
+    if (::kill(static_cast<pid_t>(h.pid), 0) != 0 && errno == ESRCH) {
+      *why = "no such process";
+      return true;
+    }
+    const std::string start = detail::process_start(h.pid);
+    if (!h.start.empty() && !start.empty() && start != h.start) {
+      *why = policytrain::detail::format("pid {} is now another process (started at tick {}, the holder at tick {})",
+                                         h.pid, start, h.start);
+      return true;
+    }
+    return false;
+  }
+
+  void take(const std::filesystem::path& dir, const std::function<void(const std::string&)>& log) {
+    const std::string host = detail::host_name();
+    const long pid = static_cast<long>(::getpid());
+    const std::string line = policytrain::detail::format("{} {} {}\n", host, pid, detail::process_start(pid));
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      const int fd = ::open(file_.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+      if (fd >= 0) {
+        const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && ::fsync(fd) == 0;
+        ::close(fd);
+        if (!ok)
+          throw std::runtime_error(policytrain::detail::format("policytrain::checkpoint: cannot write the lock {}: {}",
+                                                               file_.string(), std::strerror(errno)));
+        owned_ = true;
+        return;
+      }
+      if (errno != EEXIST)
+        throw std::runtime_error(policytrain::detail::format("policytrain::checkpoint: cannot create the lock {}: {}",
+                                                             file_.string(), std::strerror(errno)));
+      const Holder h = read(file_);
+      if (h.pid <= 0) {  // being written by its creator, or left empty by a crash: look again, then take it
+        if (attempt < 20) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          continue;
+        }
+        log(policytrain::detail::format("policytrain::checkpoint: {} names no holder (an interrupted start); taking it over",
+                                        file_.string()));
+      } else {
+        std::string why;
+        if (h.host != host || !gone(h, &why))
+          throw LockedError(policytrain::detail::format(
+              "policytrain::checkpoint: the run directory {} is in use by another job: host {}, pid {} (its lock: {}). "
+              "Two jobs in one directory would overwrite each other's last.ckpt and best.ckpt; wait for that job to "
+              "end or stop it, or choose another directory; if that job is gone{}, remove {}",
+              dir.string(), h.host, h.pid, file_.string(),
+              h.host != host ? policytrain::detail::format(" (it ran on {}, which this host ({}) cannot check)", h.host, host) : "",
+              file_.string()));
+        log(policytrain::detail::format(
+            "policytrain::checkpoint: took over the lock {} of a job that is gone (host {}, pid {}: {})", file_.string(),
+            h.host, h.pid, why));
+      }
+      // Take over: move the stale file aside under a name of our own, then create ours; of two takers, one
+      // renames it, the other finds it gone and retries the exclusive create.
+      const auto aside = file_.parent_path() / policytrain::detail::format(".run.lock.stale-{}", pid);
+      std::error_code ec;
+      std::filesystem::rename(file_, aside, ec);
+      if (ec) continue;  // another taker moved it first
+      const Holder moved = read(aside);
+      if (moved.pid != h.pid || moved.host != h.host) ::link(aside.c_str(), file_.c_str());  // a fresh lock: put it back
+      std::filesystem::remove(aside, ec);
+    }
+    throw LockedError(policytrain::detail::format(
+        "policytrain::checkpoint: could not take the lock {} of the run directory {} after 50 attempts (other jobs "
+        "keep taking it); make sure one job uses the directory", file_.string(), dir.string()));
+  }
+
+  std::filesystem::path file_;
+  bool owned_ = false;
+};
+
+}  // namespace policytrain::checkpoint
