@@ -64,6 +64,10 @@ struct LaunchOptions {
   std::vector<std::map<std::string, std::string>> rank_env{};
   /// After a SIGTERM or SIGINT forwarded to the ranks, how long they have to exit before SIGKILL (torchrun: 30 s).
   std::chrono::milliseconds signal_grace{30000};
+  /// A rank's exit code that means "stopped on a signal, run saved" (callbacks::Preemption::exit_code, 75): not a
+  /// failure, so the other ranks are not stopped (rank 0 may still be writing the checkpoint they all agreed on);
+  /// launch_local returns it when every rank ended with it or 0, a forwarded SIGTERM included. 0: none.
+  int preempted_exit_code = 75;
 };
 
 namespace detail {
@@ -202,7 +206,7 @@ inline int launch_local(const LaunchOptions& o) {
     for (pid_t p : pids)
       if (p > 0) ::kill(p, sig);
   };
-  int result = 0, running = o.nproc;
+  int result = 0, running = o.nproc, preempted = 0, other_failures = 0;
   const auto t0 = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point kill_at{};
   bool stopping = false;
@@ -235,6 +239,11 @@ inline int launch_local(const LaunchOptions& o) {
       pids[r] = -1;
       --running;
       const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      if (o.preempted_exit_code != 0 && WIFEXITED(status) && code == o.preempted_exit_code) {
+        ++preempted;
+        continue;
+      }
+      if (code != 0) ++other_failures;
       if (code != 0 && result == 0) {
         result = code;
         if (o.stop_others_on_failure && running > 0) {
@@ -259,6 +268,11 @@ inline int launch_local(const LaunchOptions& o) {
       result = 124;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (preempted > 0 && other_failures == 0) {
+    std::fprintf(stderr, "policytrain::parallel::launch_local: %d of %d rank(s) stopped with the preemption exit code "
+                 "%d (the others finished); returning it\n", preempted, o.nproc, o.preempted_exit_code);
+    return o.preempted_exit_code;
   }
   if (stop_signal) {
     std::fprintf(stderr, "policytrain::parallel::launch_local: stopped by %s; the ranks have exited (exit code %d)\n",
