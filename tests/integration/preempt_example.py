@@ -48,6 +48,11 @@ for attempt, sig in enumerate((signal.SIGTERM, signal.SIGUSR1, signal.SIGTERM)):
     print(f"{sig.name} {delay:.2f} s into training: exit {proc.returncode}; {' | '.join(said)}")
     if proc.returncode == 0:  # it had finished before the signal came (a fast machine): nothing to resume
         continue
+    if proc.returncode in (-int(sig), 128 + int(sig)) and "Classification report" in out:
+        # The fit had ended (its last checkpoint written, the handlers restored, as they should be) and the test
+        # evaluation was running: the signal acted as it does without us. The next run resumes the finished fit.
+        print("  (the signal came after the fit: the default action, as expected)")
+        continue
     assert proc.returncode == 75, f"exit {proc.returncode} after {sig.name}; expected 75:\n{out[-1500:]}\n{err[-1500:]}"
     assert said and f"signal {int(sig)} ({sig.name})" in said[0], err[-1500:]
     assert "preempted at optimizer step" in out, out[-1500:]

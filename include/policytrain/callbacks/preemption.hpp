@@ -78,6 +78,7 @@ class Preemption {
   }
   Preemption(const Preemption&) = delete;
   Preemption& operator=(const Preemption&) = delete;
+  /// Takes over `o`'s settings and the handlers it installed (restored by this one).
   Preemption(Preemption&& o) noexcept : o_(std::move(o.o_)), previous_(std::move(o.previous_)) { o.previous_.clear(); }
   Preemption& operator=(Preemption&&) = delete;
   ~Preemption() { restore(); }

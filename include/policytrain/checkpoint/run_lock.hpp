@@ -68,8 +68,8 @@ class RunLock {
  public:
   /// The holder a lock file names.
   struct Holder {
-    std::string host;
-    long pid = 0;
+    std::string host;   ///< the holder's host name
+    long pid = 0;       ///< the holder's process id on that host
     std::string start;  ///< the holder's process start time (ticks since boot), "" when unknown
   };
 
