@@ -30,6 +30,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <torch/cuda.h>
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 #include <torch/types.h>
@@ -863,6 +864,7 @@ class Trainer {
         state_.stop_requested = true;
         epoch_cut_ = true;
         result.stopped_at_step = true;
+        wait_for_device();
         result.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         result.samples_seen += state_.samples_seen - seen0;
         result.epochs_run = state_.epoch - start_epoch;
@@ -875,6 +877,7 @@ class Trainer {
         last_micro_step_ = true;
         optimizer_step();
       }
+      wait_for_device();
       result.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       result.samples_seen += state_.samples_seen - seen0;
       bool stop = false;
@@ -900,6 +903,13 @@ class Trainer {
     result.global_steps = state_.global_step;
     result.skipped_steps = state_.skipped_steps;
     return result;
+  }
+
+  /// Before an epoch's training time is taken: on CUDA, waits for the queued work (the host may run ahead of the
+  /// device by many steps when nothing reads a value back, e.g. data::DeviceLoader inside a CUDA graph), so that
+  /// FitResult::train_seconds is the device's time, not the host's enqueueing. One synchronisation per epoch.
+  void wait_for_device() {
+    if (device_.is_cuda()) torch::cuda::synchronize(device_.index());
   }
 
   Task& task_;
