@@ -24,11 +24,16 @@ struct ParallelFlags {
   bool bucket_view = false;
   bool static_graph = false;
   int zero = 0;
+  int max_restarts = 0;
 
   void add(CLI::App& app) {
     app.add_option("--nproc", nproc,
                    "Start this many local ranks (data parallel; --batch-size is per rank). "
                    "Under torchrun, leave it out")->check(CLI::PositiveNumber);
+    app.add_option("--max-restarts", max_restarts,
+                   "With --nproc: when a rank fails, stop the others and restart every rank, at most this many "
+                   "times (as torchrun's --max-restarts); with --resume each restart continues from the newest "
+                   "complete checkpoint")->check(CLI::NonNegativeNumber);
     app.add_option("--parallel", enabled, "Join the data-parallel job described by RANK/WORLD_SIZE/... (false: train alone)");
     app.add_option("--dist-timeout", timeout_s, "Seconds before start-up or a collective is declared failed")->check(CLI::PositiveNumber);
     app.add_option("--bucket-mb", bucket_mb, "Gradient bucket size in MiB (one all-reduce per bucket)")->check(CLI::PositiveNumber);

@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
   par.add(app);
   CLI11_PARSE(app, argc, argv);
   // [snippet:launch]
-  if (auto code = pt::parallel::launch_ranks(par.nproc, argc, argv)) return *code;
+  if (auto code = pt::parallel::launch_ranks(par.nproc, argc, argv, par.max_restarts)) return *code;
   // [/snippet:launch]
 
   try {

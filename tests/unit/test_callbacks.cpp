@@ -22,6 +22,8 @@
 #include <policytrain/parallel.hpp>
 
 #include <csignal>
+#include <fcntl.h>
+#include <unistd.h>
 #include <fstream>
 #include <random>
 
@@ -566,6 +568,119 @@ std::vector<Injection> draws(uint64_t seed, int n, int64_t spe, int world) {
   return v;
 }
 
+/// A recorder of where a fit started (after checkpoint::Disk resumed): the optimizer step of the newest complete
+/// checkpoint a restarted group continued from.
+struct StartStep {
+  int64_t* at = nullptr;
+  template <class C>
+  void on_fit_begin(C& c) {
+    *at = c.state().global_step;
+  }
+};
+
+/// One rank of the kill harness: the fit of preempt_run (3 epochs of 3 steps on 3 ranks) without the Preemption
+/// callback, a checkpoint every 2 steps (asynchronous for Moment::async_write), always `resume = "auto"` (a fresh
+/// start when the directory holds none); on the first attempt the armed rank SIGKILLs itself at the moment.
+int kill_rank(const fs::path& out, const fs::path& dir, Injection inj, int rank, int world) {
+  const int attempt = std::atoi(std::getenv("TORCHELASTIC_RESTART_COUNT"));
+  auto [x, y] = testing::toy_data(64, 8, 3, 7);
+  auto [vx, vy] = testing::toy_data(16, 8, 3, 8);
+  pt::data::TensorLoader train(x, y, {.batch_size = 8, .shuffle = true, .seed = 5, .rank = rank, .world_size = world});
+  pt::data::TensorLoader val(vx, vy, {.batch_size = 8, .shuffle = false, .rank = rank, .world_size = world});
+  PreemptTask task;
+  task.inj = inj;
+  task.armed = inj.at >= 0 && inj.rank == rank && attempt == 0;
+  task.val_batches_per_epoch = static_cast<int64_t>(val.size());
+  torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  int64_t start = -1;
+  pt::Trainer<PreemptTask, pt::checkpoint::Disk, Injector, StartStep, pt::parallel::DataParallel> t(
+      task, opt,
+      pt::checkpoint::Disk({.directory = dir, .every_steps = 2, .resume = "auto",
+                            .async = inj.moment == Moment::async_write, .export_final = false, .log = nullptr}),
+      Injector{inj, task.armed}, StartStep{&start}, pt::parallel::DataParallel());
+  const auto r = t.fit(train, val, {.epochs = kPreemptEpochs});
+  std::ofstream(out / ("outcome" + std::to_string(rank) + ".txt")) << attempt << " " << start << " " << r.global_steps << "\n";
+  std::vector<torch::Tensor> params;
+  for (const auto& q : task.module().parameters()) params.push_back(q.detach().clone());
+  torch::save(params, (out / ("params" + std::to_string(rank) + ".pt")).string());
+  return 0;
+}
+
+const int kKillWorker = [] {
+  const char* scenario = std::getenv("POLICYTRAIN_TEST_WORKER");
+  if (!scenario || std::string(scenario) != "kill-restart") return 0;
+  const fs::path out = std::getenv("POLICYTRAIN_TEST_OUT");
+  const int rank = std::atoi(std::getenv("RANK"));
+  std::freopen((out / ("stderr" + std::to_string(rank) + ".txt")).c_str(), "a", stderr);
+  testing::run_worker_and_exit([&] {
+    Injection inj;
+    inj.moment = static_cast<Moment>(std::atoi(std::getenv("PT_MOMENT")));
+    inj.at = std::atoll(std::getenv("PT_AT"));
+    inj.sig = SIGKILL;
+    inj.rank = std::atoi(std::getenv("PT_RANK"));
+    return kill_rank(out, std::getenv("PT_DIR"), inj, rank, std::atoi(std::getenv("WORLD_SIZE")));
+  });
+}();
+
+/// What a kill-harness group ended with: launch_local's code, the launcher's messages, and each rank's last attempt.
+struct KillOutcome {
+  int rc = -1;
+  std::string launcher_log, ranks_log;
+  std::vector<int> attempt;
+  std::vector<int64_t> start, steps;
+  std::vector<std::vector<torch::Tensor>> params;
+};
+
+KillOutcome kill_group(const fs::path& out, const fs::path& dir, const Injection& inj, int world, int max_restarts) {
+  fs::create_directories(out);
+  KillOutcome k;
+  // The launcher's own messages go to this process's stderr: capture them in a file for the checks.
+  const fs::path log = out / "launcher.txt";
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ::dup2(fd, 2);
+  k.rc = pt::parallel::launch_local(
+      {.nproc = world,
+       .env = {{"POLICYTRAIN_TEST_WORKER", "kill-restart"}, {"POLICYTRAIN_TEST_OUT", out.string()}, {"OMP_NUM_THREADS", "1"},
+               {"PT_MOMENT", std::to_string(static_cast<int>(inj.moment))}, {"PT_AT", std::to_string(inj.at)},
+               {"PT_RANK", std::to_string(inj.rank)}, {"PT_DIR", dir.string()}},
+       .deadline = std::chrono::seconds(300),
+       .max_restarts = max_restarts});
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(fd);
+  ::close(saved);
+  {
+    std::ifstream f(log);
+    k.launcher_log.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  for (int r = 0; r < world; ++r) {
+    std::ifstream f(out / ("stderr" + std::to_string(r) + ".txt"));
+    k.ranks_log += std::string(std::istreambuf_iterator<char>(f), {});
+    std::ifstream o(out / ("outcome" + std::to_string(r) + ".txt"));
+    int a = -1;
+    int64_t s0 = -1, n = -1;
+    o >> a >> s0 >> n;
+    k.attempt.push_back(a);
+    k.start.push_back(s0);
+    k.steps.push_back(n);
+    std::vector<torch::Tensor> p;
+    if (fs::exists(out / ("params" + std::to_string(r) + ".pt"))) torch::load(p, (out / ("params" + std::to_string(r) + ".pt")).string());
+    k.params.push_back(p);
+  }
+  return k;
+}
+
+/// The optimizer steps a group had completed when the armed rank died at `inj` (3 steps per epoch).
+int64_t steps_done_at_kill(const Injection& inj, int64_t spe) {
+  switch (inj.moment) {
+    case Moment::validation: return (inj.at + 1) * spe;  // the validation of epoch `at` follows its last step
+    case Moment::async_write: return inj.at;             // killed right after step `at`'s save began
+    default: return inj.at - 1;                          // killed inside step `at`
+  }
+}
+
 }  // namespace
 
 TEST_CASE("Preemption: a signal at any moment stops every rank at the same step, and the resumed run is bit-identical") {
@@ -625,6 +740,57 @@ TEST_CASE("Preemption: a signal at any moment stops every rank at the same step,
     }
     fs::remove_all(base);
   }
+}
+
+TEST_CASE("SIGKILL of one of 3 ranks at 10 seeded moments: the restarting launcher resumes every rank from the newest complete checkpoint, bit-identical") {
+  const auto base = testing::temp_dir("kill-restart");
+  constexpr int64_t spe = 3, k = 2;  // steps per epoch on 3 ranks; a checkpoint every k steps
+  const auto whole = kill_group(base / "out-whole", base / "whole", {}, 3, 1);
+  const std::string whole_logs = whole.launcher_log + whole.ranks_log;
+  REQUIRE_MESSAGE(whole.rc == 0, whole_logs);
+  REQUIRE(whole.steps[0] == kPreemptEpochs * spe);
+  CHECK(whole.attempt[0] == 0);
+  CHECK(whole.launcher_log.find("restarting") == std::string::npos);
+  // Every moment but "twice" (a killed rank gets no second signal), on a seeded rank and step.
+  std::mt19937_64 g(40);
+  int n = 0;
+  for (int i = 0; i < 10; ++i) {
+    constexpr Moment kKillMoments[] = {Moment::forward, Moment::backward, Moment::optimizer_step, Moment::async_write,
+                                       Moment::validation};
+    Injection inj;
+    inj.moment = kKillMoments[i % std::size(kKillMoments)];
+    inj.sig = SIGKILL;
+    inj.rank = static_cast<int>(g() % 3);
+    const int64_t total = kPreemptEpochs * spe;
+    if (inj.moment == Moment::validation) inj.at = static_cast<int64_t>(g() % (kPreemptEpochs - 1));
+    else if (inj.moment == Moment::async_write) inj.at = k * (1 + static_cast<int64_t>(g() % static_cast<uint64_t>(total / k - 1)));
+    else inj.at = 2 + static_cast<int64_t>(g() % static_cast<uint64_t>(total - 2));  // after the first checkpoint or not
+    INFO("case " << n << ": SIGKILL of rank " << inj.rank << " during the " << moment_name(inj.moment) << " at " << inj.at);
+    const auto kill = kill_group(base / ("out" + std::to_string(n)), base / ("run" + std::to_string(n)), inj, 3, 1);
+    ++n;
+    INFO(kill.launcher_log);
+    REQUIRE_MESSAGE(kill.rc == 0, kill.ranks_log);
+    CHECK(kill.launcher_log.find("restarting every rank (restart 1 of 1") != std::string::npos);
+    const int64_t done = steps_done_at_kill(inj, spe);
+    for (int r = 0; r < 3; ++r) {
+      INFO("rank " << r);
+      CHECK(kill.attempt[r] == 1);                // the outcome is the restarted group's
+      CHECK(kill.start[r] == kill.start[0]);      // every rank continued from the same checkpoint
+      CHECK(kill.steps[r] == whole.steps[0]);
+      REQUIRE(kill.params[r].size() == whole.params[0].size());
+      CHECK(same_params(kill.params[r], whole.params[0]));
+    }
+    // The newest complete checkpoint: at most k steps redone (none lost), and the start of an epoch or a k-step save.
+    CHECK(kill.start[0] <= done);
+    CHECK(done - kill.start[0] <= k);
+    CHECK((kill.start[0] % k == 0 || kill.start[0] % spe == 0));
+  }
+  // Without restarts the same kill ends the launch with the killed rank's code.
+  Injection inj{Moment::forward, 4, SIGKILL, 1};
+  const auto once = kill_group(base / "out-norestart", base / "run-norestart", inj, 3, 0);
+  CHECK(once.rc != 0);
+  CHECK(once.launcher_log.find("restarting") == std::string::npos);
+  fs::remove_all(base);
 }
 
 TEST_CASE("Preemption refuses an uncatchable signal and a check interval below 1, by name") {

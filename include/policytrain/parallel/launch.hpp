@@ -55,7 +55,7 @@ struct LaunchOptions {
   int master_port = 0;                        ///< 0: a free port, chosen now
   std::map<std::string, std::string> env{};   ///< further variables for every rank
   bool stop_others_on_failure = true;         ///< SIGTERM (then SIGKILL) the others when one rank fails
-  std::chrono::milliseconds deadline{0};      ///< > 0: kill every rank after this long and return 124
+  std::chrono::milliseconds deadline{0};      ///< > 0: kill every rank after this long (each attempt) and return 124
   /// Give the ranks torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
   /// MASTER_PORT). false: only `env` and `rank_env` (e.g. to start the ranks as srun or mpirun would, with
   /// SLURM_PROCID or OMPI_COMM_WORLD_RANK in `rank_env`).
@@ -68,6 +68,12 @@ struct LaunchOptions {
   /// failure, so the other ranks are not stopped (rank 0 may still be writing the checkpoint they all agreed on);
   /// launch_local returns it when every rank ended with it or 0, a forwarded SIGTERM included. 0: none.
   int preempted_exit_code = 75;
+  /// Restarts of the whole group after a rank failed, as torchrun's `--max-restarts`: the other ranks are stopped,
+  /// then all of them start again (on a fresh port unless master_port is set), with TORCHELASTIC_RESTART_COUNT set
+  /// to the attempt (0 first) and TORCHELASTIC_MAX_RESTARTS to this; the program continues from its newest complete
+  /// checkpoint (checkpoint::Disk with `resume = "auto"`, the main job's `--resume`). No restart after a signal the
+  /// launcher received, the deadline, or when every rank ended with 0 or preempted_exit_code. 0: none.
+  int max_restarts = 0;
 };
 
 namespace detail {
@@ -142,17 +148,20 @@ inline int free_port(const std::string& addr = "127.0.0.1") {
   return port;
 }
 
-/// Runs `o.nproc` ranks and waits for them. Returns 0 when all succeed, else the first failure's exit code
-/// (128 + signal for a rank killed by a signal; 124 when the deadline passed; 128 + SIGTERM / SIGINT when the
-/// launcher received that signal, forwarded it, and stopped the ranks). Forwards SIGUSR1 and keeps waiting.
-/// Not for concurrent calls from several threads (one set of signal handlers).
-inline int launch_local(const LaunchOptions& o) {
-  if (o.nproc < 1)
-    throw std::invalid_argument(policytrain::detail::format("policytrain::parallel::launch_local: nproc is {}, expected >= 1", o.nproc));
+namespace detail {
+
+/// What one attempt of launch_local ended with: its exit code, and whether a restart may follow (a rank failed by
+/// itself: not a signal the launcher received, not the deadline).
+struct GroupOutcome {
+  int code = 0;
+  bool restartable = false;
+};
+
+/// One attempt of launch_local: starts the ranks with `attempt` as TORCHELASTIC_RESTART_COUNT and waits for them.
+inline GroupOutcome launch_group(const LaunchOptions& o, int attempt) {
   const int port = o.master_port > 0 ? o.master_port : free_port(o.master_addr);
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   std::vector<pid_t> pids(o.nproc, -1);
-  const detail::LaunchSignals signals;
   [[maybe_unused]] const pid_t launcher = ::getpid();
   for (int r = 0; r < o.nproc; ++r) {
     // Everything is prepared before fork: the child only calls execve.
@@ -169,6 +178,8 @@ inline int launch_local(const LaunchOptions& o) {
       env["LOCAL_WORLD_SIZE"] = std::to_string(o.nproc);
       env["MASTER_ADDR"] = o.master_addr;
       env["MASTER_PORT"] = std::to_string(port);
+      env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(attempt);
+      env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(o.max_restarts);
     }
     // The ranks share the cores: give each its part, unless the user chose.
     if (!env.count("OMP_NUM_THREADS")) env["OMP_NUM_THREADS"] = std::to_string(std::max(1u, hw / o.nproc));
@@ -272,14 +283,42 @@ inline int launch_local(const LaunchOptions& o) {
   if (preempted > 0 && other_failures == 0) {
     std::fprintf(stderr, "policytrain::parallel::launch_local: %d of %d rank(s) stopped with the preemption exit code "
                  "%d (the others finished); returning it\n", preempted, o.nproc, o.preempted_exit_code);
-    return o.preempted_exit_code;
+    return {o.preempted_exit_code, false};
   }
   if (stop_signal) {
     std::fprintf(stderr, "policytrain::parallel::launch_local: stopped by %s; the ranks have exited (exit code %d)\n",
                  detail::signal_name(stop_signal), 128 + stop_signal);
-    return 128 + stop_signal;
+    return {128 + stop_signal, false};
   }
-  return result;
+  return {result, result != 0 && result != 124};
+}
+
+}  // namespace detail
+
+/// Runs `o.nproc` ranks and waits for them. Returns 0 when all succeed, else the first failure's exit code
+/// (128 + signal for a rank killed by a signal; 124 when the deadline passed; 128 + SIGTERM / SIGINT when the
+/// launcher received that signal, forwarded it, and stopped the ranks). Forwards SIGUSR1 and keeps waiting.
+/// With `o.max_restarts` > 0, a failed group is restarted that many times at most (each attempt says why on
+/// stderr); the last attempt's code is returned.
+/// Not for concurrent calls from several threads (one set of signal handlers).
+inline int launch_local(const LaunchOptions& o) {
+  if (o.nproc < 1)
+    throw std::invalid_argument(policytrain::detail::format("policytrain::parallel::launch_local: nproc is {}, expected >= 1", o.nproc));
+  if (o.max_restarts < 0)
+    throw std::invalid_argument(policytrain::detail::format(
+        "policytrain::parallel::launch_local: max_restarts is {}, expected >= 0", o.max_restarts));
+  const detail::LaunchSignals signals;
+  for (int attempt = 0;; ++attempt) {
+    const detail::GroupOutcome g = detail::launch_group(o, attempt);
+    if (!g.restartable || attempt >= o.max_restarts) {
+      if (g.restartable && o.max_restarts > 0)
+        std::fprintf(stderr, "policytrain::parallel::launch_local: the group failed (exit code %d) after %d restart(s), "
+                     "the most allowed (max_restarts); giving up\n", g.code, attempt);
+      return g.code;
+    }
+    std::fprintf(stderr, "policytrain::parallel::launch_local: the group failed (exit code %d); restarting every rank "
+                 "(restart %d of %d; TORCHELASTIC_RESTART_COUNT=%d)\n", g.code, attempt + 1, o.max_restarts, attempt + 1);
+  }
 }
 
 /// The launch step of a program that trains on `nproc` ranks when asked (`--nproc N`): in the process the user
@@ -288,7 +327,7 @@ inline int launch_local(const LaunchOptions& o) {
 /// finds torchrun's variables, set by launch_local or torchrun, or a Slurm / Open MPI job of more than one
 /// process), or with nproc <= 1, returns nullopt: the caller trains. So one program runs alone, under torchrun,
 /// srun or mpirun, and as its own launcher unchanged (a single Slurm task, `srun -n1 ./app --nproc 4`, launches).
-inline std::optional<int> launch_ranks(int nproc, int argc, char** argv) {
+inline std::optional<int> launch_ranks(int nproc, int argc, char** argv, int max_restarts = 0) {
   if (nproc < 1)
     throw std::invalid_argument(policytrain::detail::format(
         "policytrain::parallel::launch_ranks: nproc = {}; expected 1 (train in this process) or more", nproc));
@@ -297,6 +336,7 @@ inline std::optional<int> launch_ranks(int nproc, int argc, char** argv) {
   // and names a bad one. Otherwise a Slurm or Open MPI job of several processes is already launched.
   if (std::getenv("RANK") || std::getenv("WORLD_SIZE") || Environment::from_env().world_size > 1) return std::nullopt;
   LaunchOptions o{.nproc = nproc};
+  o.max_restarts = max_restarts;
   o.args.assign(argv, argv + argc);
   return launch_local(o);
 }
