@@ -4,6 +4,7 @@
 // POLICYTRAIN_TEST_WORKER set), each stopped run resumed to the end and compared with the uninterrupted one.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <regex>
@@ -684,7 +685,7 @@ int64_t steps_done_at_kill(const Injection& inj, int64_t spe) {
 }  // namespace
 
 TEST_CASE("Preemption: a signal at any moment stops every rank at the same step, and the resumed run is bit-identical") {
-  SUBCASE("1 process: SIGTERM and SIGUSR1 at 12 seeded moments") {
+  SUBCASE("1 process: SIGTERM and SIGUSR1 at 20 seeded moments") {
     const auto base = testing::temp_dir("preempt-1");
     const auto whole = preempt_run(base / "whole", {}, false, 0, 1);
     CHECK_FALSE(whole.stopped);
@@ -692,8 +693,12 @@ TEST_CASE("Preemption: a signal at any moment stops every rank at the same step,
     constexpr int64_t spe = 8;
     REQUIRE(whole.global_steps == kPreemptEpochs * spe);
     int n = 0;
-    for (const auto& inj : draws(2026, 12, spe, 1)) {
-      INFO("case " << n << ": " << pt::callbacks::Preemption::signal_name(inj.sig) << " during the " << moment_name(inj.moment) << " at " << inj.at);
+    const auto cases = draws(2026, 20, spe, 1);
+    // Both signals, every moment (drawn in turn), each more than once.
+    CHECK(std::count_if(cases.begin(), cases.end(), [](const Injection& i) { return i.sig == SIGTERM; }) >= 3);
+    CHECK(std::count_if(cases.begin(), cases.end(), [](const Injection& i) { return i.sig == SIGUSR1; }) >= 3);
+    for (const auto& inj : cases) {
+      INFO("case " << n << ": " << pt::callbacks::Preemption::signal_name(inj.sig) << " during the " << std::string(moment_name(inj.moment)) << " at " << inj.at);
       const auto dir = base / ("case" + std::to_string(n++));
       const auto cut = preempt_run(dir, inj, false, 0, 1);
       CHECK(cut.stopped);
@@ -712,15 +717,19 @@ TEST_CASE("Preemption: a signal at any moment stops every rank at the same step,
     CHECK(reinterpret_cast<void*>(now.sa_handler) != reinterpret_cast<void*>(&pt::callbacks::detail::preemption_handler));
     fs::remove_all(base);
   }
-  SUBCASE("3 ranks over Gloo: the signal reaches one rank, at 6 seeded moments") {
+  SUBCASE("3 ranks over Gloo: SIGTERM or SIGUSR1 reaches one rank, at 20 seeded moments") {
     const auto base = testing::temp_dir("preempt-3");
     const auto whole = preempt_ranks(base / "out-whole", base / "whole", {}, false, 3);
     constexpr int64_t spe = 3;  // 64 samples over 3 ranks: 22 each (padded), batches of 8
     REQUIRE(whole[0].global_steps == kPreemptEpochs * spe);
     int n = 0;
-    for (const auto& inj : draws(7, 6, spe, 3)) {
+    const auto cases = draws(7, 20, spe, 3);
+    // Both signals, every moment (drawn in turn), each more than once.
+    CHECK(std::count_if(cases.begin(), cases.end(), [](const Injection& i) { return i.sig == SIGTERM; }) >= 3);
+    CHECK(std::count_if(cases.begin(), cases.end(), [](const Injection& i) { return i.sig == SIGUSR1; }) >= 3);
+    for (const auto& inj : cases) {
       INFO("case " << n << ": " << pt::callbacks::Preemption::signal_name(inj.sig) << " on rank " << inj.rank << " during the "
-                   << moment_name(inj.moment) << " at " << inj.at);
+                   << std::string(moment_name(inj.moment)) << " at " << inj.at);
       const auto dir = base / ("case" + std::to_string(n));
       const auto cut = preempt_ranks(base / ("out-cut" + std::to_string(n)), dir, inj, false, 3);
       for (int r = 0; r < 3; ++r) {
@@ -765,7 +774,7 @@ TEST_CASE("SIGKILL of one of 3 ranks at 10 seeded moments: the restarting launch
     if (inj.moment == Moment::validation) inj.at = static_cast<int64_t>(g() % (kPreemptEpochs - 1));
     else if (inj.moment == Moment::async_write) inj.at = k * (1 + static_cast<int64_t>(g() % static_cast<uint64_t>(total / k - 1)));
     else inj.at = 2 + static_cast<int64_t>(g() % static_cast<uint64_t>(total - 2));  // after the first checkpoint or not
-    INFO("case " << n << ": SIGKILL of rank " << inj.rank << " during the " << moment_name(inj.moment) << " at " << inj.at);
+    INFO("case " << n << ": SIGKILL of rank " << inj.rank << " during the " << std::string(moment_name(inj.moment)) << " at " << inj.at);
     const auto kill = kill_group(base / ("out" + std::to_string(n)), base / ("run" + std::to_string(n)), inj, 3, 1);
     ++n;
     INFO(kill.launcher_log);

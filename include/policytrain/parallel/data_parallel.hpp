@@ -604,6 +604,15 @@ class DataParallel {
     table[rank()].copy_(flat);
     all_reduce(table, c10d::ReduceOp::SUM, "gather of the ranks' random generator states (checkpoint)");
     rank_rng_ = table;
+    // A save right after the first synchronised step (a stop at step 1) comes before the Reducer's rebuild, which
+    // waits for the next forward: rebuild now (the same collective, in the same state), so that the checkpoint has
+    // the order the uninterrupted run goes on with; a resume that started from one bucket would sum 3 or more
+    // ranks' gradients in another order (found by the Preemption harness: a stop at step 1 on 3 ranks).
+    // (Not with sparse gradients: their buckets have no flat view until a backward fills them.)
+    if (s_->reducer && ctx.module().is_training() &&
+        std::find(s_->sparse.begin(), s_->sparse.end(), true) == s_->sparse.end())
+      s_->guarded("rebuild of the gradient buckets (a broadcast of rank 0's bucket order)",
+                  [&] { s_->reducer->rebuild_buckets(); });
     // Saved like rank_rng_ (from the first checkpoint on): the order a resume builds its Reducer with.
     if (auto order = rebuilt_bucket_order(); order.defined()) bucket_order_ = order;
   }
