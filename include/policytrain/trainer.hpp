@@ -16,7 +16,7 @@
 /// A step policy (step::CudaGraph) may capture forward to step into one CUDA graph and replay it; the host part
 /// (counters, after_step, on_step_end) then runs beside the replay. Every hook inside the captured part must be
 /// graph-safe (core/hooks.hpp), checked at compile time.
-//
+///
 /// The Trainer's pieces live in trainer/ (docs/trainer.md, "File map"): composition.hpp (which policy fills each
 /// category), dispatch.hpp (the hooks called over the policies), state.hpp (state_dict plumbing),
 /// metric_contract.hpp (what a validation reports, and its checks), trainer.hpp (the class and its loops).
