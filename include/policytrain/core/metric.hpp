@@ -23,6 +23,7 @@
 
 #include <torch/types.h>
 
+#include <policytrain/detail/format.hpp>
 namespace policytrain {
 
 /// How a metric's state combines over data-parallel ranks.
@@ -78,12 +79,14 @@ class MetricCollection {
     auto item = std::make_unique<Model<M>>(std::move(metric));
     const std::string n = item->name();
     if (n.empty() || n == "loss")
-      throw std::invalid_argument("policytrain::MetricCollection: a metric named '" + n +
-                                  "'; give it a name of its own (not empty, not 'loss')");
+      throw std::invalid_argument(detail::error_message("policytrain::MetricCollection",
+                                                        detail::format("a metric named '{}'", n), {},
+                                                        "give it a name of its own (not empty, not 'loss')"));
     for (const auto& i : items_)
       if (i->name() == n)
-        throw std::invalid_argument("policytrain::MetricCollection: two metrics named '" + n +
-                                    "'; name one differently (each built-in takes a name)");
+        throw std::invalid_argument(detail::error_message("policytrain::MetricCollection",
+                                                          detail::format("two metrics named '{}'", n), {},
+                                                          "name one differently (each built-in takes a name)"));
     items_.push_back(std::move(item));
     return *this;
   }
@@ -207,10 +210,11 @@ void reduce_metric_states(const std::vector<MetricState*>& states, int64_t rank,
     for (int64_t r = 0; r < world; ++r) {
       const auto other = static_cast<int64_t>(shape[r][c][1].item<double>());
       if (rows[r].item<int64_t>() > 0 && s.value.size(0) > 0 && other != row_size)
-        throw std::runtime_error("policytrain::reduce_metric_states: the state '" + s.name + "' has rows of " +
-                                 std::to_string(row_size) + " values on rank " + std::to_string(rank) + " and of " +
-                                 std::to_string(other) + " on rank " + std::to_string(r) +
-                                 "; a cat state's rows must have one shape on every rank");
+        throw std::runtime_error(detail::error_message(
+            "policytrain::reduce_metric_states",
+            detail::format("the state '{}' has rows of {} values on rank {} and of {} on rank {}", s.name, row_size,
+                           rank, other, r),
+            {}, "a cat state's rows must have one shape on every rank"));
     }
     const int64_t total = rows.sum().item<int64_t>();
     const int64_t offset = rows.slice(0, 0, rank).sum().item<int64_t>();

@@ -167,10 +167,12 @@ POLICYTRAIN_DECL double Metrics::get(const std::string& key) const {
   if (auto it = extra.find(key); it != extra.end()) return it->second;
   std::string known;
   for (const auto& k : names()) known += (known.empty() ? "" : ", ") + k;
-  throw std::out_of_range("policytrain::Metrics: no metric named '" + key + "'; this evaluation has: " + known +
-                          (key == "accuracy" ? " (accuracy is built in only for [batch, classes] scores with "
-                                               "integer targets; a task reports its own in Prediction::metrics)"
-                                             : ""));
+  throw std::out_of_range(detail::error_message(
+      "policytrain::Metrics",
+      detail::format("no metric named '{}'; this evaluation has: {}{}", key, known,
+                     key == "accuracy" ? " (accuracy is built in only for [batch, classes] scores with integer "
+                                         "targets; a task reports its own in Prediction::metrics)"
+                                       : "")));
 }
 #endif
 
@@ -228,10 +230,12 @@ POLICYTRAIN_DECL void MetricsAccumulator::add(const torch::Tensor& mean_loss, co
   samples_ += n;
   for (const auto& [name, value] : metrics) {
     if (!value.defined() || value.numel() != 1)
-      throw std::invalid_argument("policytrain::MetricsAccumulator: the task's metric '" + name + "' is " +
-                                  (value.defined() ? "a tensor of " + std::to_string(value.numel()) + " elements"
-                                                   : "an undefined tensor") +
-                                  "; expected a scalar: the batch's mean (Prediction::metrics)");
+      throw std::invalid_argument(detail::error_message(
+          "policytrain::MetricsAccumulator",
+          detail::format("the task's metric '{}' is {}", name,
+                         value.defined() ? detail::format("a tensor of {} elements", value.numel())
+                                         : std::string("an undefined tensor")),
+          "a scalar: the batch's mean (Prediction::metrics)"));
     auto& [sum, count] = extra_[name];
     sum += value.detach().to(torch::kDouble).item<double>() * n;
     count += n;

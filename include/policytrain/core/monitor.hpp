@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include <policytrain/detail/config.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain {
 
@@ -22,7 +23,8 @@ POLICYTRAIN_DECL Mode parse_mode(const std::string& s)
 {
   if (s == "min") return Mode::min;
   if (s == "max") return Mode::max;
-  throw std::invalid_argument("policytrain: mode '" + s + "' is unknown; use 'min' or 'max'");
+  throw std::invalid_argument(
+      detail::error_message("policytrain", detail::format("mode '{}' is unknown", s), {}, "use 'min' or 'max'"));
 }
 #else
 ;

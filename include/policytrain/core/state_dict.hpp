@@ -10,6 +10,7 @@
 #include <torch/types.h>
 
 #include <policytrain/detail/config.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain {
 
@@ -28,7 +29,8 @@ POLICYTRAIN_DECL const torch::Tensor& state_at(const StateDict& d, const std::st
 #if POLICYTRAIN_DEFINE
 {
   auto it = d.find(key);
-  if (it == d.end()) throw std::invalid_argument("policytrain: state has no entry '" + key + "'");
+  if (it == d.end())
+    throw std::invalid_argument(detail::error_message("policytrain", detail::format("state has no entry '{}'", key)));
   return it->second;
 }
 #else

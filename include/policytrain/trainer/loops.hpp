@@ -1,0 +1,227 @@
+#pragma once
+/// \file
+/// The Trainer's training loop: fit's epochs (resume mid-epoch, max_steps, a stop at a step boundary, validation
+/// and the stop agreed over the ranks) and its micro-steps (forward, loss, backward, the optimizer step when a window
+/// ends, or the step policy's captured step). A friend of the Trainer, which calls it from fit(); evaluate() stays
+/// in the Trainer, beside the parallel policy's services it asks for.
+/// Part of the Trainer (docs/trainer.md, "File map"); include <policytrain/trainer.hpp>.
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <unordered_set>
+#include <utility>
+
+#include <torch/cuda.h>
+#include <torch/types.h>
+
+#include <policytrain/core/batch.hpp>
+#include <policytrain/core/context.hpp>
+#include <policytrain/core/metrics.hpp>
+#include <policytrain/core/parameters.hpp>
+#include <policytrain/detail/format.hpp>
+#include <policytrain/trainer/composition.hpp>
+#include <policytrain/trainer/metric_contract.hpp>
+
+namespace policytrain::detail {
+
+/// The loops of a Trainer of type T (its private members are reached as its friend).
+template <class T>
+struct Loops {
+  using Task = std::remove_reference_t<decltype(std::declval<T&>().task())>;
+
+  /// One micro-batch: forward, loss, backward, and the optimizer step when it ends a window. Under a step policy
+  /// (step::CudaGraph) every micro-batch is a step, and the policy runs (or captures, or replays) the device part:
+  /// forward, backward, before_step and step; the host part (counters, after_step, on_step_end) runs here.
+  static void train_micro_step(T& t, Batch b) {
+    const int64_t n = b.size();
+    ++t.state_.micro_step;
+    ++t.state_.batch_in_epoch;
+    t.state_.window_samples += n;
+    t.state_.samples_seen += n;
+    if constexpr (T::has_step_policy()) {
+      t.last_micro_step_ = true;
+      const bool stepped = t.step_policy().run_step(t.ctx_, b, [&t](const Batch& sb) -> bool {
+        forward_backward(t, sb);
+        t.before_step();
+        return t.do_step();
+      });
+      finish_step(t, stepped);
+    } else {
+      forward_backward(t, b);
+      if (t.last_micro_step_) optimizer_step(t);
+    }
+  }
+
+  /// Before an epoch's training time is taken: on CUDA, waits for the queued work (the host may run ahead of the
+  /// device by many steps when nothing reads a value back, e.g. data::DeviceLoader inside a CUDA graph), so that
+  /// FitResult::train_seconds is the device's time, not the host's enqueueing. One synchronisation per epoch.
+  static void wait_for_device(T& t) {
+    if (t.device().is_cuda()) torch::cuda::synchronize(t.device().index());
+  }
+
+  static void forward_backward(T& t, const Batch& b) {
+    torch::Tensor loss = t.wrap_forward([&]() -> torch::Tensor { return t.task_.training_step(b); });
+    t.state_.last_loss = loss.detach();
+    loss = t.transform_loss(std::move(loss));
+    t.last_micro_step_ = t.should_step() || t.state_.batch_in_epoch == t.epoch_batches_;
+    t.wrap_backward([&] { loss.backward(); });
+  }
+
+  static void optimizer_step(T& t) {
+    t.before_step();
+    finish_step(t, t.do_step());
+  }
+
+  static void finish_step(T& t, bool stepped) {
+    // The lrs this step used, before a schedule's after_step sets the next step's (Context::step_lr).
+    const auto& groups = t.optimizer_.param_groups();
+    t.step_lrs_.resize(groups.size());
+    for (size_t g = 0; g < groups.size(); ++g) t.step_lrs_[g] = groups[g].options().get_lr();
+    ++t.state_.global_step;
+    if (!stepped) ++t.state_.skipped_steps;
+    t.after_step(stepped);
+    // A step policy that replays a graph keeps the gradients where the graph writes them.
+    if constexpr (T::has_step_policy()) {
+      if (!t.step_policy().keeps_grads()) release_grads(t.optimizer_);
+    } else {
+      release_grads(t.optimizer_);
+    }
+    t.state_.micro_step = 0;
+    t.state_.window_samples = 0;
+    t.on_step_end();
+  }
+
+  /// A tensor listed twice in the optimizer (tied weights: Module::parameters() repeats a shared tensor) would be
+  /// updated twice per step: refuse it.
+  static void check_unique_parameters(T& t) {
+    std::unordered_set<const void*> seen;
+    for (auto& g : t.optimizer_.param_groups())
+      for (auto& p : g.params())
+        if (!seen.insert(p.unsafeGetTensorImpl()).second) {
+          std::string name = "(a tensor not in the module)";
+          for (const auto& q : t.module().named_parameters(true))
+            if (q.value().unsafeGetTensorImpl() == p.unsafeGetTensorImpl()) { name = q.key(); break; }
+          throw std::invalid_argument(error_message(
+              "policytrain::Trainer",
+              format("the optimizer holds the parameter '{}' more than once (tied weights: "
+                             "torch::nn::Module::parameters() lists a shared tensor once per module that registers "
+                             "it), so every step would update it twice",
+                             name),
+              {}, "build the optimizer from policytrain::unique_parameters(module)"));
+        }
+  }
+
+  template <class TrainData, class ValData>
+  static FitResult fit(T& t, TrainData& train, ValData val, const FitOptions& options) {
+    static_assert(not_a_raw_torch_loader<TrainData>());
+    t.options_ = options;
+    check_unique_parameters(t);
+    FitResult result;
+    t.state_.stop_requested = false;
+    t.state_.stop_at_step = false;
+    t.module().train();
+    if constexpr (!std::is_same_v<ValData, std::nullptr_t>) check_monitors<Task>(t.policies_, t.scalar_metric_names());
+    t.on_fit_begin();
+    const int64_t start_epoch = t.state_.epoch;
+    // A finished epoch leaves batch_in_epoch at 0: a state taken between epochs resumes at the next one's start.
+    for (; t.state_.epoch < options.epochs && !t.state_.stop_requested;
+         ++t.state_.epoch, t.state_.batch_in_epoch = 0) {
+      if constexpr (requires { train.set_epoch(t.state_.epoch); }) train.set_epoch(t.state_.epoch);
+      const int64_t n = size_or_unknown(train);
+      t.epoch_batches_ = options.limit_train_batches >= 0 && (n < 0 || options.limit_train_batches < n)
+                             ? options.limit_train_batches : n;
+      t.state_.batch_in_epoch = std::exchange(t.resume_batches_, 0);
+      t.module().train();
+      t.on_epoch_begin();
+      const auto t0 = std::chrono::steady_clock::now();
+      const int64_t seen0 = t.state_.samples_seen;
+      // A resumed epoch passes over the batches already consumed: a loader with begin_at(k) (data::from_torch)
+      // skips them before loading any; otherwise the iterator is advanced without dereferencing (TensorLoader
+      // assembles a batch only on dereference).
+      constexpr bool skips = requires {
+        { train.begin_at(int64_t{}) } -> std::same_as<decltype(std::begin(train))>;
+      };
+      auto it = [&] {
+        if constexpr (skips) {
+          if (t.state_.batch_in_epoch > 0) return train.begin_at(t.state_.batch_in_epoch);
+        }
+        return std::begin(train);
+      }();
+      const auto end = std::end(train);
+      if constexpr (!skips)
+        for (int64_t i = 0; i < t.state_.batch_in_epoch && it != end; ++i) ++it;
+      bool cut = false;
+      t.epoch_cut_ = false;
+      for (; it != end; ++it) {
+        if (t.epoch_batches_ >= 0 && t.state_.batch_in_epoch >= t.epoch_batches_) break;
+        auto&& item = *it;
+        train_micro_step(t, t.to_device(item));
+        if (t.state_.stop_at_step && t.state_.micro_step == 0) break;  // after the step: handled below the loop
+        if (options.max_steps >= 0 && t.state_.global_step >= options.max_steps) {
+          t.state_.stop_requested = true;
+          // Cut before the epoch's last batch: the epoch is not finished, and the next fit resumes it.
+          if (t.epoch_batches_ >= 0) {
+            cut = t.state_.batch_in_epoch < t.epoch_batches_;
+          } else {
+            ++it;
+            cut = it != end;
+          }
+          t.epoch_cut_ = cut;
+          break;
+        }
+      }
+      // A stop at a step boundary (callbacks::Preemption): the epoch ends here, unvalidated, and resumes at the
+      // next batch (the checkpoint policy's fit end saves it mid-epoch); no epoch-end hook runs, so a resumed run
+      // validates and ends this epoch once, as the uninterrupted one does.
+      if (t.state_.stop_at_step) {
+        t.state_.stop_requested = true;
+        t.epoch_cut_ = true;
+        result.stopped_at_step = true;
+        wait_for_device(t);
+        result.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        result.samples_seen += t.state_.samples_seen - seen0;
+        result.epochs_run = t.state_.epoch - start_epoch;
+        t.resume_batches_ = t.state_.batch_in_epoch;
+        break;
+      }
+      // A window left open at the end of an epoch (unknown epoch length, or max_steps mid-window) is
+      // stepped with the samples it has, normalised by their count.
+      if (t.state_.micro_step > 0) {
+        t.last_micro_step_ = true;
+        optimizer_step(t);
+      }
+      wait_for_device(t);
+      result.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      result.samples_seen += t.state_.samples_seen - seen0;
+      bool stop = false;
+      if constexpr (!std::is_same_v<ValData, std::nullptr_t>) {
+        Metrics m = t.evaluate(*val, options.limit_val_batches);
+        stop = t.on_validation_end(m) || stop;
+        result.validation.push_back(std::move(m));
+      }
+      stop = t.on_epoch_end() || stop;
+      if (t.agree_any(stop)) {
+        t.state_.stop_requested = true;
+        result.stopped_early = t.state_.epoch + 1 < options.epochs;
+      }
+      result.epochs_run = t.state_.epoch + 1 - start_epoch;
+      if (cut) {
+        // The state stays inside the epoch (epoch, batch_in_epoch), as a mid-epoch checkpoint records it, so
+        // that the next fit continues with the batch after the last one trained.
+        t.resume_batches_ = t.state_.batch_in_epoch;
+        break;
+      }
+    }
+    t.on_fit_end();
+    result.global_steps = t.state_.global_step;
+    result.skipped_steps = t.state_.skipped_steps;
+    return result;
+  }
+};
+
+}  // namespace policytrain::detail

@@ -1,0 +1,82 @@
+#pragma once
+/// \file
+/// The Trainer's state plumbing: its counters under "trainer/", and each stateful policy's state_dict() under
+/// "<policy name>/" (a checkpoint's trainer state, Trainer::state_dict and load_state_dict).
+/// Part of the Trainer (docs/trainer.md, "File map"); include <policytrain/trainer.hpp>.
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+
+#include <policytrain/core/category.hpp>
+#include <policytrain/core/state.hpp>
+#include <policytrain/core/state_dict.hpp>
+
+namespace policytrain::detail {
+
+/// The Trainer's counters, each under "trainer/".
+inline StateDict counters_state_dict(const TrainState& s) {
+  return {{"trainer/epoch", scalar_tensor(s.epoch)},
+          {"trainer/global_step", scalar_tensor(s.global_step)},
+          {"trainer/skipped_steps", scalar_tensor(s.skipped_steps)},
+          {"trainer/batch_in_epoch", scalar_tensor(s.batch_in_epoch)},
+          {"trainer/samples_seen", scalar_tensor(s.samples_seen)},
+          {"trainer/best_metric", scalar_tensor(s.best_metric)},
+          {"trainer/best_epoch", scalar_tensor(s.best_epoch)}};
+}
+
+/// Restores what counters_state_dict wrote; throws std::invalid_argument naming a missing entry.
+inline void load_counters(const StateDict& d, TrainState& s) {
+  s.epoch = state_int(d, "trainer/epoch");
+  s.global_step = state_int(d, "trainer/global_step");
+  s.skipped_steps = state_int(d, "trainer/skipped_steps");
+  s.batch_in_epoch = state_int(d, "trainer/batch_in_epoch");
+  s.samples_seen = state_int(d, "trainer/samples_seen");
+  s.best_metric = state_double(d, "trainer/best_metric");
+  s.best_epoch = state_int(d, "trainer/best_epoch");
+}
+
+/// "<policy name>/", the prefix of a stateful policy's entries.
+template <class P>
+std::string state_prefix() {
+  // Built in place: `std::string(name) + "/"` made GCC 12 warn at -O1 (-Warray-bounds, a false positive in its
+  // inlined concatenation) in files that instantiate a Trainer with a stateful policy.
+  const std::string_view name = policy_name<P>();
+  std::string prefix;
+  prefix.reserve(name.size() + 1);
+  prefix.append(name.data(), name.size());
+  prefix.push_back('/');
+  return prefix;
+}
+
+/// Adds each stateful policy's state_dict() to `d`, under its prefix.
+template <class Tuple>
+void add_policies_state(StateDict& d, const Tuple& policies) {
+  std::apply([&](const auto&... p) {
+    ([&]<class P>(const P& q) {
+      if constexpr (Stateful<P>) {
+        const std::string prefix = state_prefix<P>();
+        for (auto& [k, v] : q.state_dict()) {
+          // Appended in place: `prefix + k` made GCC 12 warn (-Warray-bounds, a false positive in its inlined
+          // std::string concatenation) in every file that instantiates a Trainer.
+          std::string key;
+          key.reserve(prefix.size() + k.size());
+          key.append(prefix).append(k);
+          d.emplace(std::move(key), v);
+        }
+      }
+    }(p), ...);
+  }, policies);
+}
+
+/// Gives each stateful policy its entries of `d`, the prefix removed.
+template <class Tuple>
+void load_policies_state(const StateDict& d, Tuple& policies) {
+  std::apply([&](auto&... p) {
+    ([&]<class P>(P& q) {
+      if constexpr (Stateful<P>) q.load_state_dict(sub_state(d, state_prefix<P>()));
+    }(p), ...);
+  }, policies);
+}
+
+}  // namespace policytrain::detail
