@@ -3,6 +3,9 @@
 include/policytrain/core/ may include a policytrain header outside core/ (a category's policy, a callback, the
 Trainer), except the leaf infrastructure below core/ too: detail/config.hpp (the separate-compilation macros) and
 detail/format.hpp (message formatting), which themselves include no policytrain header but each other.
+Two more arrows: nothing below callbacks/ includes callbacks/ (or declares into policytrain::callbacks: a category
+folder, core/, data/, io/, detail/ ... reach a callback only through a hook of the context), and the pieces of
+checkpoint/ know no Trainer context (no `Ctx`/`ctx` in code: only checkpoint/disk.hpp, the policy, does).
 Usage: layering.py <project root>. Exits 1 naming every offending include."""
 import pathlib
 import re
@@ -27,8 +30,26 @@ for h in headers:
 if not headers:
     print(f"layering.py: no headers under {core}", file=sys.stderr)
     sys.exit(1)
+pt = root / "include" / "policytrain"
+for h in sorted(pt.glob("*/**/*.hpp")):
+    rel = h.relative_to(pt).as_posix()
+    if rel.startswith("callbacks/"):
+        continue
+    for n, line in enumerate(h.read_text().splitlines(), 1):
+        m = re.match(r'\s*#\s*include\s*[<"]policytrain/(callbacks/[^>"]+)[>"]', line)
+        if m:
+            bad.append(f"{h.relative_to(root)}:{n}: below callbacks/, includes policytrain/{m.group(1)}")
+        if re.search(r"namespace\s+(policytrain::)?callbacks\b", line.split("//")[0]):
+            bad.append(f"{h.relative_to(root)}:{n}: below callbacks/, declares into namespace callbacks")
+pieces = [h for h in sorted((pt / "checkpoint").glob("*.hpp")) if h.name != "disk.hpp"]
+for h in pieces:
+    for n, line in enumerate(h.read_text().splitlines(), 1):
+        if re.search(r"\b(Ctx|ctx)\b", line.split("//")[0]):
+            bad.append(f"{h.relative_to(root)}:{n}: a piece of checkpoint/ names a Trainer context (only disk.hpp may)")
 if bad:
-    print("core/ must not include anything outside core/ (it is the contract the policies build on):", file=sys.stderr)
+    print("layering: core/ includes only core/ (the contract the policies build on); nothing below callbacks/ "
+          "includes callbacks/; the pieces of checkpoint/ know no Trainer context. Broken:", file=sys.stderr)
     print("\n".join(bad), file=sys.stderr)
     sys.exit(1)
-print(f"layering.py: {len(headers)} core headers include only core/ and {len(leaves)} leaf headers")
+print(f"layering.py: {len(headers)} core headers include only core/ and {len(leaves)} leaf headers; nothing below "
+      f"callbacks/ includes it; {len(pieces)} pieces of checkpoint/ know no context")

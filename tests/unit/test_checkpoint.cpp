@@ -459,6 +459,123 @@ TEST_CASE("a failing write raises a clear error and leaves the previous checkpoi
   fs::remove_all(dir);
 }
 
+namespace {
+/// A parallel policy of a rank other than the main one, whose agreement answers as the ranks would when the main
+/// rank's write failed: every agree_any is true (save is called directly, so no other decision is asked).
+struct OtherRankMainFailed {
+  static constexpr pt::Category category = pt::Category::parallel;
+  static constexpr std::string_view name = "test::OtherRankMainFailed";
+  int agreements = 0;
+  bool is_main() const { return false; }
+  template <class Ctx>
+  bool agree_any(Ctx&, bool b) {
+    ++agreements;
+    CHECK_FALSE(b);  // this rank wrote nothing, so it has no failure of its own to report
+    return true;
+  }
+};
+}  // namespace
+
+TEST_CASE("a failed write: the other ranks agree and stop with the main rank (on_write_error = stop)") {
+  const auto dir = testing::temp_dir("failwrite-rank");
+  testing::MlpTask task(1, 8, 16, 3);
+  torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.05));
+  pt::Trainer<testing::MlpTask, ck::Disk, OtherRankMainFailed> t(
+      task, opt, ck::Disk({.directory = dir, .export_final = false, .log = nullptr}), OtherRankMainFailed{});
+  // Before on_write_error, a rank other than the main one returned from save without asking: it trained on while
+  // the main rank had stopped, until a collective timed out.
+  CHECK_THROWS_WITH_AS(t.get<ck::Disk>().save(t.context(), {{"last.ckpt", "last"}}, true),
+                       doctest::Contains("the main rank could not write a checkpoint"), ck::CheckpointError);
+  CHECK(t.get<OtherRankMainFailed>().agreements == 1);
+  CHECK_FALSE(fs::exists(dir / "last.ckpt"));  // only the main rank writes
+  fs::remove_all(dir);
+}
+
+namespace {
+/// Lifts the file size limit once the checkpoint policy counted a failed write, after checking that the file
+/// the failure left is the previous one.
+struct LiftLimitAfterFailure {
+  const std::string* previous_last;
+  fs::path last;
+  bool* lifted;
+  bool* last_intact;
+  template <class Ctx>
+  void on_step_end(Ctx& ctx) {
+    if (*lifted || ctx.template policy<pt::Category::checkpoint>().write_failures() == 0) return;
+    *last_intact = slurp(last) == *previous_last;
+    const rlimit off{RLIM_INFINITY, RLIM_INFINITY};
+    ::setrlimit(RLIMIT_FSIZE, &off);
+    *lifted = true;
+  }
+};
+}  // namespace
+
+TEST_CASE("a full disk with on_write_error = retry_next_save: training goes on, the previous file stays, a later "
+          "save writes once space is back") {
+  for (const bool async : {false, true}) {
+    CAPTURE(async);
+    const auto dir = testing::temp_dir(async ? "retry-async" : "retry-sync");
+    Fixture first(dir);
+    first.fit();  // last.ckpt (step 3) and step files
+    const std::string previous = slurp(dir / "last.ckpt");
+    REQUIRE(previous.size() > 2000);
+    std::fflush(nullptr);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      std::signal(SIGXFSZ, SIG_IGN);  // else the kernel kills the writer instead of failing the write (EFBIG)
+      int code = 0;
+      auto fail = [&](int c, const std::string& why) {
+        if (!code) code = c;
+        std::fprintf(stderr, "retry_next_save (async %d): %s\n", async, why.c_str());
+      };
+      char* said_buf = nullptr;
+      size_t said_len = 0;
+      std::FILE* log = ::open_memstream(&said_buf, &said_len);  // memory: no file size limit on the log
+      try {
+        bool lifted = false, last_intact = false;
+        testing::MlpTask task(1, 8, 16, 3);
+        torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+        pt::Trainer<testing::MlpTask, ck::Disk, LiftLimitAfterFailure> t(
+            task, opt,
+            ck::Disk({.directory = dir, .every_steps = 1, .resume = "auto", .async = async, .export_final = false,
+                      .on_write_error = ck::Disk::OnWriteError::retry_next_save, .log = log}),
+            LiftLimitAfterFailure{&previous, dir / "last.ckpt", &lifted, &last_intact});
+        const rlimit lim{1000, RLIM_INFINITY};  // soft only: the callback lifts it again, unprivileged
+        ::setrlimit(RLIMIT_FSIZE, &lim);
+        auto [x, y] = testing::toy_data(48);
+        pt::data::TensorLoader loader(x, y, {.batch_size = 16});
+        t.fit(loader, {.epochs = 2});  // steps 4..6: step-00000004.ckpt fails, training goes on
+        const auto& disk = t.get<ck::Disk>();
+        if (disk.write_failures() < 1) fail(2, "no failed write counted");
+        if (!lifted) fail(3, "the limit was never lifted");
+        if (!last_intact) fail(4, "last.ckpt was not the previous one while writes failed");
+        std::fflush(log);
+        const std::string said(said_buf, said_len);
+        if (said.find((dir / "step-00000004.ckpt").string() + ": cannot write: File too large") == std::string::npos ||
+            said.find("training goes on and the next save writes again") == std::string::npos)
+          fail(5, said);
+        // The epoch-end save after the limit was lifted wrote: last.ckpt is step 6's and loads.
+        const auto meta = ck::read_meta(dir / "last.ckpt");
+        if (meta.value("global_step", int64_t{-1}) != 6) fail(6, meta.dump());
+        Fixture check(dir / "unused");
+        ck::load(check.trainer.context(), dir / "last.ckpt");
+        if (fs::exists(dir / "step-00000004.ckpt")) fail(7, "step-00000004.ckpt exists");
+        for (const auto& e : fs::directory_iterator(dir))
+          if (e.path().filename().string().find(".tmp-") != std::string::npos) fail(8, e.path().string());
+      } catch (const std::exception& e) {
+        fail(9, e.what());
+      }
+      ::_exit(code);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    fs::remove_all(dir);
+  }
+}
+
 TEST_CASE("half weights: half the size, loadable, fp16-rounded, and bf16 optimizer moments on request") {
   const auto dir = testing::temp_dir("half");
   testing::MlpTask task(1, 8, 64, 3);

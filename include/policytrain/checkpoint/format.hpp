@@ -409,6 +409,12 @@ POLICYTRAIN_DECL RawFile read_file(const std::filesystem::path& file)
 ;
 #endif
 
+namespace detail {
+/// The temporary file an atomic write of `name` (a file name) goes through before its rename: `.<name>.tmp-<pid>`.
+inline std::string temporary_name(std::string_view name, long pid) { return policytrain::detail::format(".{}.tmp-{}", name, pid); }
+/// Whether `name` is such a temporary file (a killed write's leftover, never a complete file).
+inline bool is_temporary_name(std::string_view n) { return n.starts_with(".") && n.find(".tmp-") != std::string_view::npos; }
+}  // namespace detail
 /// Writes the concatenation of `pieces` to `file` atomically (temporary file in the same directory, fsync,
 /// rename, fsync of the directory). On failure the temporary file is removed, `file` is left as it was, and
 /// CheckpointError names the file and the system's reason.
@@ -417,7 +423,7 @@ POLICYTRAIN_DECL void write_atomic(const std::filesystem::path& file, std::initi
 {
   namespace fs = std::filesystem;
   const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  const fs::path tmp = dir / policytrain::detail::format(".{}.tmp-{}", file.filename().string(), ::getpid());
+  const fs::path tmp = dir / detail::temporary_name(file.filename().string(), static_cast<long>(::getpid()));
   auto fail_errno = [&](const char* while_doing, int err) {
     ::unlink(tmp.c_str());
     detail::fail(file, policytrain::detail::format("cannot write: {} ({}, temporary file {}); the previous file, if any, is unchanged; "

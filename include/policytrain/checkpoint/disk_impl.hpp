@@ -1,0 +1,265 @@
+#pragma once
+/// \file
+/// checkpoint::Disk's non-template members (included by checkpoint/disk.hpp, which a user includes): defined here
+/// header-only, in <policytrain/src.hpp> with separate compilation. The resume policy (which file a resume loads,
+/// falling back past bad ones), the set-aside of another run's files, the metadata of a save, the synchronous and
+/// asynchronous writes and what a failed one does (on_write_error).
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <policytrain/checkpoint/disk.hpp>
+
+namespace policytrain::checkpoint {
+
+#if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL Disk::Disk(Options o) : o_(std::move(o)), layout_(o_.directory) {
+  if (!o_.settings.empty() && !nlohmann::json::accept(o_.settings))
+    throw std::invalid_argument("policytrain::checkpoint::Disk: settings is not valid JSON; pass a JSON object as text");
+  // The settings sit one level inside the metadata, whose depth a reader bounds (kMaxMetaDepth).
+  if (detail::json_too_deep(o_.settings, kMaxMetaDepth - 1) != std::string_view::npos)
+    throw std::invalid_argument(policytrain::detail::format("policytrain::checkpoint::Disk: settings nests arrays and objects more "
+                                            "than {} levels deep; a checkpoint reader refuses metadata deeper than {}",
+                                            kMaxMetaDepth - 1, kMaxMetaDepth));
+}
+
+POLICYTRAIN_DECL StateDict Disk::state_dict() const {
+  auto hist = torch::zeros({static_cast<int64_t>(history_.size()), 2}, torch::kDouble);
+  for (size_t i = 0; i < history_.size(); ++i) {
+    hist[static_cast<int64_t>(i)][0] = history_[i].first;
+    hist[static_cast<int64_t>(i)][1] = history_[i].second;
+  }
+  auto top = torch::zeros({static_cast<int64_t>(top_.size()), 2}, torch::kDouble);
+  for (size_t i = 0; i < top_.size(); ++i) {
+    top[static_cast<int64_t>(i)][0] = top_[i].first;
+    top[static_cast<int64_t>(i)][1] = static_cast<double>(top_[i].second);
+  }
+  return {{"best_metric", scalar_tensor(best_metric_)}, {"best_epoch", scalar_tensor(best_epoch_)},
+          {"history", hist}, {"top_k", top}};
+}
+
+POLICYTRAIN_DECL void Disk::load_state_dict(const StateDict& d) {
+  best_metric_ = state_double(d, "best_metric");
+  best_epoch_ = state_int(d, "best_epoch");
+  auto hist = state_at(d, "history").to(torch::kDouble).contiguous();
+  history_.clear();
+  for (int64_t i = 0; i < hist.size(0); ++i) history_.emplace_back(hist[i][0].item<double>(), hist[i][1].item<double>());
+  auto top = state_at(d, "top_k").to(torch::kDouble).contiguous();
+  top_.clear();
+  for (int64_t i = 0; i < top.size(0); ++i) top_.emplace_back(top[i][0].item<double>(), static_cast<int64_t>(top[i][1].item<double>()));
+}
+
+POLICYTRAIN_DECL void Disk::write_files(const std::vector<std::pair<std::string, std::string>>& files, nlohmann::json& meta,
+                                   const std::string& payload, int64_t epoch, int64_t step,
+                                   std::atomic<int64_t>* written) const {
+  for (const auto& [file, kind] : files) {
+    meta["kind"] = kind;
+    write_file(layout_.path(file), meta, payload);
+    if (written) ++*written;
+    if (o_.verbose) say("policytrain::checkpoint: wrote {} (epoch {}, step {})", layout_.path(file).string(), epoch, step);
+  }
+}
+
+POLICYTRAIN_DECL std::string Disk::other_run(const std::filesystem::path& file, const nlohmann::json& meta) const {
+  if (!meta.contains("fingerprint")) {
+    say("policytrain::checkpoint: {} records no run fingerprint (written before policytrain recorded one); its "
+        "settings cannot be compared", file.string());
+    return "";
+  }
+  check_fingerprint(file, meta["fingerprint"]);
+  const auto diff = fingerprint_differences(meta["fingerprint"], fingerprint_);
+  if (diff.empty()) return "";
+  return policytrain::detail::format("policytrain::checkpoint: {}: belongs to another run: {}; to start a new run from its weights, "
+                     "resume with weights only (checkpoint::Disk::Options::weights_only)",
+                     file.string(), fmt::join(diff, "; "));
+}
+
+POLICYTRAIN_DECL bool Disk::same_fingerprint(const std::filesystem::path& file, const nlohmann::json& meta) const {
+  if (!meta.contains("fingerprint")) return true;
+  try {
+    check_fingerprint(file, meta["fingerprint"]);
+    return fingerprint_differences(meta["fingerprint"], fingerprint_).empty();
+  } catch (const CheckpointError&) {
+    return false;
+  }
+}
+
+POLICYTRAIN_DECL void Disk::load_one(const Access& a, const std::filesystem::path& file, const nlohmann::json& meta) {
+  if (o_.weights_only) {
+    load_weights(a.module, file, Weights::trained);
+    resumed_from_ = file;
+    say("policytrain::checkpoint: loaded the weights of {} (step {}); a new run starts at step 0", file.string(),
+        meta_int(file, meta, "global_step", 0));
+    return;
+  }
+  if (const std::string why = other_run(file, meta); !why.empty()) throw CheckpointError(why);
+  (void)load(a, file);
+  resumed_from_ = file;
+  // The run continues under its id (a file written before run ids were recorded: a new one).
+  const std::string id = meta_string(file, meta, "run_id", "");
+  run_id_ = id.empty() ? detail::new_run_id() : id;
+}
+
+POLICYTRAIN_DECL bool Disk::resume(const Access& a) {
+  namespace fs = std::filesystem;
+  const fs::path target = o_.resume == "auto" ? o_.directory : fs::path(o_.resume);
+  std::error_code ec;
+  auto resumed = [&](const fs::path& file, const nlohmann::json& meta, bool fell_back) {
+    if (o_.weights_only) return;
+    say("policytrain::checkpoint: resumed from {} (epoch {}, batch {}, step {}){}", file.string(),
+        meta_int(file, meta, "epoch", 0), meta_int(file, meta, "batch_in_epoch", 0),
+        meta_int(file, meta, "global_step", 0), fell_back ? ", the newest usable checkpoint" : "");
+  };
+  if (fs::is_regular_file(target, ec)) {  // a named file: no fallback
+    const auto meta = read_meta(target);
+    load_one(a, target, meta);
+    resumed(target, meta, false);
+    return !o_.weights_only;
+  }
+  if (!fs::is_directory(target, ec)) {
+    if (o_.resume != "auto")
+      throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: {}: no such file or directory to resume from", target.string()));
+    say("policytrain::checkpoint: no checkpoint in {}; starting from scratch", target.string());
+    return false;
+  }
+  const Candidates c = Layout(target).list();
+  for (const auto& [file, why] : c.unreadable) say("{}; skipping it", why);
+  std::vector<std::string> errors;
+  for (const auto& [file, why] : c.unreadable) errors.push_back(why);
+  // Files of another fingerprint go on to load_one, which reports how they differ.
+  const auto same = [this](const fs::path& file, const nlohmann::json& meta) { return same_fingerprint(file, meta); };
+  for (const auto& [file, meta, skip] : Layout::resume_order(c, same)) {
+    if (!skip.empty()) {
+      say("{}; skipping it", skip);
+      errors.push_back(skip);
+      continue;
+    }
+    try {
+      load_one(a, file, meta);
+      resumed(file, meta, !errors.empty());
+      return !o_.weights_only;
+    } catch (const CheckpointError& e) {
+      say("{}; falling back to the previous checkpoint", e.what());
+      errors.push_back(e.what());
+    }
+  }
+  if (errors.empty()) {
+    say("policytrain::checkpoint: no checkpoint in {}; starting from scratch", target.string());
+    return false;
+  }
+  throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: no usable checkpoint in {}:\n  {}", target.string(),
+                                    fmt::join(errors, "\n  ")));
+}
+
+POLICYTRAIN_DECL void Disk::set_aside_other_runs() {
+  const SetAside moved = layout_.set_aside(o_.existing == Existing::refuse, resumed_from_);
+  if (moved.files == 0) return;
+  resumed_from_ = moved.resumed_from;
+  say("policytrain::checkpoint: {} held {} file(s) of another run (run {}, newest step {}); moved them to {} so "
+      "that this run (run {}) does not mix with them (checkpoint::Disk::Options::existing = rotate; refuse stops "
+      "instead){}", o_.directory.string(), moved.files, moved.run_id.empty() ? "without id" : moved.run_id,
+      moved.newest_step, moved.destination.string(), run_id_,
+      moved.resumed_from_moved ? policytrain::detail::format("; the file this run took its weights from is among them, now {}",
+                                                             moved.resumed_from.string())
+                               : std::string());
+}
+
+POLICYTRAIN_DECL void Disk::write_failed(const std::string& failure) {
+  const std::string what = failure.empty() ? std::string("policytrain::checkpoint: the main rank could not write a checkpoint "
+                                                         "(its error names the file and the reason)")
+                                           : failure;
+  last_saved_step_ = -1;  // the state since the last good save is on no disk: fit end saves again
+  if (o_.on_write_error == OnWriteError::stop)
+    throw CheckpointError(policytrain::detail::format("{}; every rank stops (checkpoint::Disk::Options::on_write_error = stop; "
+                                                      "retry_next_save trains on and writes again at the next save)", what));
+  if (finishing_)
+    throw CheckpointError(policytrain::detail::format("{}; every rank stops: it was the fit's last save, with none after it to "
+                                                      "retry at (on_write_error = retry_next_save)", what));
+  ++write_failures_;
+  say("{}; training goes on and the next save writes again (checkpoint::Disk::Options::on_write_error = "
+      "retry_next_save)", what);
+}
+
+POLICYTRAIN_DECL std::string Disk::finish_async_write() {
+  if (!writer_) return "";
+  try {
+    writer_->wait();
+  } catch (const CheckpointError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+POLICYTRAIN_DECL std::string Disk::write_checkpoint(const std::vector<std::pair<std::string, std::string>>& files, int64_t epoch,
+                                             int64_t batch, const TrainState& s, std::string payload,
+                                             nlohmann::json fresh_fingerprint, std::function<void()> after,
+                                             Clock::time_point t0, const std::string& evaluated) {
+  nlohmann::json meta{{"library", "policytrain"},
+                      {"library_version", kLibraryVersion},
+                      {"torch_version", policytrain::detail::torch_version()},
+                      {"format", kFormatVersion},
+                      {"epoch", epoch},
+                      {"batch_in_epoch", batch},
+                      {"global_step", s.global_step},
+                      {"samples_seen", s.samples_seen},
+                      {"half_weights", o_.save.half_weights},
+                      {"half_optimizer", o_.save.half_optimizer},
+                      {"created_unix_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                              std::chrono::system_clock::now().time_since_epoch()).count()}};
+  nlohmann::json hist = nlohmann::json::array();
+  for (const auto& [l, a] : history_) hist.push_back({{"loss", l}, {"accuracy", a}});
+  meta["history"] = hist;
+  if (o_.best) meta["best"] = {{"metric", o_.monitor.metric}, {"mode", to_string(o_.monitor.effective_mode())},
+                               {"value", std::isfinite(best_metric_) ? nlohmann::json(best_metric_) : nlohmann::json()},
+                               {"epoch", best_epoch_}};
+  if (!evaluated.empty()) meta["evaluated"] = evaluated;  // "model", or the policy whose weights were evaluated
+  if (!o_.settings.empty()) meta["settings"] = nlohmann::json::parse(o_.settings);
+  if (run_id_.empty()) run_id_ = detail::new_run_id();  // a save outside fit
+  meta["run_id"] = run_id_;
+  meta["fingerprint"] = fingerprint_.is_null() ? std::move(fresh_fingerprint) : fingerprint_;
+  std::string failure;
+  if (!o_.async) {
+    try {
+      write_files(files, meta, payload, epoch, s.global_step, nullptr);
+      files_written_ += static_cast<int64_t>(files.size());
+    } catch (const CheckpointError& e) {
+      failure = e.what();
+    }
+    if (failure.empty() && after) after();
+  } else {
+    if (!writer_) {
+      writer_ = std::make_shared<detail::AsyncWriter>();
+      written_ = std::make_shared<std::atomic<int64_t>>(0);
+    }
+    // The previous write finished (its failure, if any, is this save's to report); a run that stops on it starts
+    // no other.
+    failure = finish_async_write();
+    if (failure.empty() || (o_.on_write_error == OnWriteError::retry_next_save && !finishing_))
+      writer_->submit([this, files, meta = std::move(meta), payload = std::move(payload), epoch,
+                       step = s.global_step, after = std::move(after), written = written_]() mutable {
+        write_files(files, meta, payload, epoch, step, written.get());
+        if (after) after();
+      });
+  }
+  last_write_ = Clock::now();
+  last_saved_step_ = s.global_step;
+  last_save_seconds_ = std::chrono::duration<double>(last_write_ - t0).count();
+  return failure;
+}
+#endif
+
+}  // namespace policytrain::checkpoint
