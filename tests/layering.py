@@ -3,6 +3,10 @@
 include/policytrain/core/ may include a policytrain header outside core/ (a category's policy, a callback, the
 Trainer), except the leaf infrastructure below core/ too: detail/config.hpp (the separate-compilation macros) and
 detail/format.hpp (message formatting), which themselves include no policytrain header but each other.
+The pieces of parallel/ (process group, Replica, Reducer and ZeRO-2 syncs, optimizer partition, rank state, metrics
+reduction, the core both data-parallel policies compose) know no Trainer: no `Ctx` type, no include of the Trainer,
+its context or a callback; only the policies (data_parallel.hpp, sharded_data_parallel.hpp, single.hpp) take a
+context.
 Usage: layering.py <project root>. Exits 1 naming every offending include."""
 import pathlib
 import re
@@ -24,11 +28,24 @@ for h in headers:
         m = re.match(r'\s*#\s*include\s*[<"]policytrain/([^>"]+)[>"]', line)
         if m and not m.group(1).startswith("core/") and m.group(1) not in leaves:
             bad.append(f"{h.relative_to(root)}:{n}: includes policytrain/{m.group(1)}")
+parallel = root / "include" / "policytrain" / "parallel"
+policies = {"data_parallel.hpp", "sharded_data_parallel.hpp", "single.hpp"}
+pieces = sorted(h for h in parallel.glob("*.hpp") if h.name not in policies)
+for h in pieces:
+    for n, line in enumerate(h.read_text().splitlines(), 1):
+        code = line.split("//")[0]
+        if re.search(r"\bCtx\b", code):
+            bad.append(f"{h.relative_to(root)}:{n}: a piece of parallel/ names the Trainer's context (Ctx): {line.strip()}")
+        m = re.match(r'\s*#\s*include\s*[<"]policytrain/([^>"]+)[>"]', line)
+        if m and (m.group(1) in ("trainer.hpp", "core/context.hpp", "core/hooks.hpp") or m.group(1).startswith("callbacks/")):
+            bad.append(f"{h.relative_to(root)}:{n}: a piece of parallel/ includes policytrain/{m.group(1)}")
 if not headers:
     print(f"layering.py: no headers under {core}", file=sys.stderr)
     sys.exit(1)
 if bad:
-    print("core/ must not include anything outside core/ (it is the contract the policies build on):", file=sys.stderr)
+    print("core/ must not include anything outside core/ (it is the contract the policies build on), and the pieces of "
+          "parallel/ know no Trainer:", file=sys.stderr)
     print("\n".join(bad), file=sys.stderr)
     sys.exit(1)
-print(f"layering.py: {len(headers)} core headers include only core/ and {len(leaves)} leaf headers")
+print(f"layering.py: {len(headers)} core headers include only core/ and {len(leaves)} leaf headers; "
+      f"{len(pieces)} pieces of parallel/ know no Ctx")
