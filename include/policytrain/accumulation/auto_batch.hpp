@@ -211,7 +211,7 @@ void apply_plan(Acc& acc, const BatchPlan& plan) {
 /// Trains with `plan` (make_loader(micro_batch) builds the training loader), recovering from out-of-memory errors
 /// as the file comment describes. Returns the result of the last, successful `fit`; `plan` holds the plan used.
 ///
-/// Under data parallelism (a parallel policy with `agree_min`: parallel::DataParallel, ShardedDataParallel) every
+/// Under data parallelism (world_size() over 1: parallel::DataParallel, ShardedDataParallel) every
 /// rank searched its own device: before training the ranks agree on the smallest micro-batch any of them found
 /// (a collective; the plan is rebuilt from it), so that every rank takes the same steps. An out-of-memory error on
 /// one rank cannot be recovered alone there (the other ranks are inside the step's collectives and would follow
