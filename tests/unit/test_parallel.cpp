@@ -291,6 +291,43 @@ int run_launcher(const fs::path& out) {
                                      .signal_grace = std::chrono::seconds(5)});
 }
 
+/// The pieces of parallel/ used without a Trainer (issue 43): a ProcessGroup from the environment, the reduction
+/// of an evaluation's sums, and RankState's start check (ranks that disagree, then ranks that agree).
+int run_pieces(const fs::path& out) {
+  pt::parallel::ProcessGroup group(pt::parallel::Environment::from_env(), {.timeout = std::chrono::milliseconds(20000)});
+  const int rank = group.rank();
+  group.connect();
+  // Rank r evaluates r + 2 samples of mean loss r + 1, metric "m" of mean 10 r, every output predicting class 0 of
+  // targets 0. Over 2 ranks by hand: loss sum 1*2 + 2*3 = 8, 5 samples, m sum 0*2 + 10*3 = 30, confusion[0][0] 5.
+  pt::MetricsAccumulator acc;
+  const int64_t n = rank + 2;
+  acc.add(torch::tensor(static_cast<float>(rank + 1)), torch::zeros({n, 3}), torch::zeros({n}, torch::kLong),
+          {{"m", torch::tensor(10.0f * static_cast<float>(rank))}});
+  pt::parallel::reduce_metrics(group, acc);
+  const auto s = acc.sums();
+  torch::nn::Linear net(2, 2);
+  {
+    torch::NoGradGuard ng;
+    for (auto& p : net->parameters()) p.fill_(0.5);
+  }
+  pt::parallel::RankState state;
+  int mismatch = 0, agree = 0;
+  pt::TrainState st;
+  st.epoch = rank;  // rank 1 one epoch ahead
+  try {
+    state.verify_start(group, st, *net);
+  } catch (const pt::parallel::ResumeMismatch& e) {
+    mismatch = std::string(e.what()).find("rank 1: epoch 1") != std::string::npos;
+  }
+  st.epoch = 3;
+  state.verify_start(group, st, *net);
+  agree = state.verified();
+  write_text(out / fmt::format("pieces{}.txt", rank),
+             fmt::format("{} {} {} {} {} {}", s.loss_sum, s.samples, s.extra.at("m").first,
+                         s.confusion[0][0].item<int64_t>(), mismatch, agree));
+  return 0;
+}
+
 /// Runs the worker when this process is one of the ranks, before doctest sees the command line.
 const int kWorkerHook = [] {
   const char* scenario = std::getenv("POLICYTRAIN_TEST_WORKER");
@@ -306,6 +343,7 @@ const int kWorkerHook = [] {
   testing::run_worker_and_exit([&] {
     if (sc == "sleeper") return run_sleeper(out);
     if (sc == "launcher") return run_launcher(out);
+    if (sc == "pieces") return run_pieces(out);
     if (sc == "exit7") return std::getenv("SLURM_PROCID") || !std::getenv("RANK") ? 1 : 7;
     return sc == "plain" || sc == "accumulate" || sc == "kill" || sc == "hang" ? run_worker(sc, out) : run_worker2(sc, out);
   });
@@ -613,6 +651,15 @@ TEST_CASE("resume with rank-local run directories: ranks that would start from d
   }
 }
 
+TEST_CASE("the pieces of parallel/ without a Trainer on 2 ranks: ProcessGroup, reduce_metrics, RankState's start check") {
+  const auto out = testing::temp_dir("dp-pieces");
+  REQUIRE(launch("pieces", out, 2) == 0);
+  for (int r = 0; r < 2; ++r) {
+    CAPTURE(r);
+    CHECK(counts_d(out / fmt::format("pieces{}.txt", r)) == std::vector<double>{8, 5, 30, 5, 1, 1});
+  }
+}
+
 // The world size is part of the run fingerprint (checkpoint::Disk): every file of a 2-rank run is refused by a
 // 3-rank run, mid-epoch or not (the schedule's steps per epoch and the position in the epoch depend on it), with
 // a message naming both sizes and the way out (weights only). DataParallel's own mid-epoch check stays behind it.
@@ -631,14 +678,56 @@ TEST_CASE("resuming with another world size stops with an error naming both size
 }
 
 namespace {
-/// A parallel policy that says this process is rank 1 of 2 (for policies that only ask is_main / world_size).
+// [snippet:parallel-policy]
+/// A parallel policy of one's own offers every service of the contract (core/parallel_services.hpp): the
+/// queries take nothing, the collectives take the context first. This one is a single process that says it is
+/// rank 1 of 2 (for the policies that ask is_main / world_size), and counts the collectives asked of it.
 struct FakeRank1 {
   static constexpr pt::Category category = pt::Category::parallel;
   static constexpr std::string_view name = "FakeRank1";
-  bool is_main() { return false; }
-  int world_size() const { return 2; }
+
+  bool is_main() const { return false; }
+  int64_t world_size() const { return 2; }
+  template <class Ctx>
+  bool agree_any(Ctx&, bool b) { ++agreements; return b; }
+  template <class Ctx>
+  int64_t agree_min(Ctx&, int64_t v) { ++agreements; return v; }
+  bool gradients_sharded() const { return false; }
+  template <class Ctx>
+  void reduce_gradient_statistic(Ctx&, torch::Tensor&, pt::GradientReduce) {}
+  template <class Ctx>
+  void reduce_metrics(Ctx&, pt::MetricsAccumulator&) { ++reductions; }
+  template <class Ctx>
+  void reduce_metric_states(Ctx&, const std::vector<pt::MetricState*>&) { ++reductions; }
+
+  int agreements = 0, reductions = 0;
 };
+static_assert(pt::ParallelServices<FakeRank1, pt::Trainer<MlpTask, FakeRank1>::context_type>);
+// [/snippet:parallel-policy]
 }  // namespace
+
+// Issue 43: the Trainer, its context, Disk and fit_auto_batch ask the parallel policy for each service through
+// the contract, with no fallback: a policy of one's own is asked, not bypassed (the policy's answers differ from
+// one process's: not main, world size 2).
+TEST_CASE("a parallel policy of one's own: the Trainer and its context ask it for every service") {
+  MlpTask task(1);
+  auto [x, y] = testing::toy_data(24);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 8, .shuffle = false});
+  torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1));
+  pt::Trainer<MlpTask, FakeRank1> t(task, opt);
+  auto& par = t.policy<pt::Category::parallel>();
+  CHECK_FALSE(t.context().is_main());
+  CHECK(t.context().agree_any(true));
+  CHECK_FALSE(t.context().agree_any(false));
+  CHECK(par.agreements == 2);
+  CHECK_FALSE(t.context().gradients_sharded());
+  const auto m = t.evaluate(loader);
+  CHECK(m.samples == 24);
+  CHECK(par.reductions == 1);  // reduce_metrics; the task declares no epoch-level metric (no state to reduce)
+  static_assert(pt::ParallelServices<pt::parallel::Single, pt::Trainer<MlpTask>::context_type>);
+  static_assert(pt::ParallelServices<pt::parallel::DataParallel, pt::Trainer<MlpTask>::context_type>);
+  static_assert(pt::ParallelServices<pt::parallel::ShardedDataParallel, pt::Trainer<MlpTask>::context_type>);
+}
 
 TEST_CASE("Profiler on a rank other than 0 stops recording when its window ends, and writes nothing") {
   const auto dir = testing::temp_dir("dp-profiler");

@@ -211,7 +211,7 @@ void apply_plan(Acc& acc, const BatchPlan& plan) {
 /// Trains with `plan` (make_loader(micro_batch) builds the training loader), recovering from out-of-memory errors
 /// as the file comment describes. Returns the result of the last, successful `fit`; `plan` holds the plan used.
 ///
-/// Under data parallelism (a parallel policy with `agree_min`: parallel::DataParallel, ShardedDataParallel) every
+/// Under data parallelism (world_size() over 1: parallel::DataParallel, ShardedDataParallel) every
 /// rank searched its own device: before training the ranks agree on the smallest micro-batch any of them found
 /// (a collective; the plan is rebuilt from it), so that every rank takes the same steps. An out-of-memory error on
 /// one rank cannot be recovered alone there (the other ranks are inside the step's collectives and would follow
@@ -219,16 +219,13 @@ void apply_plan(Acc& acc, const BatchPlan& plan) {
 template <class TrainerT, class MakeLoader, class Val, class FitOpts>
 auto fit_auto_batch(TrainerT& trainer, AutoBatch& auto_batch, BatchPlan& plan, MakeLoader&& make_loader, Val& val,
                     const FitOpts& options) {
-  bool parallel = false;
-  if constexpr (requires { trainer.template policy<Category::parallel>().agree_min(int64_t{}); }) {
-    auto& par = trainer.template policy<Category::parallel>();
-    if (par.active()) {
-      // The process group forms at fit begin; connect now (idempotent) so the ranks can agree first.
-      par.connect(trainer.context().device());
-      parallel = true;
-      const int64_t agreed = par.agree_min(plan.micro_batch);
-      if (agreed != plan.micro_batch) plan = auto_batch.plan(agreed);
-    }
+  // The parallel services (core/parallel_services.hpp): agree_min joins the job by itself (the process group
+  // otherwise forms at fit begin) and is the identity on one process.
+  auto& par = trainer.template policy<Category::parallel>();
+  const bool parallel = par.world_size() > 1;
+  if (parallel) {
+    const int64_t agreed = par.agree_min(trainer.context(), plan.micro_batch);
+    if (agreed != plan.micro_batch) plan = auto_batch.plan(agreed);
   }
   for (;;) {
     apply_plan(trainer.template policy<Category::accumulation>(), plan);

@@ -96,8 +96,7 @@ class NominalBatch {
   /// fit (kept in the state, so a resumed or repeated fit never compounds the factor).
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
-    if constexpr (requires { ctx.template policy<Category::parallel>().world_size(); })
-      world_ = std::max<int64_t>(1, ctx.template policy<Category::parallel>().world_size());
+    world_ = std::max<int64_t>(1, ctx.template policy<Category::parallel>().world_size());
     if (o_.nominal <= 0 || !o_.scale_weight_decay) return;
     auto& groups = ctx.optimizer().param_groups();
     if (base_wd_.empty())

@@ -179,10 +179,7 @@ class Disk {
   nlohmann::json fingerprint(Ctx& ctx) const {
     RunInfo run = o_.run;
     if (run.world_size == 0) {
-      if constexpr (requires { ctx.template policy<Category::parallel>().world_size(); })
-        run.world_size = static_cast<int64_t>(ctx.template policy<Category::parallel>().world_size());
-      else
-        run.world_size = 1;
+      run.world_size = static_cast<int64_t>(ctx.template policy<Category::parallel>().world_size());
     }
     return run_fingerprint(ctx.module(), ctx.optimizer(), run);
   }

@@ -25,6 +25,7 @@
 #include <policytrain/core/hooks.hpp>
 #include <policytrain/core/metric.hpp>
 #include <policytrain/core/metrics.hpp>
+#include <policytrain/core/parallel_services.hpp>
 #include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state.hpp>
 #include <policytrain/core/state_dict.hpp>
@@ -172,33 +173,20 @@ class Trainer {
     detail::load_policies_state(d, policies_);
   }
 
-  // --- the parallel policy's services, forwarded (is_main, agree_any, gradients_sharded,
-  // reduce_gradient_statistic): kept together, as the one place the Trainer asks the parallel policy for them
-  // besides evaluate's metric reductions ---
+  // --- the parallel policy's services (core/parallel_services.hpp): required of the parallel policy, each checked
+  // with a static_assert naming the member and its signature; no fallback to one process's behaviour ---
+  static_assert(detail::ParallelServicesCheck<parallel_type, context_type>::ok);
   /// Whether this process logs, prints and writes files (rank 0 under data parallelism).
-  bool is_main() {
-    if constexpr (requires(parallel_type& p) { { p.is_main() } -> std::convertible_to<bool>; })
-      return policy<Category::parallel>().is_main();
-    else return true;
-  }
+  bool is_main() { return policy<Category::parallel>().is_main(); }
   /// True on every rank when `b` is true on any rank (the parallel policy decides; identity on one process).
-  bool agree_any(bool b) {
-    if constexpr (requires(parallel_type& p, context_type& c) { p.agree_any(c, b); })
-      return policy<Category::parallel>().agree_any(ctx_, b);
-    else return b;
-  }
+  bool agree_any(bool b) { return policy<Category::parallel>().agree_any(ctx_, b); }
   /// Whether each rank keeps only its own partition's gradients after the backward (ZeRO-2: the parallel policy's
   /// gradients_sharded()); then a statistic over every gradient (a norm, an inf flag) needs
   /// reduce_gradient_statistic.
-  bool gradients_sharded() {
-    if constexpr (requires(parallel_type& p) { { p.gradients_sharded() } -> std::convertible_to<bool>; })
-      return policy<Category::parallel>().gradients_sharded();
-    else return false;
-  }
+  bool gradients_sharded() { return policy<Category::parallel>().gradients_sharded(); }
   /// Reduces `t` in place over the ranks that hold the gradient shards (identity when gradients are not sharded).
   void reduce_gradient_statistic(torch::Tensor& t, GradientReduce op) {
-    if constexpr (requires(parallel_type& p, context_type& c) { p.reduce_gradient_statistic(c, t, op); })
-      policy<Category::parallel>().reduce_gradient_statistic(ctx_, t, op);
+    policy<Category::parallel>().reduce_gradient_statistic(ctx_, t, op);
   }
   // --- end of the parallel policy's services ---
 
@@ -267,14 +255,10 @@ class Trainer {
         acc.add(p.loss, p.output, b.y, p.metrics);
         if (epoch) epoch->update(p.output, b.y);
       }
-      if constexpr (requires(parallel_type& p, context_type& c) { p.reduce_metrics(c, acc); })
-        policy<Category::parallel>().reduce_metrics(ctx_, acc);
+      policy<Category::parallel>().reduce_metrics(ctx_, acc);
       Metrics m = acc.result();
       if (epoch) {
-        if constexpr (requires(parallel_type& p, context_type& c, std::vector<MetricState*> s) {
-                        p.reduce_metric_states(c, s);
-                      })
-          policy<Category::parallel>().reduce_metric_states(ctx_, epoch->states());
+        policy<Category::parallel>().reduce_metric_states(ctx_, epoch->states());
         // Every rank computes the epoch's values from the reduced states; one without a batch too.
         detail::add_epoch_metrics(m, *epoch);
       }

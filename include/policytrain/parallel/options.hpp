@@ -1,0 +1,55 @@
+#pragma once
+/// \file
+/// The run-time options of parallel::DataParallel (DataParallelOptions) and of parallel::ShardedDataParallel's
+/// sharding (ShardingOptions), apart from the policies so that the pieces they configure include them alone.
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace policytrain::parallel {
+
+/// Run-time options of parallel::DataParallel.
+struct DataParallelOptions {
+  bool enabled = true;                ///< false: train alone even when launched with WORLD_SIZE > 1
+  std::chrono::milliseconds timeout{std::chrono::seconds(300)};  ///< start-up and every collective
+  /// Gradient bytes per all-reduce (MiB), as DDP's bucket_cap_mb. As in DDP, the first backward all-reduces one
+  /// bucket of everything (the order in which gradients become ready is not known yet), and the Reducer then
+  /// rebuilds the buckets in that order.
+  double bucket_mb = 25;
+  /// The first bucket's cap (MiB) after the rebuild; unset: 1 MiB when bucket_mb is the default 25, else
+  /// bucket_mb (DDP's rule).
+  std::optional<double> first_bucket_mb{};
+  std::string backend = "auto";       ///< auto (NCCL on CUDA, Gloo on CPU), gloo, nccl
+  int gloo_threads = 2;               ///< Gloo's worker threads (collectives in flight at once)
+  /// Broadcast rank 0's buffers (batch-norm statistics) before the first forward of every accumulation window
+  /// and before every evaluation, as DDP's broadcast_buffers=True (DDP: before the forward that follows a
+  /// synchronised one). false: every rank keeps its own buffers.
+  bool broadcast_buffers = true;
+  /// A parameter that no rank used in a step keeps an undefined gradient (the optimizer leaves it alone), as
+  /// DDP's find_unused_parameters=True; false: such a parameter is an error naming it (DDP also stops).
+  /// Without static_graph the used parameters are found by a search of the graph from the forward's output,
+  /// which cannot see those a memory::recompute segment uses: that combination is refused (at fit begin for a
+  /// memory::Recomputed module, after the first forward for a recompute() call), naming static_graph as the fix.
+  bool find_unused_parameters = false;
+  /// Gradient compression on the wire, as DDP's built-in communication hooks: "none", "fp16"
+  /// (fp16_compress_hook) or "bf16" (bf16_compress_hook).
+  std::string compression = "none";
+  /// Gradients become views into the Reducer's buckets (DDP's gradient_as_bucket_view): one copy less per step
+  /// and no second copy of the gradients in memory.
+  bool gradient_as_bucket_view = false;
+  /// The set of parameters that get gradients never changes (DDP's static_graph=True): the Reducer learns it in
+  /// the first step (whose all-reduce waits for the end of that backward) and then skips the graph search of
+  /// find_unused_parameters. Composes with memory::recompute, with find_unused_parameters or not.
+  bool static_graph = false;
+};
+
+/// Run-time options of the sharding (beyond DataParallelOptions).
+struct ShardingOptions {
+  /// ZeRO stage: 0 shards nothing (DataParallel's behaviour, so that one Trainer type can choose DataParallel,
+  /// ZeRO-1 or ZeRO-2 at run time); 1 shards the optimizer state (gradients are all-reduced by c10d::Reducer, as
+  /// under DataParallel); 2 shards the gradients too (reduce-scattered into their owners' partitions during the
+  /// backward).
+  int stage = 1;
+};
+
+}  // namespace policytrain::parallel

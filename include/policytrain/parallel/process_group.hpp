@@ -1,0 +1,254 @@
+#pragma once
+/// \file
+/// parallel::ProcessGroup — this rank's membership of a data-parallel job: the store (rank 0 hosts it, or
+/// torchrun's agent does), the c10d process group (Gloo on CPU, NCCL on CUDA) and its collectives. Every
+/// collective waits with the timeout, and a failed one becomes a CollectiveError naming this rank, the collective
+/// and the ranks that did not answer afterwards (diagnose: the survivors check in on the store).
+/// A piece of parallel::DataParallel and parallel::ShardedDataParallel; it knows no Trainer and may be used alone
+/// (tests/unit/test_parallel.cpp). With one process every collective is the identity and nothing connects.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#if !__has_include(<gloo/config.h>)
+#error "policytrain/parallel/process_group.hpp: Gloo's headers are missing (LibTorch's wheel does not ship them, but c10d's ProcessGroupGloo.hpp includes them); install Debian's libgloo-dev (scripts/setup does)"
+#endif
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/comm.hpp>
+#if defined(POLICYTRAIN_WITH_CUDA) && defined(USE_C10D_NCCL)
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#define POLICYTRAIN_WITH_NCCL 1
+#endif
+#include <torch/types.h>
+
+#include <policytrain/detail/format.hpp>
+#include <policytrain/parallel/environment.hpp>
+
+namespace policytrain::parallel {
+
+/// A collective failed or timed out: a peer died, hung, or the network broke. The message names this rank,
+/// the collective, and the ranks that did not answer afterwards.
+struct CollectiveError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+namespace detail {
+inline int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace detail
+
+/// How a ProcessGroup connects (parallel::DataParallelOptions carries the same settings).
+struct ProcessGroupOptions {
+  std::chrono::milliseconds timeout{std::chrono::seconds(300)};  ///< start-up and every collective
+  std::string backend = "auto";  ///< auto (NCCL on CUDA, Gloo on CPU), gloo, nccl
+  int gloo_threads = 2;          ///< Gloo's worker threads (collectives in flight at once)
+};
+
+/// This rank in the job the environment describes, and the collectives over every rank.
+class ProcessGroup {
+ public:
+  ProcessGroup(Environment env, ProcessGroupOptions o) : env_(std::move(env)), o_(std::move(o)) {}
+
+  /// The environment (rank, world size, store address).
+  const Environment& environment() const { return env_; }
+  /// This process's rank.
+  int rank() const { return env_.rank; }
+  /// Number of processes in the job.
+  int world_size() const { return env_.world_size; }
+  /// Whether more than one process takes part.
+  bool active() const { return env_.world_size > 1; }
+  /// The timeout of the start-up and of every collective.
+  std::chrono::milliseconds timeout() const { return o_.timeout; }
+  /// "rank r of w", for messages.
+  std::string who() const { return policytrain::detail::format("rank {} of {}", env_.rank, env_.world_size); }
+
+  /// Whether connect() formed the process group.
+  bool connected() const { return static_cast<bool>(backend_); }
+  /// c10d's backend (Gloo or NCCL), null before connect().
+  const c10::intrusive_ptr<c10d::Backend>& backend() const { return backend_; }
+  /// The process group as c10d::Reducer and c10d's helpers want it, null before connect().
+  const c10::intrusive_ptr<c10d::ProcessGroup>& group() const { return pg_; }
+  /// Where small control tensors go (NCCL reduces device tensors only).
+  torch::Device comm_device() const { return comm_device_; }
+
+  /// Joins the job: the store (rank 0 hosts it, or torchrun's agent does), then the process group, for tensors
+  /// on `device`. Idempotent; nothing with one process. Throws std::runtime_error naming MASTER_ADDR /
+  /// MASTER_PORT when that fails.
+  void connect(torch::Device device = torch::kCPU) {
+    if (!active() || backend_) return;
+    const auto& e = env_;
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<uint16_t>(e.master_port);
+    so.isServer = e.rank == 0 && !e.agent_store;
+    so.numWorkers = e.agent_store ? std::nullopt : std::optional<size_t>(e.world_size);
+    so.waitWorkers = false;
+    so.timeout = o_.timeout;
+    so.multiTenant = true;
+    c10::intrusive_ptr<c10d::Store> tcp;
+    try {
+      tcp = c10::make_intrusive<c10d::TCPStore>(e.master_addr, so);
+    } catch (const std::exception& ex) {
+      const std::string cause = ex.what();
+      throw std::runtime_error(policytrain::detail::format(
+          "policytrain::parallel::DataParallel: rank {} could not {} the store at MASTER_ADDR={} MASTER_PORT={} "
+          "within {} ms: {}; {}", e.rank, so.isServer ? "open" : "reach", e.master_addr, e.master_port,
+          o_.timeout.count(), cause.substr(0, cause.find('\n')),
+          so.isServer ? "is the port in use? choose another MASTER_PORT"
+                      : "is rank 0 running, and MASTER_ADDR reachable from this node?"));
+    }
+    // A torchrun agent's store outlives restarts: keys of each attempt live under their own prefix.
+    store_ = e.agent_store
+        ? c10::intrusive_ptr<c10d::Store>(c10::make_intrusive<c10d::PrefixStore>(
+              policytrain::detail::format("/worker/attempt_{}", e.restart_count), tcp))
+        : tcp;
+    auto pg_store = c10::make_intrusive<c10d::PrefixStore>("policytrain/pg", store_);
+    const bool cuda = device.is_cuda();
+    const std::string kind = o_.backend == "auto" ? (cuda ? "nccl" : "gloo") : o_.backend;
+    try {
+      if (kind == "gloo") {
+        auto go = c10d::ProcessGroupGloo::Options::create(o_.timeout);
+        go->threads = o_.gloo_threads;
+        go->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+        backend_ = c10::make_intrusive<c10d::ProcessGroupGloo>(pg_store, e.rank, e.world_size, go);
+        pg_ = c10::make_intrusive<c10d::ProcessGroup>(pg_store, e.rank, e.world_size);
+        pg_->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, backend_);
+        if (cuda) pg_->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::GLOO, backend_);
+        pg_->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+      } else if (kind == "nccl") {
+#ifdef POLICYTRAIN_WITH_NCCL
+        auto no = c10d::ProcessGroupNCCL::Options::create();
+        no->timeout = o_.timeout;
+        backend_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(pg_store, e.rank, e.world_size, no);
+        pg_ = c10::make_intrusive<c10d::ProcessGroup>(pg_store, e.rank, e.world_size);
+        pg_->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, backend_);
+        pg_->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
+        comm_device_ = device;
+#else
+        throw std::invalid_argument("backend 'nccl' needs a LibTorch built with CUDA and NCCL (USE_C10D_NCCL); use 'gloo'");
+#endif
+      } else {
+        throw std::invalid_argument(policytrain::detail::format("backend '{}' is unknown; use auto, gloo or nccl", kind));
+      }
+    } catch (const std::exception& ex) {
+      const std::string cause = ex.what();
+      throw std::runtime_error(policytrain::detail::format(
+          "policytrain::parallel::DataParallel: rank {} of {} could not form the {} process group (MASTER_ADDR={} "
+          "MASTER_PORT={}, timeout {} ms): {}", e.rank, e.world_size, kind, e.master_addr, e.master_port,
+          o_.timeout.count(), cause.substr(0, cause.find('\n'))));
+    }
+  }
+
+  /// A collective before connect(): a named error instead of a null process group.
+  void require_connected(const std::string& what) const {
+    if (!backend_)
+      throw std::logic_error(policytrain::detail::format(
+          "policytrain::parallel::DataParallel: {}: {} before this rank joined the job; call connect() first (fit "
+          "and evaluate join by themselves)", who(), what));
+  }
+
+  /// After a failed collective: every surviving rank checks in on the store; those that do not within a short
+  /// grace period are named. Returns a sentence for the error message.
+  std::string diagnose() {
+    if (!store_) return "";
+    try {
+      store_->set(policytrain::detail::format("policytrain/failed/{}", env_.rank), std::vector<uint8_t>{1});
+      const auto grace = std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(3));
+      const auto until = std::chrono::steady_clock::now() + grace;
+      std::vector<int> missing;
+      do {
+        missing.clear();
+        for (int r = 0; r < env_.world_size; ++r)
+          if (!store_->check({policytrain::detail::format("policytrain/failed/{}", r)})) missing.push_back(r);
+        if (missing.empty()) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      } while (std::chrono::steady_clock::now() < until);
+      if (missing.empty()) return "every rank is alive and saw the failure too (a network error?)";
+      return policytrain::detail::format("rank{} {} did not answer afterwards (dead or hung)", missing.size() > 1 ? "s" : "",
+                                         fmt::join(missing, ", "));
+    } catch (const std::exception&) {
+      return policytrain::detail::format("the store at MASTER_ADDR={} MASTER_PORT={} is gone too: {} (it lives in rank 0's "
+                                         "process unless torchrun's agent hosts it)", env_.master_addr, env_.master_port,
+                                         env_.agent_store ? "the torchrun agent stopped" : "rank 0 is dead");
+    }
+  }
+
+  /// The CollectiveError for a failed `what`.
+  CollectiveError collective_error(const std::string& what, const std::exception& e) {
+    const std::string cause = e.what();
+    return CollectiveError(policytrain::detail::format(
+        "policytrain::parallel::DataParallel: {}: {} failed or timed out (timeout {} ms): {}; {}", who(), what,
+        o_.timeout.count(), cause.substr(0, cause.find('\n')), diagnose()));
+  }
+
+  /// Waits for `w`; on failure rethrows as CollectiveError naming this rank, `what` and the silent ranks.
+  void wait(const c10::intrusive_ptr<c10d::Work>& w, const std::string& what) {
+    try {
+      if (!w->wait(o_.timeout))
+        throw std::runtime_error("the collective was aborted");
+    } catch (const std::exception& e) {
+      throw collective_error(what, e);
+    }
+  }
+
+  /// Runs `fn`, a collective of c10d's that waits by itself; on failure rethrows as CollectiveError.
+  template <class F>
+  void guarded(const std::string& what, F&& fn) {
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      throw collective_error(what, e);
+    }
+  }
+
+  /// Broadcasts `tensors` from rank 0, in place, one collective each.
+  void broadcast(std::vector<torch::Tensor> tensors, const std::string& what) {
+    if (!active()) return;
+    require_connected(what);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      std::vector<at::Tensor> ts{tensors[i]};
+      wait(backend_->broadcast(ts, c10d::BroadcastOptions{}),
+           policytrain::detail::format("broadcast of {} ({} of {})", what, i + 1, tensors.size()));
+    }
+  }
+
+  /// Broadcasts `tensors` from rank `root` in buckets of up to 250 MiB, in place (c10d::broadcast_coalesced, as
+  /// DDP's _sync_module_states and _sync_buffers).
+  void broadcast_coalesced(const std::vector<torch::Tensor>& tensors, int root, const std::string& what) {
+    if (tensors.empty()) return;
+    guarded(what, [&] { c10d::broadcast_coalesced(pg_, tensors, size_t{250} * 1024 * 1024, root); });
+  }
+
+  /// Reduces `t` over the ranks with `op`, in place; `what` names the collective in errors.
+  void all_reduce(torch::Tensor& t, c10d::ReduceOp op, const std::string& what) {
+    if (!active()) return;
+    require_connected(what);
+    std::vector<at::Tensor> ts{t.device() == comm_device_ ? t : t.to(comm_device_)};
+    c10d::AllreduceOptions ao;
+    ao.reduceOp = op;
+    wait(backend_->allreduce(ts, ao), what);
+    if (!ts[0].is_same(t)) t.copy_(ts[0]);
+  }
+
+ private:
+  Environment env_;
+  ProcessGroupOptions o_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::Backend> backend_;
+  c10::intrusive_ptr<c10d::ProcessGroup> pg_;  ///< `backend_` as the Reducer wants it
+  torch::Device comm_device_{torch::kCPU};
+};
+
+}  // namespace policytrain::parallel
