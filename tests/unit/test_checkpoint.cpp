@@ -473,6 +473,17 @@ struct OtherRankMainFailed {
     CHECK_FALSE(b);  // this rank wrote nothing, so it has no failure of its own to report
     return true;
   }
+  // The rest of the parallel-services contract (core/parallel_services.hpp), as a second rank of two.
+  int64_t world_size() const { return 2; }
+  template <class Ctx>
+  int64_t agree_min(Ctx&, int64_t v) { return v; }
+  bool gradients_sharded() const { return false; }
+  template <class Ctx>
+  void reduce_gradient_statistic(Ctx&, torch::Tensor&, pt::GradientReduce) {}
+  template <class Ctx>
+  void reduce_metrics(Ctx&, pt::MetricsAccumulator&) {}
+  template <class Ctx>
+  void reduce_metric_states(Ctx&, const std::vector<pt::MetricState*>&) {}
 };
 }  // namespace
 
