@@ -51,20 +51,20 @@ struct Candidates {
 
 /// A file in the order auto-resume tries it: `skip` says why it is not continued ("" when it is tried).
 struct ResumeCandidate {
-  std::filesystem::path file;
-  nlohmann::json meta;
-  std::string skip;
+  std::filesystem::path file;  ///< the checkpoint file
+  nlohmann::json meta;         ///< its metadata
+  std::string skip;            ///< why it is not continued ("" when it is tried)
 };
 
 /// What set_aside moved: `files` files of run `run_id` (empty: without id; its newest step `newest_step`) into
 /// `destination`; `resumed_from` is where the file a run took its weights from now is (unchanged if not moved).
 struct SetAside {
-  size_t files = 0;
-  std::string run_id;
-  int64_t newest_step = 0;
-  std::filesystem::path destination;
-  std::filesystem::path resumed_from;
-  bool resumed_from_moved = false;
+  size_t files = 0;                    ///< files moved
+  std::string run_id;                  ///< the run they belong to ("" without id)
+  int64_t newest_step = 0;             ///< that run's newest step
+  std::filesystem::path destination;   ///< where they went (`previous-<run id>/`)
+  std::filesystem::path resumed_from;  ///< where the file a run took its weights from is now
+  bool resumed_from_moved = false;     ///< whether that file was among those moved
 };
 
 /// The layout of one checkpoint directory (see the file comment).
@@ -74,8 +74,8 @@ class Layout {
   enum class Kind { last, best, best_top, epoch, step, final_export, best_export, temporary, other };
   /// A parsed name: its kind and its number (the 1-based epoch of best_top and epoch, the step of step; else -1).
   struct Name {
-    Kind kind = Kind::other;
-    int64_t number = -1;
+    Kind kind = Kind::other;  ///< what the name is
+    int64_t number = -1;      ///< the 1-based epoch of best_top and epoch, the step of step; else -1
   };
 
   Layout() = default;
@@ -87,7 +87,9 @@ class Layout {
   std::filesystem::path path(std::string_view name) const { return dir_ / name; }
 
   // --- names: built here only ---
+  /// The newest state.
   static std::string last() { return "last.ckpt"; }
+  /// The state whose validation scored best.
   static std::string best() { return "best.ckpt"; }
   /// The top-k file of the epoch numbered `epoch_number` (1-based).
   static std::string best_top(int64_t epoch_number) { return policytrain::detail::format("best-e{:04d}.ckpt", epoch_number); }
@@ -95,7 +97,9 @@ class Layout {
   static std::string epoch(int64_t epoch_number) { return policytrain::detail::format("epoch-{:04d}.ckpt", epoch_number); }
   /// The periodic file of optimizer step `step`.
   static std::string step(int64_t step) { return policytrain::detail::format("step-{:08d}.ckpt", step); }
+  /// The weights at fit end, torch.load-able.
   static std::string final_export() { return "final.pt"; }
+  /// The best checkpoint's evaluated weights, torch.load-able.
   static std::string best_export() { return "best.pt"; }
 
   // --- names: parsed here only ---

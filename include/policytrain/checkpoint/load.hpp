@@ -21,10 +21,10 @@ namespace policytrain::checkpoint {
 /// What a checkpoint is loaded into: the model, the optimizer, and the Trainer's state dict (read, to validate
 /// the file's against it, and written).
 struct LoadTarget {
-  torch::nn::Module& module;
-  torch::optim::Optimizer& optimizer;
-  std::function<StateDict()> state_dict;
-  std::function<void(const StateDict&)> load_state_dict;
+  torch::nn::Module& module;                               ///< the model the weights go into
+  torch::optim::Optimizer& optimizer;                      ///< the optimizer the state goes into
+  std::function<StateDict()> state_dict;                   ///< the Trainer's state, to validate the file's against
+  std::function<void(const StateDict&)> load_state_dict;  ///< applies the file's Trainer state
 };
 
 /// Reads `file`, validates it against `to`'s model, optimizer and state, and applies it (all or nothing).

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -57,9 +59,33 @@ struct ProcessGroupOptions {
   int gloo_threads = 2;          ///< Gloo's worker threads (collectives in flight at once)
 };
 
+namespace detail {
+
+/// A job's store in this process and how many process groups were formed on it.
+struct SharedStore {
+  c10::intrusive_ptr<c10d::Store> store;  ///< the TCPStore (rank 0 serves it) or the client of torchrun's agent store
+  int64_t groups = 0;                     ///< process groups formed on it so far (the next one's generation)
+};
+
+/// The stores of this process by job address (MASTER_ADDR:MASTER_PORT), never closed before the process ends
+/// (deliberately leaked: a store's server thread must not be torn down by static destruction while a rank's
+/// last collective may still need it).
+inline std::map<std::string, SharedStore>& shared_stores() {
+  static auto* stores = new std::map<std::string, SharedStore>();
+  return *stores;
+}
+/// Guards shared_stores().
+inline std::mutex& shared_stores_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+}  // namespace detail
+
 /// This rank in the job the environment describes, and the collectives over every rank.
 class ProcessGroup {
  public:
+  /// This rank of the job `env` describes, with the timeout and backend of `o`; connect() joins it.
   ProcessGroup(Environment env, ProcessGroupOptions o) : env_(std::move(env)), o_(std::move(o)) {}
 
   /// The environment (rank, world size, store address).
@@ -97,9 +123,18 @@ class ProcessGroup {
     so.waitWorkers = false;
     so.timeout = o_.timeout;
     so.multiTenant = true;
-    c10::intrusive_ptr<c10d::Store> tcp;
-    try {
+    // One store per job address for the whole process, kept open until the process ends: a program that forms
+    // a second process group (a second Trainer, one per task) uses the same store, its keys under the group's
+    // generation (every rank forms its groups in the same order, so the generations agree). Closing rank 0's
+    // store with its group let a faster rank reach the old store for its next group and lose it mid-rendezvous
+    // ("Broken pipe"; seen under load in test_epoch_metrics, three groups one after another).
+    std::lock_guard<std::mutex> lock(detail::shared_stores_mutex());
+    auto& shared = detail::shared_stores()[policytrain::detail::format("{}:{}:{}", e.master_addr, e.master_port,
+                                                                        e.agent_store ? "agent" : "own")];
+    c10::intrusive_ptr<c10d::Store> tcp = shared.store;
+    if (!tcp) try {
       tcp = c10::make_intrusive<c10d::TCPStore>(e.master_addr, so);
+      shared.store = tcp;
     } catch (const std::exception& ex) {
       const std::string cause = ex.what();
       throw std::runtime_error(policytrain::detail::format(
@@ -110,10 +145,13 @@ class ProcessGroup {
                       : "is rank 0 running, and MASTER_ADDR reachable from this node?"));
     }
     // A torchrun agent's store outlives restarts: keys of each attempt live under their own prefix.
+    const int64_t generation = shared.groups++;
     store_ = e.agent_store
         ? c10::intrusive_ptr<c10d::Store>(c10::make_intrusive<c10d::PrefixStore>(
               policytrain::detail::format("/worker/attempt_{}", e.restart_count), tcp))
         : tcp;
+    if (generation > 0)
+      store_ = c10::make_intrusive<c10d::PrefixStore>(policytrain::detail::format("policytrain/group{}", generation), store_);
     auto pg_store = c10::make_intrusive<c10d::PrefixStore>("policytrain/pg", store_);
     const bool cuda = device.is_cuda();
     const std::string kind = o_.backend == "auto" ? (cuda ? "nccl" : "gloo") : o_.backend;
