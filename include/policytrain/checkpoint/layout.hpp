@@ -32,6 +32,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <policytrain/checkpoint/format.hpp>
