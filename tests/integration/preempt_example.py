@@ -48,7 +48,11 @@ for attempt, sig in enumerate((signal.SIGTERM, signal.SIGUSR1, signal.SIGTERM)):
     print(f"{sig.name} {delay:.2f} s into training: exit {proc.returncode}; {' | '.join(said)}")
     if proc.returncode == 0:  # it had finished before the signal came (a fast machine): nothing to resume
         continue
-    if proc.returncode in (-int(sig), 128 + int(sig)) and "Classification report" in out:
+    # The progress bar prints (and flushes) "epoch E/E  loss ..." when the fit's last epoch has ended; the test
+    # evaluation and the report come after it, and a signal there acts as it would without us.
+    last_epoch = int(common[common.index("--epochs") + 1]) - 1
+    fit_ended = f"epoch {last_epoch}/{last_epoch}  loss" in out or "Classification report" in out
+    if proc.returncode in (-int(sig), 128 + int(sig)) and fit_ended:
         # The fit had ended (its last checkpoint written, the handlers restored, as they should be) and the test
         # evaluation was running: the signal acted as it does without us. The next run resumes the finished fit.
         print("  (the signal came after the fit: the default action, as expected)")
