@@ -19,7 +19,10 @@ Compiles small translation units with the project's flags (C++20, -O2, LibTorch'
 once as a full compile (-O2 -c) and once as the front end alone (-fsyntax-only). Each time is the compiler's CPU
 time (user + system, of the compiler process and its children), which a busy machine inflates far less than the
 wall time; the wall times are printed too. Usage:
-  bench/compile_cost.py [--reps N] [--cxx g++] [--units a,b,...] [--max-ratio R] [--max-composition-ratio R]
+  bench/compile_cost.py [--reps N] [--cxx g++] [--units a,b,...] [--modes full,syntax] [--root DIR] [--max-ratio R]
+                        [--max-composition-ratio R]
+--root measures another checkout's headers with this script (a before/after comparison); --modes full measures only
+the full compile.
 --max-ratio makes it exit 1 when umbrella/torch (full compile) exceeds R; --max-composition-ratio when
 composition-separate/plain does (composition/plain when composition-separate is not measured).
 """
@@ -33,14 +36,16 @@ import sys
 import tempfile
 import time
 
-root = pathlib.Path(__file__).resolve().parent.parent
 ap = argparse.ArgumentParser()
 ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--cxx", default=os.environ.get("CXX", "g++"))
 ap.add_argument("--max-ratio", type=float, default=None)
 ap.add_argument("--max-composition-ratio", type=float, default=None)
+ap.add_argument("--root", default=str(pathlib.Path(__file__).resolve().parent.parent))
+ap.add_argument("--modes", default="full,syntax")
 ap.add_argument("--units", default="torch,umbrella,all,all+parallel,plain,composition,composition-separate,library")
 a = ap.parse_args()
+root = pathlib.Path(a.root).resolve()
 
 import torch  # noqa: E402  (only for its include directory)
 
@@ -69,6 +74,10 @@ if "torch" not in wanted:
 units = {u: units[u] for u in wanted}
 flags.append(f"-I{root / 'bench' / 'compile'}")
 modes = {"-O2 -c": ["-O2", "-c", "-o", os.devnull], "-fsyntax-only": ["-fsyntax-only"]}
+mode_names = {"full": "-O2 -c", "syntax": "-fsyntax-only"}
+if any(m not in mode_names for m in a.modes.split(",")):
+    sys.exit(f"compile_cost.py: --modes {a.modes}; expected full, syntax or both")
+modes = {mode_names[m]: modes[mode_names[m]] for m in a.modes.split(",")}
 times = {(u, m): [] for u in units for m in modes}
 walls = {(u, m): [] for u in units for m in modes}
 with tempfile.TemporaryDirectory() as d:

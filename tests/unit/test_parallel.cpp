@@ -8,6 +8,8 @@
 #include <future>
 #include <limits>
 #include <map>
+#include <optional>
+#include <set>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -905,6 +907,38 @@ TEST_CASE("expand_slurm_nodelist: Slurm's documented host list forms, zero paddi
 
 TEST_CASE("Environment: torchrun, then Slurm, then Open MPI, the store address and port derived, every error naming its variables") {
   using pt::parallel::Environment;
+  SUBCASE("one list of launcher variables: what Environment reads for a rank is what launch_local removes") {
+    std::set<std::string> removed;
+    pt::parallel::detail::LauncherVariables::each([&](const char* v) { CHECK(removed.insert(v).second); });
+    // The list launch_local removed from its ranks' environments before the list was shared (unchanged).
+    CHECK(removed == std::set<std::string>{"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+                                           "ROLE_RANK", "ROLE_WORLD_SIZE", "TORCHELASTIC_USE_AGENT_STORE",
+                                           "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_NPROCS",
+                                           "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                           "OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_RANK"});
+    // Each launcher's full environment, read through a getter that records the names asked for: every variable
+    // the reader asks for is either in the list or a job-wide one (the store, the node list, the restart count).
+    const std::set<std::string> job_wide{"MASTER_ADDR", "MASTER_PORT", "SLURM_JOB_NODELIST", "SLURM_NODELIST",
+                                         "SLURM_JOB_ID", "TORCHELASTIC_RESTART_COUNT"};
+    for (const Vars& vars :
+         {Vars{{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "2"},
+               {"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"TORCHELASTIC_RESTART_COUNT", "0"}},
+          Vars{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "1"}, {"SLURM_JOB_ID", "7"},
+               {"SLURM_JOB_NODELIST", "n1"}},
+          Vars{{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+               {"PMIX_RANK", "1"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "2"}}}) {
+      std::set<std::string> read;
+      const auto e = Environment::from([&](const char* n) -> std::optional<std::string> {
+        read.insert(n);
+        const auto it = vars.find(n);
+        return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+      });
+      CHECK(e.rank == 1);
+      CHECK(e.local_rank == 1);
+      for (const auto& [k, v] : vars) CHECK_MESSAGE(read.count(k), k);  // the fixture exercises every branch
+      for (const auto& n : read) CHECK_MESSAGE((removed.count(n) || job_wide.count(n)), n);
+    }
+  }
   SUBCASE("nothing set: one process") {
     const auto e = Environment::from(Vars{});
     CHECK(e.source == "none");

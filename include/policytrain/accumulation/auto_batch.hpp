@@ -83,11 +83,13 @@ class AutoBatch {
   AutoBatch(AutoBatchOptions o, int64_t budget_bytes) : o_(o), budget_(budget_bytes) {
     if (o_.min_batch < 1 || o_.max_batch < o_.min_batch || o_.memory_fraction <= 0 || o_.memory_fraction > 1 ||
         budget_ <= 0 || o_.max_halvings < 0 || o_.global_batch < 0)
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::accumulate::AutoBatch: min_batch {}, max_batch {}, memory_fraction {}, budget {} bytes, "
-          "max_halvings {}, global_batch {}; expected 1 <= min_batch <= max_batch, 0 < memory_fraction <= 1, "
-          "budget > 0, max_halvings >= 0, global_batch >= 0",
-          o_.min_batch, o_.max_batch, o_.memory_fraction, budget_, o_.max_halvings, o_.global_batch));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::accumulate::AutoBatch",
+          policytrain::detail::format(
+              "min_batch {}, max_batch {}, memory_fraction {}, budget {} bytes, "
+              "max_halvings {}, global_batch {}; expected 1 <= min_batch <= max_batch, 0 < memory_fraction <= 1, "
+              "budget > 0, max_halvings >= 0, global_batch >= 0",
+              o_.min_batch, o_.max_batch, o_.memory_fraction, budget_, o_.max_halvings, o_.global_batch)));
   }
 
   /// The settings.
@@ -114,10 +116,11 @@ class AutoBatch {
       b = std::min(2 * b, o_.max_batch);
     }
     if (good == 0)
-      throw std::runtime_error(policytrain::detail::format(
-          "policytrain::accumulate::AutoBatch: even the smallest micro-batch ({}) does not fit in {:.0f}% of {} MiB; "
-          "lower min_batch, raise memory_fraction, or use a smaller model",
-          o_.min_batch, 100 * o_.memory_fraction, budget_ >> 20));
+      throw std::runtime_error(policytrain::detail::error_message(
+          "policytrain::accumulate::AutoBatch",
+          policytrain::detail::format("even the smallest micro-batch ({}) does not fit in {:.0f}% of {} MiB; "
+                                      "lower min_batch, raise memory_fraction, or use a smaller model",
+                                      o_.min_batch, 100 * o_.memory_fraction, budget_ >> 20)));
     while (bad - good > 1) {
       const int64_t mid = good + (bad - good) / 2;
       if (try_probe(probe, mid)) good = mid;
@@ -142,7 +145,9 @@ class AutoBatch {
   /// exceeded by less than `accumulate` samples).
   BatchPlan plan(int64_t max_micro) const {
     if (max_micro < 1)
-      throw std::invalid_argument(policytrain::detail::format("policytrain::accumulate::AutoBatch::plan: micro-batch {}; expected >= 1", max_micro));
+      throw std::invalid_argument(
+          policytrain::detail::error_message("policytrain::accumulate::AutoBatch::plan",
+                                             policytrain::detail::format("micro-batch {}; expected >= 1", max_micro)));
     const int64_t global = o_.global_batch > 0 ? o_.global_batch : max_micro;
     if (max_micro >= global) return {global, 1};
     for (int64_t d = max_micro; 2 * d >= max_micro; --d)
@@ -203,8 +208,9 @@ void apply_plan(Acc& acc, const BatchPlan& plan) {
   } else {
     if (plan.accumulate != 1)
       throw std::invalid_argument(
-          "policytrain::accumulate::AutoBatch: the plan needs gradient accumulation but the Trainer's accumulation "
-          "policy has none; compose accumulate::Steps or accumulate::NominalBatch");
+          policytrain::detail::error_message("policytrain::accumulate::AutoBatch",
+                                             "the plan needs gradient accumulation but the Trainer's accumulation "
+                                             "policy has none; compose accumulate::Steps or accumulate::NominalBatch"));
   }
 }
 
@@ -236,12 +242,14 @@ auto fit_auto_batch(TrainerT& trainer, AutoBatch& auto_batch, BatchPlan& plan, M
       else return trainer.fit(loader, val, options);
     } catch (const c10::OutOfMemoryError& e) {
       if (parallel)
-        throw std::runtime_error(policytrain::detail::format(
-            "policytrain::accumulate::fit_auto_batch: out of memory at micro-batch {} (x {} accumulated) under data "
-            "parallelism: the other ranks cannot follow a halved plan from inside the step's collectives, so this "
-            "rank stops instead of training on alone; restart with a smaller batch, or a lower "
-            "AutoBatchOptions::memory_fraction. {}", plan.micro_batch, plan.accumulate,
-            std::string(e.what()).substr(0, std::string(e.what()).find('\n'))));
+        throw std::runtime_error(policytrain::detail::error_message(
+            "policytrain::accumulate::fit_auto_batch",
+            policytrain::detail::format(
+                "out of memory at micro-batch {} (x {} accumulated) under data "
+                "parallelism: the other ranks cannot follow a halved plan from inside the step's collectives, so this "
+                "rank stops instead of training on alone; restart with a smaller batch, or a lower "
+                "AutoBatchOptions::memory_fraction. {}",
+                plan.micro_batch, plan.accumulate, std::string(e.what()).substr(0, std::string(e.what()).find('\n')))));
       auto next = auto_batch.on_out_of_memory(plan);
       if (!next) throw;
       plan = *next;

@@ -86,8 +86,9 @@ class NominalBatch {
   /// Sets the micro-batches per step (nominal == 0 only; otherwise std::logic_error).
   void set_accumulate(int64_t n) {
     if (o_.nominal > 0)
-      throw std::logic_error("policytrain::accumulate::NominalBatch::set_accumulate: the window follows from the "
-                             "nominal batch; call set_batch, or use nominal = 0");
+      throw std::logic_error(policytrain::detail::error_message("policytrain::accumulate::NominalBatch::set_accumulate",
+                                                                "the window follows from the "
+                                                                "nominal batch; call set_batch, or use nominal = 0"));
     o_.steps = n;
     validate();
   }
@@ -102,9 +103,10 @@ class NominalBatch {
     if (base_wd_.empty())
       for (auto& g : groups) base_wd_.push_back(weight_decay_of(g.options(), name));
     if (base_wd_.size() != groups.size())
-      throw std::invalid_argument(policytrain::detail::format("{}: the optimizer has {} param groups but the state has {}; "
-                                              "resume with the optimizer the state was saved with",
-                                              name, groups.size(), base_wd_.size()));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          name, policytrain::detail::format("the optimizer has {} param groups but the state has {}; "
+                                            "resume with the optimizer the state was saved with",
+                                            groups.size(), base_wd_.size())));
     const double f = weight_decay_factor();
     for (size_t i = 0; i < groups.size(); ++i) set_weight_decay(groups[i].options(), base_wd_[i] * f, name);
   }
@@ -141,20 +143,23 @@ class NominalBatch {
     if (o_.nominal <= 0 || !o_.ramp_accumulate || o_.warmup_batches <= 0) return 0;
     const int64_t nb = ctx.epoch_batches();
     if (nb < 0)
-      throw std::invalid_argument(
-          "policytrain::accumulate::NominalBatch: the warmup ramp of the accumulation needs the epoch's length, but "
-          "the training loader has no size; give a sized loader, or set warmup_batches = 0 / ramp_accumulate = false");
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::accumulate::NominalBatch",
+          "the warmup ramp of the accumulation needs the epoch's length, but "
+          "the training loader has no size; give a sized loader, or set warmup_batches = 0 / ramp_accumulate = false"));
     return ctx.state().epoch * nb + ctx.state().batch_in_epoch - 1;
   }
   void validate() const {
     if (o_.warmup_batches < 0)
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::accumulate::NominalBatch: warmup_batches {}; expected >= 0 (0: no ramp)", o_.warmup_batches));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::accumulate::NominalBatch",
+          policytrain::detail::format("warmup_batches {}; expected >= 0 (0: no ramp)", o_.warmup_batches)));
     if (o_.nominal < 0 || (o_.nominal > 0 && o_.batch <= 0) || o_.steps < 1)
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::accumulate::NominalBatch: nominal {}, batch {}, steps {}; expected nominal >= 0, "
-          "batch > 0 when nominal > 0 (the loader's batch size), steps >= 1",
-          o_.nominal, o_.batch, o_.steps));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::accumulate::NominalBatch",
+          policytrain::detail::format("nominal {}, batch {}, steps {}; expected nominal >= 0, "
+                                      "batch > 0 when nominal > 0 (the loader's batch size), steps >= 1",
+                                      o_.nominal, o_.batch, o_.steps)));
   }
   Options o_;
   int64_t world_ = 1;

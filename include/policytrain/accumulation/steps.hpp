@@ -67,7 +67,8 @@ class Steps {
  private:
   static void check(int64_t n) {
     if (n < 1)
-      throw std::invalid_argument(policytrain::detail::format("policytrain::accumulate::Steps: accumulate is {}; expected >= 1", n));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::accumulate::Steps", policytrain::detail::format("accumulate is {}; expected >= 1", n)));
   }
   int64_t n_ = 1;
   detail::WindowMean mean_;

@@ -34,10 +34,10 @@ inline double weight_decay_of(const torch::optim::OptimizerOptions& o, std::stri
   if (auto* p = dynamic_cast<const torch::optim::SGDOptions*>(&o)) return p->weight_decay();
   if (auto* p = dynamic_cast<const torch::optim::RMSpropOptions*>(&o)) return p->weight_decay();
   if (auto* p = dynamic_cast<const torch::optim::AdagradOptions*>(&o)) return p->weight_decay();
-  throw std::invalid_argument(policytrain::detail::format(
-      "{}: cannot read the weight decay of this optimizer's options (known: AdamW, Adam, SGD, RMSprop, Adagrad); "
-      "set scale_weight_decay = false and scale it yourself",
-      who));
+  throw std::invalid_argument(policytrain::detail::error_message(
+      who, policytrain::detail::format(
+               "cannot read the weight decay of this optimizer's options (known: AdamW, Adam, SGD, RMSprop, Adagrad); "
+               "set scale_weight_decay = false and scale it yourself")));
 }
 
 /// Sets the weight decay of an optimizer's param group options; same types as weight_decay_of.
@@ -64,8 +64,9 @@ inline int64_t round_half_even(double x) {
 /// Micro-batches per optimizer step for a nominal batch: max(round(nominal / batch), 1).
 inline int64_t nominal_accumulate(int64_t nominal, int64_t batch) {
   if (nominal <= 0 || batch <= 0)
-    throw std::invalid_argument(policytrain::detail::format(
-        "policytrain::accumulate::NominalBatch: nominal batch {} and micro-batch {}; both must be > 0", nominal, batch));
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::accumulate::NominalBatch",
+        policytrain::detail::format("nominal batch {} and micro-batch {}; both must be > 0", nominal, batch)));
   return std::max<int64_t>(round_half_even(static_cast<double>(nominal) / static_cast<double>(batch)), 1);
 }
 

@@ -57,9 +57,12 @@ class DivergenceRollback {
   /// Throws std::invalid_argument for lr_factor outside (0, 1] or snapshot_every < 1.
   explicit DivergenceRollback(Options o) : o_(o) {
     if (!(o_.lr_factor > 0 && o_.lr_factor <= 1))
-      throw std::invalid_argument(policytrain::detail::format("policytrain::callbacks::DivergenceRollback: lr_factor is {}, expected in (0, 1]", o_.lr_factor));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::callbacks::DivergenceRollback",
+          policytrain::detail::format("lr_factor is {}, expected in (0, 1]", o_.lr_factor)));
     if (o_.snapshot_every < 1)
-      throw std::invalid_argument("policytrain::callbacks::DivergenceRollback: snapshot_every must be >= 1");
+      throw std::invalid_argument(policytrain::detail::error_message("policytrain::callbacks::DivergenceRollback",
+                                                                     "snapshot_every must be >= 1"));
   }
 
   /// Rollbacks so far.
@@ -73,10 +76,11 @@ class DivergenceRollback {
     if (!o_.enabled) return;
     if constexpr (requires { ctx.template policy<Category::precision>().on_nonfinite; }) {
       if (ctx.template policy<Category::precision>().on_nonfinite == NonFinite::error && o_.spike_factor <= 0)
-        throw std::invalid_argument(
-            "policytrain::callbacks::DivergenceRollback: the precision policy throws on a non-finite loss "
+        throw std::invalid_argument(policytrain::detail::error_message(
+            "policytrain::callbacks::DivergenceRollback",
+            "the precision policy throws on a non-finite loss "
             "(NonFinite::error) and spike detection is off, so no rollback could happen; set the precision "
-            "policy's on_nonfinite to NonFinite::rollback (or set spike_factor)");
+            "policy's on_nonfinite to NonFinite::rollback (or set spike_factor)"));
     }
     take(ctx);
   }
@@ -114,10 +118,12 @@ class DivergenceRollback {
   void roll_back(Ctx& ctx, double loss, bool spike) {
     const auto& s = ctx.state();
     if (rollbacks_ >= o_.max_rollbacks)
-      throw DivergenceError(policytrain::detail::format(
-          "policytrain::callbacks::DivergenceRollback: the loss is {} at epoch {}, step {} after {} rollbacks (lr {:.3g}); "
-          "lower the learning rate, {}or allow more rollbacks", loss, s.epoch, s.global_step,
-          rollbacks_, ctx.lr(), policytrain::detail::clip_advice(ctx)));
+      throw DivergenceError(policytrain::detail::error_message(
+          "policytrain::callbacks::DivergenceRollback",
+          policytrain::detail::format("the loss is {} at epoch {}, step {} after {} rollbacks (lr {:.3g}); "
+                                      "lower the learning rate, {}or allow more rollbacks",
+                                      loss, s.epoch, s.global_step, rollbacks_, ctx.lr(),
+                                      policytrain::detail::clip_advice(ctx))));
     ++rollbacks_;
     auto& opt = ctx.optimizer();
     std::vector<double> lrs;

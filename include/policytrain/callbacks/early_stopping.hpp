@@ -44,7 +44,9 @@ class EarlyStopping {
   /// Throws std::invalid_argument for patience < 1.
   explicit EarlyStopping(Options o) : o_(std::move(o)) {
     if (o_.patience < 1)
-      throw std::invalid_argument(policytrain::detail::format("policytrain::callbacks::EarlyStopping: patience is {}, expected >= 1", o_.patience));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::callbacks::EarlyStopping",
+          policytrain::detail::format("patience is {}, expected >= 1", o_.patience)));
   }
 
   /// The settings.

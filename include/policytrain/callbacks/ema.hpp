@@ -58,8 +58,12 @@ class Ema {
   /// Throws std::invalid_argument for a decay outside [0, 1) or tau < 0.
   explicit Ema(Options o) : o_(o) {
     if (!(o_.decay >= 0 && o_.decay < 1))
-      throw std::invalid_argument(policytrain::detail::format("policytrain::callbacks::Ema: decay is {}, expected 0 <= decay < 1", o_.decay));
-    if (o_.tau < 0) throw std::invalid_argument(policytrain::detail::format("policytrain::callbacks::Ema: tau is {}, expected >= 0", o_.tau));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::callbacks::Ema",
+          policytrain::detail::format("decay is {}, expected 0 <= decay < 1", o_.decay)));
+    if (o_.tau < 0)
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::callbacks::Ema", policytrain::detail::format("tau is {}, expected >= 0", o_.tau)));
   }
 
   /// Whether the average is kept.
@@ -231,18 +235,23 @@ POLICYTRAIN_DECL std::vector<torch::Tensor> Ema::match(const std::vector<std::st
   for (size_t i = 0; i < names.size(); ++i) {
     auto it = pending.find(names[i]);
     if (it == pending.end() || it->second.sizes() != live[i].sizes())
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::callbacks::Ema: the loaded average {} {} '{}' of this model; load the state of the same "
-          "model{}",
-          it == pending.end() ? "lacks the" : "has another shape for the", what, names[i],
-          std::string_view(what) == "buffer" ? " (a state saved with average_buffers = false needs it false)" : ""));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::callbacks::Ema",
+          policytrain::detail::format("the loaded average {} {} '{}' of this model; load the state of the same "
+                                      "model{}",
+                                      it == pending.end() ? "lacks the" : "has another shape for the", what, names[i],
+                                      std::string_view(what) == "buffer"
+                                          ? " (a state saved with average_buffers = false needs it false)"
+                                          : "")));
     s.push_back(it->second.to(live[i].device(), live[i].scalar_type()));
   }
   if (pending.size() != names.size())
-    throw std::invalid_argument(policytrain::detail::format(
-        "policytrain::callbacks::Ema: the loaded average has {} {}s, this model {}; load the state of the same model{}",
-        pending.size(), what, names.size(),
-        std::string_view(what) == "buffer" ? " (a state saved with average_buffers = true needs it true)" : ""));
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::callbacks::Ema",
+        policytrain::detail::format(
+            "the loaded average has {} {}s, this model {}; load the state of the same model{}", pending.size(), what,
+            names.size(),
+            std::string_view(what) == "buffer" ? " (a state saved with average_buffers = true needs it true)" : "")));
   pending.clear();
   return s;
 }

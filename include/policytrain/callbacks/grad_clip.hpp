@@ -101,10 +101,13 @@ class GradClip {
   /// none): no setting is silently dropped. options() afterwards holds the resolved mode and its threshold.
   explicit GradClip(Options o) : o_(resolve(o)) {
     if (o_.mode == Mode::norm && !(*o_.max_norm > 0 && o_.p > 0))
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::callbacks::GradClip: max_norm {} and p {}; expected both > 0 (p may be inf)", *o_.max_norm, o_.p));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::callbacks::GradClip",
+          policytrain::detail::format("max_norm {} and p {}; expected both > 0 (p may be inf)", *o_.max_norm, o_.p)));
     if (o_.mode == Mode::value && !(*o_.clip_value > 0))
-      throw std::invalid_argument(policytrain::detail::format("policytrain::callbacks::GradClip: clip_value {}, expected > 0", *o_.clip_value));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::callbacks::GradClip",
+          policytrain::detail::format("clip_value {}, expected > 0", *o_.clip_value)));
   }
 
   /// Clips the reduced, unscaled gradients of the module's parameters.
@@ -182,21 +185,26 @@ class GradClip {
 
  private:
   static Options resolve(Options o) {
-    const char* const who = "policytrain::callbacks::GradClip: ";
+    const char* const who = "policytrain::callbacks::GradClip";
     if (!o.mode) {
       if (o.max_norm && o.clip_value)
-        throw std::invalid_argument(policytrain::detail::format("{}both max_norm {} and clip_value {} given; give one (clip by norm "
-                                                "or by value)", who, *o.max_norm, *o.clip_value));
+        throw std::invalid_argument(policytrain::detail::error_message(
+            who, policytrain::detail::format("both max_norm {} and clip_value {} given", *o.max_norm, *o.clip_value),
+            {}, "give one (clip by norm or by value)"));
       o.mode = o.max_norm ? Mode::norm : o.clip_value ? Mode::value : Mode::none;
     }
     if (*o.mode != Mode::norm && o.max_norm)
-      throw std::invalid_argument(policytrain::detail::format("{}max_norm {} given with mode {}, which ignores it; drop the mode (a "
-                                              "max_norm alone clips by norm) or the max_norm", who, *o.max_norm,
-                                              *o.mode == Mode::none ? "none" : "value"));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          who,
+          policytrain::detail::format("max_norm {} given with mode {}, which ignores it", *o.max_norm,
+                                      *o.mode == Mode::none ? "none" : "value"),
+          {}, "drop the mode (a max_norm alone clips by norm) or the max_norm"));
     if (*o.mode != Mode::value && o.clip_value)
-      throw std::invalid_argument(policytrain::detail::format("{}clip_value {} given with mode {}, which ignores it; drop the mode (a "
-                                              "clip_value alone clips by value) or the clip_value", who, *o.clip_value,
-                                              *o.mode == Mode::none ? "none" : "norm"));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          who,
+          policytrain::detail::format("clip_value {} given with mode {}, which ignores it", *o.clip_value,
+                                      *o.mode == Mode::none ? "none" : "norm"),
+          {}, "drop the mode (a clip_value alone clips by value) or the clip_value"));
     if (*o.mode == Mode::norm && !o.max_norm) o.max_norm = 1.0;
     if (*o.mode == Mode::value && !o.clip_value) o.clip_value = 1.0;
     return o;

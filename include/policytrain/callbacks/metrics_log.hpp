@@ -387,9 +387,11 @@ POLICYTRAIN_DECL void MetricsLog::open_log(std::ofstream& f, const std::filesyst
       const std::string line = content.substr(b, e - b);
       if (!header.empty() && b == 0) {
         if (line != header)
-          throw std::runtime_error(policytrain::detail::format(
-              "policytrain::callbacks::MetricsLog: '{}' starts with '{}', expected the header '{}'; resume into the "
-              "run directory this version wrote, or into a new one", file.string(), line, header));
+          throw std::runtime_error(policytrain::detail::error_message(
+              "policytrain::callbacks::MetricsLog",
+              policytrain::detail::format("'{}' starts with '{}', expected the header '{}'; resume into the "
+                                          "run directory this version wrote, or into a new one",
+                                          file.string(), line, header)));
       } else if (keep(line)) {
         kept += line + "\n";
       }
@@ -397,8 +399,10 @@ POLICYTRAIN_DECL void MetricsLog::open_log(std::ofstream& f, const std::filesyst
   }
   f.open(file, std::ios::out | std::ios::trunc);
   if (!f)
-    throw std::runtime_error(policytrain::detail::format("policytrain::callbacks::MetricsLog: cannot write the log '{}'; "
-                                         "check that the directory is writable", file.string()));
+    throw std::runtime_error(policytrain::detail::error_message(
+        "policytrain::callbacks::MetricsLog", policytrain::detail::format("cannot write the log '{}'; "
+                                                                          "check that the directory is writable",
+                                                                          file.string())));
   if (!header.empty()) f << header << "\n";
   f << kept;
   f.flush();

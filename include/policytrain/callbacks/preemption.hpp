@@ -68,13 +68,16 @@ class Preemption {
   /// Throws std::invalid_argument for check_every_steps < 1 or a signal that cannot be caught.
   explicit Preemption(Options o) : o_(std::move(o)) {
     if (o_.check_every_steps < 1)
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::callbacks::Preemption: check_every_steps is {}; expected >= 1", o_.check_every_steps));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::callbacks::Preemption",
+          policytrain::detail::format("check_every_steps is {}; expected >= 1", o_.check_every_steps)));
     for (int s : o_.signals)
       if (s <= 0 || s >= NSIG || s == SIGKILL || s == SIGSTOP)
-        throw std::invalid_argument(policytrain::detail::format(
-            "policytrain::callbacks::Preemption: signal {} cannot be caught; expected a catchable signal such as "
-            "SIGTERM ({}) or SIGUSR1 ({})", s, SIGTERM, SIGUSR1));
+        throw std::invalid_argument(policytrain::detail::error_message(
+            "policytrain::callbacks::Preemption",
+            policytrain::detail::format("signal {} cannot be caught; expected a catchable signal such as "
+                                        "SIGTERM ({}) or SIGUSR1 ({})",
+                                        s, SIGTERM, SIGUSR1)));
   }
   Preemption(const Preemption&) = delete;
   Preemption& operator=(const Preemption&) = delete;
@@ -152,11 +155,15 @@ class Preemption {
   static int requeue_slurm_job() {
     const char* id = std::getenv("SLURM_JOB_ID");
     if (!id || !*id)
-      throw std::runtime_error("policytrain::callbacks::Preemption::requeue_slurm_job: SLURM_JOB_ID is not set; "
-                               "requeueing needs a Slurm job (run under sbatch)");
+      throw std::runtime_error(
+          policytrain::detail::error_message("policytrain::callbacks::Preemption::requeue_slurm_job",
+                                             "SLURM_JOB_ID is not set; "
+                                             "requeueing needs a Slurm job (run under sbatch)"));
     const std::string job = id;
     const pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error("policytrain::callbacks::Preemption::requeue_slurm_job: fork failed");
+    if (pid < 0)
+      throw std::runtime_error(
+          policytrain::detail::error_message("policytrain::callbacks::Preemption::requeue_slurm_job", "fork failed"));
     if (pid == 0) {
       ::execlp("scontrol", "scontrol", "requeue", job.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
@@ -166,9 +173,11 @@ class Preemption {
     }
     const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (rc == 127)
-      throw std::runtime_error(policytrain::detail::format(
-          "policytrain::callbacks::Preemption::requeue_slurm_job: could not run `scontrol requeue {}` (scontrol not "
-          "on PATH)", job));
+      throw std::runtime_error(policytrain::detail::error_message(
+          "policytrain::callbacks::Preemption::requeue_slurm_job",
+          policytrain::detail::format("could not run `scontrol requeue {}` (scontrol not "
+                                      "on PATH)",
+                                      job)));
     return rc;
   }
 
@@ -181,8 +190,9 @@ class Preemption {
       sigemptyset(&sa.sa_mask);
       sa.sa_flags = SA_RESTART;  // a read or write the signal interrupts goes on
       if (::sigaction(s, &sa, &old) != 0)
-        throw std::runtime_error(policytrain::detail::format(
-            "policytrain::callbacks::Preemption: sigaction({}) failed; the signal cannot be handled", signal_name(s)));
+        throw std::runtime_error(policytrain::detail::error_message(
+            "policytrain::callbacks::Preemption",
+            policytrain::detail::format("sigaction({}) failed; the signal cannot be handled", signal_name(s))));
       previous_.push_back({s, old});
     }
   }

@@ -90,10 +90,11 @@ class Profiler {
   /// Throws std::invalid_argument for wait, warmup or repeat < 0, or active < 1.
   explicit Profiler(Options o) : o_(std::move(o)) {
     if (o_.wait < 0 || o_.warmup < 0 || o_.active < 1 || o_.repeat < 0)
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::callbacks::Profiler: wait {}, warmup {}, active {}, repeat {}; expected wait, warmup, "
-          "repeat >= 0 and active >= 1",
-          o_.wait, o_.warmup, o_.active, o_.repeat));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::callbacks::Profiler",
+          policytrain::detail::format("wait {}, warmup {}, active {}, repeat {}; expected wait, warmup, "
+                                      "repeat >= 0 and active >= 1",
+                                      o_.wait, o_.warmup, o_.active, o_.repeat)));
   }
   /// Moves the settings and state (the moved-from profiler no longer owns a running session).
   Profiler(Profiler&& o) noexcept { *this = std::move(o); }
@@ -365,8 +366,10 @@ class Profiler {
     const auto path = trace_path(cycle_++);
     result->save(path.string());
     if (!std::filesystem::exists(path))
-      throw std::runtime_error(policytrain::detail::format("policytrain::callbacks::Profiler: the trace '{}' was not written; check "
-                                           "that the directory is writable", path.string()));
+      throw std::runtime_error(policytrain::detail::error_message(
+          "policytrain::callbacks::Profiler", policytrain::detail::format("the trace '{}' was not written; check "
+                                                                          "that the directory is writable",
+                                                                          path.string())));
     accumulate(*result);
   }
 

@@ -69,16 +69,21 @@ class TensorBoard {
   /// Throws std::invalid_argument for every < 1, histogram_every < 0 or hparams not an object of scalars.
   explicit TensorBoard(Options o) : o_(std::move(o)) {
     if (o_.every < 1 || o_.histogram_every < 0)
-      throw std::invalid_argument(policytrain::detail::format("policytrain::callbacks::TensorBoard: every {}, histogram_every {}; "
-                                              "expected every >= 1 and histogram_every >= 0 (0: no histograms)",
-                                              o_.every, o_.histogram_every));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::callbacks::TensorBoard",
+          policytrain::detail::format("every {}, histogram_every {}; "
+                                      "expected every >= 1 and histogram_every >= 0 (0: no histograms)",
+                                      o_.every, o_.histogram_every)));
     if (!o_.hparams.is_object())
-      throw std::invalid_argument("policytrain::callbacks::TensorBoard: hparams must be a JSON object; pass "
-                                  "{\"name\": value, ...}");
+      throw std::invalid_argument(policytrain::detail::error_message("policytrain::callbacks::TensorBoard",
+                                                                     "hparams must be a JSON object; pass "
+                                                                     "{\"name\": value, ...}"));
     for (const auto& [k, v] : o_.hparams.items())
       if (!v.is_number() && !v.is_string() && !v.is_boolean())
-        throw std::invalid_argument(policytrain::detail::format("policytrain::callbacks::TensorBoard: hparam '{}' is {}; expected a "
-                                                "number, a string or a boolean", k, v.dump()));
+        throw std::invalid_argument(policytrain::detail::error_message(
+            "policytrain::callbacks::TensorBoard", policytrain::detail::format("hparam '{}' is {}; expected a "
+                                                                               "number, a string or a boolean",
+                                                                               k, v.dump())));
   }
 
   /// Whether it writes (a non-empty `dir`).
@@ -100,8 +105,10 @@ class TensorBoard {
     if (fresh) path_ = o_.dir / new_file_name();
     f_.open(path_, std::ios::binary | std::ios::app);
     if (!f_)
-      throw std::runtime_error(policytrain::detail::format("policytrain::callbacks::TensorBoard: cannot write '{}'; check that the "
-                                           "directory is writable", path_.string()));
+      throw std::runtime_error(policytrain::detail::error_message(
+          "policytrain::callbacks::TensorBoard", policytrain::detail::format("cannot write '{}'; check that the "
+                                                                             "directory is writable",
+                                                                             path_.string())));
     if (fresh) write(tb_events::event(now(), 0).bytes(3, "brain.Event:2"));
     if (!o_.settings.empty()) write_text(s0, "settings", o_.settings);
     if (!o_.hparams.empty()) write_hparams_start(s0, ctx.metric_names());
@@ -348,8 +355,10 @@ class TensorBoard {
         std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
         f << kept;
         if (!f)
-          throw std::runtime_error(policytrain::detail::format("policytrain::callbacks::TensorBoard: cannot rewrite '{}'; check that "
-                                               "the directory is writable", p.string()));
+          throw std::runtime_error(policytrain::detail::error_message(
+              "policytrain::callbacks::TensorBoard", policytrain::detail::format("cannot rewrite '{}'; check that "
+                                                                                 "the directory is writable",
+                                                                                 p.string())));
       }
       std::filesystem::rename(tmp, p);
       if (o_.out)

@@ -30,8 +30,9 @@ struct CsvTable {
       for (size_t c = 0; c < names.size(); ++c)
         if (names[c] == w) found = static_cast<int64_t>(c);
       if (found < 0)
-        throw CsvError(policytrain::detail::format("policytrain::data::CsvTable::columns: no column '{}'; the table has: {}",
-                                                   w, fmt::join(names, ", ")));
+        throw CsvError(policytrain::detail::error_message(
+            "policytrain::data::CsvTable::columns",
+            policytrain::detail::format("no column '{}'; the table has: {}", w, fmt::join(names, ", "))));
       idx.push_back(found);
     }
     return values.index_select(1, torch::tensor(idx, torch::kLong));

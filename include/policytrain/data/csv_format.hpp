@@ -68,7 +68,9 @@ inline std::string shown(std::string_view s) {
 /// Parses CSV text (`file` names it in messages); see the file's description. Throws CsvError.
 inline CsvData parse_csv(std::string_view text, const std::string& file, char delim = ',') {
   CsvData d;
-  auto fail = [&](const std::string& what) { throw CsvError("policytrain::data::read_csv: " + file + ": " + what); };
+  auto fail = [&](const std::string& what) {
+    throw CsvError(policytrain::detail::error_message("policytrain::data::read_csv", file + ": " + what));
+  };
   size_t at = 0;
   int64_t line_no = 0;
   bool have_header = false;
@@ -119,7 +121,9 @@ inline CsvData parse_csv(std::string_view text, const std::string& file, char de
 /// Reads and parses a CSV file; see the file's description. Throws CsvError naming the file.
 inline CsvData read_csv_data(const std::string& file, char delim = ',') {
   std::ifstream in(file, std::ios::binary);
-  if (!in) throw CsvError("policytrain::data::read_csv: " + file + ": cannot be opened; expected a readable CSV file");
+  if (!in)
+    throw CsvError(policytrain::detail::error_message("policytrain::data::read_csv", file + ": cannot be opened",
+                                                      "a readable CSV file"));
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_csv(ss.str(), file, delim);

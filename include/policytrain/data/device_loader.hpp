@@ -83,9 +83,10 @@ inline std::pair<torch::Tensor, torch::Tensor> device_normalize_coefficients(con
     if (v.size() == 1) std::fill(out.begin(), out.end(), static_cast<float>(v[0]));
     else if (v.size() == static_cast<size_t>(c)) for (int64_t i = 0; i < c; ++i) out[static_cast<size_t>(i)] = static_cast<float>(v[static_cast<size_t>(i)]);
     else if (!v.empty())
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::data::DeviceLoader: {} has {} values for {} channels; give one, or one per channel", what,
-          v.size(), c));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::data::DeviceLoader",
+          policytrain::detail::format("{} has {} values for {} channels; give one, or one per channel", what, v.size(),
+                                      c)));
     return out;
   };
   const auto mean = per_channel(o.mean, 0.0, "mean");
@@ -93,7 +94,8 @@ inline std::pair<torch::Tensor, torch::Tensor> device_normalize_coefficients(con
   std::vector<float> a(static_cast<size_t>(c)), b(static_cast<size_t>(c));
   for (size_t i = 0; i < a.size(); ++i) {
     if (!(sd[i] > 0))
-      throw std::invalid_argument(policytrain::detail::format("policytrain::data::DeviceLoader: std[{}] is {}, expected > 0", i, sd[i]));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::data::DeviceLoader", policytrain::detail::format("std[{}] is {}, expected > 0", i, sd[i])));
     a[i] = static_cast<float>(o.input_scale / sd[i]);
     b[i] = static_cast<float>(-mean[i] / sd[i]);
   }
@@ -143,18 +145,20 @@ class DeviceLoader {
     transform_ = !o_.mean.empty() || !o_.std.empty() || o_.input_scale != 1.0 || o_.augment.enabled ||
                  x.scalar_type() == torch::kByte;
     if (transform_ && !(images && convertible))
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::data::DeviceLoader: standardisation, augmentation and uint8 conversion need images [N, C, H, "
-          "W] of uint8 or floating type, got {} of {}; disable them or convert the inputs",
-          c10::str(x.sizes()), c10::toString(x.scalar_type())));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::data::DeviceLoader",
+          policytrain::detail::format("standardisation, augmentation and uint8 conversion need images [N, C, H, "
+                                      "W] of uint8 or floating type, got {} of {}; disable them or convert the inputs",
+                                      c10::str(x.sizes()), c10::toString(x.scalar_type()))));
     if (o_.cutout < 0 || o_.augment.crop_padding < 0)
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::data::DeviceLoader: crop_padding {} and cutout {}; expected >= 0", o_.augment.crop_padding,
-          o_.cutout));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::data::DeviceLoader", policytrain::detail::format("crop_padding {} and cutout {}; expected >= 0",
+                                                                         o_.augment.crop_padding, o_.cutout)));
     if (o_.cutout > 0 && !o_.augment.enabled)
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::data::DeviceLoader: cutout {} with augment.enabled false; enable augmentation or set cutout 0",
-          o_.cutout));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::data::DeviceLoader",
+          policytrain::detail::format("cutout {} with augment.enabled false; enable augmentation or set cutout 0",
+                                      o_.cutout)));
     x_ = x.contiguous().to(o_.device);
     y_ = y.contiguous().to(o_.device);
     if (images && transform_) {
@@ -257,10 +261,12 @@ class DeviceLoader {
   /// batch that is not a ticket (int64 positions [n] on the loader's device).
   Batch materialize(const Batch& t) const {
     if (t.x.dim() != 1 || t.x.scalar_type() != torch::kLong || t.x.device() != o_.device)
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::data::DeviceLoader::materialize: expected a ticket (int64 positions [n] on {}), got {} of {} on "
-          "{}; build the loader with in_step = true, or do not wrap the task in DeviceBatchTask",
-          o_.device.str(), c10::str(t.x.sizes()), c10::toString(t.x.scalar_type()), t.x.device().str()));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::data::DeviceLoader::materialize",
+          policytrain::detail::format(
+              "expected a ticket (int64 positions [n] on {}), got {} of {} on "
+              "{}; build the loader with in_step = true, or do not wrap the task in DeviceBatchTask",
+              o_.device.str(), c10::str(t.x.sizes()), c10::toString(t.x.scalar_type()), t.x.device().str())));
     return {make_inputs(order_.index_select(0, t.x), t.x), t.y};
   }
 
@@ -294,8 +300,9 @@ class DeviceLoader {
   }
   torch::Generator device_generator(uint64_t seed) const {
     if (!o_.device.is_cuda())
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::data::DeviceLoader: no generator for device {}; use the CPU or a CUDA device", o_.device.str()));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::data::DeviceLoader",
+          policytrain::detail::format("no generator for device {}; use the CPU or a CUDA device", o_.device.str())));
     auto gen = at::detail::getCUDAHooks().getNewGenerator(o_.device.index() < 0 ? 0 : o_.device.index());
     gen.set_current_seed(seed);
     return gen;

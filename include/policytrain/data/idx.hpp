@@ -53,7 +53,8 @@ inline ImageLabels read_idx_pair(const std::filesystem::path& dir, const std::st
       auto p = dir / name;
       if (std::filesystem::exists(p)) return p;
     }
-    throw IdxError(policytrain::detail::format("{}: no such file (nor {}.gz)", (dir / stem).string(), stem));
+    throw IdxError(policytrain::detail::error_message((dir / stem).string(),
+                                                      policytrain::detail::format("no such file (nor {}.gz)", stem)));
   };
   const auto img_path = find(prefix + "-images-idx3-ubyte");
   const auto lbl_path = find(prefix + "-labels-idx1-ubyte");
@@ -61,15 +62,19 @@ inline ImageLabels read_idx_pair(const std::filesystem::path& dir, const std::st
   out.images = read_idx(img_path, 3);
   out.labels = read_idx(lbl_path, 1);
   if (out.images.scalar_type() != torch::kUInt8 || out.labels.scalar_type() != torch::kUInt8)
-    throw IdxError(policytrain::detail::format("{}: expected unsigned byte images and labels", img_path.string()));
+    throw IdxError(policytrain::detail::error_message(
+        img_path.string(), policytrain::detail::format("expected unsigned byte images and labels")));
   if (out.images.size(0) != out.labels.size(0))
-    throw IdxError(policytrain::detail::format("{}: {} labels, but {} has {} images", lbl_path.string(), out.labels.size(0),
-                               img_path.filename().string(), out.images.size(0)));
+    throw IdxError(policytrain::detail::error_message(
+        lbl_path.string(), policytrain::detail::format("{} labels, but {} has {} images", out.labels.size(0),
+                                                       img_path.filename().string(), out.images.size(0))));
   out.labels = out.labels.to(torch::kLong);
   if (out.labels.numel() > 0) {
     const auto mx = out.labels.max().item<int64_t>();
     if (mx >= num_classes)
-      throw IdxError(policytrain::detail::format("{}: label {} out of range (expected 0..{})", lbl_path.string(), mx, num_classes - 1));
+      throw IdxError(policytrain::detail::error_message(
+          lbl_path.string(),
+          policytrain::detail::format("label {} out of range (expected 0..{})", mx, num_classes - 1)));
   }
   return out;
 }

@@ -36,11 +36,16 @@ class GzFile {
  public:
   explicit GzFile(const std::filesystem::path& path) : path_(path) {
     std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) throw IdxError(policytrain::detail::format("{}: no such file", path.string()));
+    if (!std::filesystem::exists(path, ec))
+      throw IdxError(policytrain::detail::error_message(path.string(), policytrain::detail::format("no such file")));
     size_ = std::filesystem::file_size(path, ec);
-    if (ec) throw IdxError(policytrain::detail::format("{}: cannot read: {}", path.string(), ec.message()));
+    if (ec)
+      throw IdxError(policytrain::detail::error_message(path.string(),
+                                                        policytrain::detail::format("cannot read: {}", ec.message())));
     f_ = gzopen(path.c_str(), "rb");
-    if (!f_) throw IdxError(policytrain::detail::format("{}: cannot open for reading", path.string()));
+    if (!f_)
+      throw IdxError(
+          policytrain::detail::error_message(path.string(), policytrain::detail::format("cannot open for reading")));
     gzbuffer(f_, 1 << 17);
   }
   ~GzFile() { if (f_) gzclose(f_); }
@@ -62,7 +67,8 @@ class GzFile {
       if (got < 0) {
         int err = 0;
         const char* msg = gzerror(f_, &err);
-        throw IdxError(policytrain::detail::format("{}: corrupt data ({})", path_.string(), msg ? msg : "zlib error"));
+        throw IdxError(policytrain::detail::error_message(
+            path_.string(), policytrain::detail::format("corrupt data ({})", msg ? msg : "zlib error")));
       }
       if (got == 0) break;
       total += static_cast<size_t>(got);
@@ -99,10 +105,14 @@ inline IdxData read_idx_data(const std::filesystem::path& path, int expected_ndi
   detail::GzFile f(path);
   const std::string name = path.string();
   std::array<unsigned char, 4> magic{};
-  if (f.read(magic.data(), 4) != 4) throw IdxError(policytrain::detail::format("{}: truncated: shorter than the 4-byte IDX magic number", name));
+  if (f.read(magic.data(), 4) != 4)
+    throw IdxError(policytrain::detail::error_message(
+        name, policytrain::detail::format("truncated: shorter than the 4-byte IDX magic number")));
   if (magic[0] != 0 || magic[1] != 0)
-    throw IdxError(policytrain::detail::format("{}: wrong magic number {:02x} {:02x} {:02x} {:02x}: not an IDX file (expected 00 00 <type> <ndim>)",
-                               name, magic[0], magic[1], magic[2], magic[3]));
+    throw IdxError(policytrain::detail::error_message(
+        name, policytrain::detail::format(
+                  "wrong magic number {:02x} {:02x} {:02x} {:02x}: not an IDX file (expected 00 00 <type> <ndim>)",
+                  magic[0], magic[1], magic[2], magic[3])));
   IdxData r;
   r.type = magic[2];
   switch (r.type) {
@@ -110,16 +120,22 @@ inline IdxData read_idx_data(const std::filesystem::path& path, int expected_ndi
     case 0x0B: r.element_size = 2; break;
     case 0x0C: case 0x0D: r.element_size = 4; break;
     case 0x0E: r.element_size = 8; break;
-    default: throw IdxError(policytrain::detail::format("{}: unknown IDX element type 0x{:02x}", name, magic[2]));
+    default:
+      throw IdxError(policytrain::detail::error_message(
+          name, policytrain::detail::format("unknown IDX element type 0x{:02x}", magic[2])));
   }
   const int ndim = magic[3];
-  if (ndim == 0) throw IdxError(policytrain::detail::format("{}: IDX header declares 0 dimensions", name));
+  if (ndim == 0)
+    throw IdxError(
+        policytrain::detail::error_message(name, policytrain::detail::format("IDX header declares 0 dimensions")));
   if (expected_ndim > 0 && ndim != expected_ndim)
-    throw IdxError(policytrain::detail::format("{}: has {} dimensions, expected {}", name, ndim, expected_ndim));
+    throw IdxError(policytrain::detail::error_message(
+        name, policytrain::detail::format("has {} dimensions, expected {}", ndim, expected_ndim)));
   std::array<unsigned char, 4 * 255> dims_raw{};
   const size_t dims_bytes = 4 * static_cast<size_t>(ndim);
   if (f.read(dims_raw.data(), dims_bytes) != dims_bytes)
-    throw IdxError(policytrain::detail::format("{}: truncated inside the header ({} dimensions declared)", name, ndim));
+    throw IdxError(policytrain::detail::error_message(
+        name, policytrain::detail::format("truncated inside the header ({} dimensions declared)", ndim)));
   r.shape.resize(static_cast<size_t>(ndim));
   // The data size in bytes, overflow-checked: at most 2^62 (far beyond any file, well inside int64 and size_t).
   constexpr uint64_t kLimit = uint64_t{1} << 62;
@@ -132,17 +148,23 @@ inline IdxData read_idx_data(const std::filesystem::path& path, int expected_ndi
     else bytes *= n;
   }
   if (overflow && bytes != 0)
-    throw IdxError(policytrain::detail::format("{}: the header's dimensions [{}] multiply to more than 2^62 bytes of data: corrupt or forged",
-                               name, fmt::join(r.shape, ", ")));
+    throw IdxError(policytrain::detail::error_message(
+        name, policytrain::detail::format(
+                  "the header's dimensions [{}] multiply to more than 2^62 bytes of data: corrupt or forged",
+                  fmt::join(r.shape, ", "))));
   if (overflow) bytes = 0;  // a zero dimension: no data, whatever the others say
   const uint64_t header = 4 + dims_bytes;
   const uint64_t holds = f.file_size() > header ? f.file_size() - header : 0;
   if (f.raw() && bytes > holds)
-    throw IdxError(policytrain::detail::format("{}: truncated: header declares {} bytes of data, file has {} (dimensions [{}])", name,
-                               bytes, holds, fmt::join(r.shape, ", ")));
+    throw IdxError(policytrain::detail::error_message(
+        name, policytrain::detail::format("truncated: header declares {} bytes of data, file has {} (dimensions [{}])",
+                                          bytes, holds, fmt::join(r.shape, ", "))));
   if (!f.raw() && bytes / detail::kMaxDeflateRatio > f.file_size())
-    throw IdxError(policytrain::detail::format("{}: the header's dimensions [{}] declare {} bytes of data, more than a gzip file of {} "
-                               "bytes can hold: corrupt or forged", name, fmt::join(r.shape, ", "), bytes, f.file_size()));
+    throw IdxError(policytrain::detail::error_message(
+        name, policytrain::detail::format(
+                  "the header's dimensions [{}] declare {} bytes of data, more than a gzip file of {} "
+                  "bytes can hold: corrupt or forged",
+                  fmt::join(r.shape, ", "), bytes, f.file_size())));
   // Read in chunks: memory grows only as data actually arrives.
   constexpr uint64_t kChunk = uint64_t{16} << 20;
   uint64_t got = 0;
@@ -154,11 +176,13 @@ inline IdxData read_idx_data(const std::filesystem::path& path, int expected_ndi
     if (n < want) break;
   }
   if (got != bytes)
-    throw IdxError(policytrain::detail::format("{}: truncated: header declares {} bytes of data, file has {} (dimensions [{}])", name,
-                               bytes, got, fmt::join(r.shape, ", ")));
+    throw IdxError(policytrain::detail::error_message(
+        name, policytrain::detail::format("truncated: header declares {} bytes of data, file has {} (dimensions [{}])",
+                                          bytes, got, fmt::join(r.shape, ", "))));
   unsigned char extra;
   if (f.read(&extra, 1) != 0)
-    throw IdxError(policytrain::detail::format("{}: {} bytes of data expected from the header, but the file is longer", name, bytes));
+    throw IdxError(policytrain::detail::error_message(
+        name, policytrain::detail::format("{} bytes of data expected from the header, but the file is longer", bytes)));
   if (r.element_size > 1) {  // IDX is big-endian
     unsigned char* p = r.bytes.data();
     for (uint64_t i = 0; i < bytes; i += r.element_size) std::reverse(p + i, p + i + r.element_size);

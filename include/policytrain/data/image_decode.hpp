@@ -24,6 +24,8 @@
 #include <jpeglib.h>
 #include <png.h>
 
+#include <policytrain/detail/format.hpp>
+
 namespace policytrain::data {
 
 /// An image that cannot be decoded: the message names the file and the problem.
@@ -48,7 +50,7 @@ inline RgbImage decode_png(std::string_view bytes, const std::string& file, int6
   img.version = PNG_IMAGE_VERSION;
   auto fail = [&](const std::string& what) -> ImageError {
     png_image_free(&img);
-    return ImageError("policytrain::data::decode_png: " + file + ": " + what);
+    return ImageError(policytrain::detail::error_message("policytrain::data::decode_png", file + ": " + what));
   };
   if (!png_image_begin_read_from_memory(&img, bytes.data(), bytes.size()))
     throw fail(std::string("not a readable PNG (") + img.message + ")");
@@ -123,7 +125,8 @@ inline RgbImage decode_jpeg(std::string_view bytes, const std::string& file, int
   RgbImage out;
   const std::string problem = detail::jpeg_decode_into(cinfo, err, bytes, max_pixels, out);
   jpeg_destroy_decompress(&cinfo);
-  if (!problem.empty()) throw ImageError("policytrain::data::decode_jpeg: " + file + ": " + problem);
+  if (!problem.empty())
+    throw ImageError(policytrain::detail::error_message("policytrain::data::decode_jpeg", file + ": " + problem));
   return out;
 }
 
@@ -131,15 +134,18 @@ inline RgbImage decode_jpeg(std::string_view bytes, const std::string& file, int
 inline RgbImage decode_image(std::string_view bytes, const std::string& file, int64_t max_pixels = kMaxImagePixels) {
   if (bytes.size() >= 8 && bytes.substr(0, 8) == std::string_view("\x89PNG\r\n\x1a\n", 8)) return decode_png(bytes, file, max_pixels);
   if (bytes.size() >= 3 && bytes.substr(0, 3) == std::string_view("\xff\xd8\xff", 3)) return decode_jpeg(bytes, file, max_pixels);
-  throw ImageError("policytrain::data::decode_image: " + file + ": " +
-                   (bytes.empty() ? std::string("the file is empty") : std::string("neither a PNG nor a JPEG signature")) +
-                   "; expected a PNG or JPEG image");
+  throw ImageError(policytrain::detail::error_message(
+      "policytrain::data::decode_image",
+      file + ": " + (bytes.empty() ? "the file is empty" : "neither a PNG nor a JPEG signature"),
+      "a PNG or JPEG image"));
 }
 
 /// Reads and decodes an image file. Throws ImageError naming the file.
 inline RgbImage read_image(const std::string& file, int64_t max_pixels = kMaxImagePixels) {
   std::ifstream in(file, std::ios::binary);
-  if (!in) throw ImageError("policytrain::data::read_image: " + file + ": cannot be opened; expected a readable image file");
+  if (!in)
+    throw ImageError(policytrain::detail::error_message("policytrain::data::read_image", file + ": cannot be opened",
+                                                        "a readable image file"));
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string bytes = ss.str();

@@ -53,21 +53,26 @@ class ImageFolder : public torch::data::datasets::Dataset<ImageFolder> {
   explicit ImageFolder(const std::filesystem::path& root, ImageFolderOptions o = {}) : o_(std::move(o)) {
     namespace fs = std::filesystem;
     if (!fs::is_directory(root))
-      throw std::invalid_argument("policytrain::data::ImageFolder: " + root.string() + " is not a directory; expected "
-                                  "root/<class>/<image files>");
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::data::ImageFolder", root.string() + " is not a directory", "root/<class>/<image files>"));
     if (o_.mean.size() != 3 || o_.std.size() != 3)
-      throw std::invalid_argument(policytrain::detail::format("policytrain::data::ImageFolder: {} means and {} stds; "
-                                                              "expected 3 of each (R, G, B)", o_.mean.size(), o_.std.size()));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::data::ImageFolder", policytrain::detail::format("{} means and {} stds; "
+                                                                        "expected 3 of each (R, G, B)",
+                                                                        o_.mean.size(), o_.std.size())));
     for (double s : o_.std)
-      if (!(s > 0)) throw std::invalid_argument("policytrain::data::ImageFolder: a std is not > 0; expected 3 positive stds");
+      if (!(s > 0))
+        throw std::invalid_argument(policytrain::detail::error_message("policytrain::data::ImageFolder",
+                                                                       "a std is not > 0; expected 3 positive stds"));
     if (o_.resize < 0 || o_.crop < 0)
-      throw std::invalid_argument("policytrain::data::ImageFolder: resize and crop are sizes; expected >= 0");
+      throw std::invalid_argument(policytrain::detail::error_message("policytrain::data::ImageFolder",
+                                                                     "resize and crop are sizes; expected >= 0"));
     for (const auto& e : fs::directory_iterator(root))
       if (e.is_directory()) classes_.push_back(e.path().filename().string());
     std::sort(classes_.begin(), classes_.end());
     if (classes_.empty())
-      throw std::invalid_argument("policytrain::data::ImageFolder: " + root.string() + " has no class directory; "
-                                  "expected root/<class>/<image files>");
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::data::ImageFolder", root.string() + " has no class directory", "root/<class>/<image files>"));
     for (size_t c = 0; c < classes_.size(); ++c) {
       std::vector<std::pair<std::string, std::string>> found;  // (directory, name), sorted as torchvision walks
       for (const auto& e : fs::recursive_directory_iterator(root / classes_[c], fs::directory_options::follow_directory_symlink))
@@ -75,8 +80,10 @@ class ImageFolder : public torch::data::datasets::Dataset<ImageFolder> {
           found.emplace_back(e.path().parent_path().string(), e.path().filename().string());
       std::sort(found.begin(), found.end());
       if (found.empty())
-        throw std::invalid_argument("policytrain::data::ImageFolder: the class directory " + (root / classes_[c]).string() +
-                                    " holds no .png, .jpg or .jpeg file; expected at least one image per class");
+        throw std::invalid_argument(policytrain::detail::error_message(
+            "policytrain::data::ImageFolder",
+            "the class directory " + (root / classes_[c]).string() + " holds no .png, .jpg or .jpeg file",
+            "at least one image per class"));
       for (auto& [dir, name] : found) samples_.emplace_back((fs::path(dir) / name).string(), static_cast<int64_t>(c));
     }
   }
@@ -102,8 +109,10 @@ class ImageFolder : public torch::data::datasets::Dataset<ImageFolder> {
     if (o_.crop > 0) {
       const int64_t h = x.size(1), w = x.size(2);
       if (h < o_.crop || w < o_.crop)
-        throw ImageError(policytrain::detail::format("policytrain::data::ImageFolder: {}: {}x{} after resizing, smaller "
-                                                     "than the crop {}x{}; set resize >= crop", file, h, w, o_.crop, o_.crop));
+        throw ImageError(policytrain::detail::error_message(
+            "policytrain::data::ImageFolder", policytrain::detail::format("{}: {}x{} after resizing, smaller "
+                                                                          "than the crop {}x{}; set resize >= crop",
+                                                                          file, h, w, o_.crop, o_.crop)));
       // torchvision's center_crop: the top-left corner at round((size - crop) / 2).
       const auto top = static_cast<int64_t>(std::lround(static_cast<double>(h - o_.crop) / 2.0));
       const auto left = static_cast<int64_t>(std::lround(static_cast<double>(w - o_.crop) / 2.0));

@@ -35,11 +35,17 @@ class TensorLoader {
   /// Batches of inputs `x` and targets `y` (same first dimension); throws std::invalid_argument on bad options.
   TensorLoader(torch::Tensor x, torch::Tensor y, LoaderOptions o = {}) : x_(std::move(x)), y_(std::move(y)), o_(o) {
     if (x_.size(0) != y_.size(0))
-      throw std::invalid_argument(policytrain::detail::format("policytrain::data::TensorLoader: {} inputs but {} targets", x_.size(0), y_.size(0)));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::data::TensorLoader",
+          policytrain::detail::format("{} inputs but {} targets", x_.size(0), y_.size(0))));
     if (o_.batch_size <= 0)
-      throw std::invalid_argument(policytrain::detail::format("policytrain::data::TensorLoader: batch_size is {}, expected > 0", o_.batch_size));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::data::TensorLoader",
+          policytrain::detail::format("batch_size is {}, expected > 0", o_.batch_size)));
     if (o_.world_size <= 0 || o_.rank < 0 || o_.rank >= o_.world_size)
-      throw std::invalid_argument(policytrain::detail::format("policytrain::data::TensorLoader: rank {} of world size {} is invalid", o_.rank, o_.world_size));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::data::TensorLoader",
+          policytrain::detail::format("rank {} of world size {} is invalid", o_.rank, o_.world_size)));
     set_epoch(0);
   }
 

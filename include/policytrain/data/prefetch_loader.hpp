@@ -53,7 +53,11 @@
 #include <torch/types.h>
 
 #include <policytrain/core/batch.hpp>
+#include <policytrain/data/batch_assembly.hpp>
+#include <policytrain/data/buffer_ring.hpp>
+#include <policytrain/data/dataset_source.hpp>
 #include <policytrain/data/loader.hpp>
+#include <policytrain/data/prefetch_options.hpp>
 #include <policytrain/detail/format.hpp>
 
 #ifdef POLICYTRAIN_WITH_CUDA
@@ -64,320 +68,6 @@
 
 namespace policytrain::data {
 
-/// Augmentations of image batches [B, C, H, W], drawn per sample from the batch's RNG.
-struct AugmentOptions {
-  bool enabled = false;        ///< master switch (`--augment`)
-  int64_t crop_padding = 4;    ///< random crop: pad by this many pixels, then take an HxW window (0: no crop)
-  bool horizontal_flip = true; ///< flip left-right with probability 1/2
-  float fill = 0.0f;           ///< value of the padding (for standardised data: -mean/std is black)
-};
-
-/// Standardisation applied before augmentation: x[c] = (x[c] - mean[c]) / std[c] for each channel c of [C, H, W]
-/// images, as torchvision's Normalize. `channel_mean` and `channel_std` (C values each) give one mean and one std
-/// per channel; left empty, `mean` and `std` apply to every channel.
-struct NormalizeOptions {
-  /// Master switch.
-  bool enabled = false;
-  /// Subtracted from every value (when channel_mean is empty).
-  float mean = 0.0f;
-  /// Divisor after subtracting the mean (> 0; when channel_std is empty).
-  float std = 1.0f;
-  /// One mean per channel (empty: `mean` for all).
-  std::vector<float> channel_mean{};
-  /// One std per channel, each > 0 (empty: `std` for all).
-  std::vector<float> channel_std{};
-  /// The mean of channel c.
-  float mean_of(int64_t c) const { return channel_mean.empty() ? mean : channel_mean[static_cast<size_t>(c)]; }
-  /// The std of channel c.
-  float std_of(int64_t c) const { return channel_std.empty() ? std : channel_std[static_cast<size_t>(c)]; }
-};
-
-/// A user's transform of one sample (input and target), run in PrefetchLoader's workers after normalisation and the
-/// built-in augmentations, once per sample. `rng` is the sample's own generator, seeded by (seed, epoch, batch,
-/// position in the batch) (transform_seed), so a run gives the same batches with 0, 1 or N workers. The result must
-/// keep the input's shape and dtype; it is written back into the batch.
-using SampleTransform = std::function<torch::data::Example<>(torch::data::Example<>, std::mt19937_64& rng)>;
-
-/// Options of PrefetchLoader beyond LoaderOptions: workers, augmentation, normalisation, target device.
-struct PrefetchOptions {
-  int64_t workers = 0;          ///< worker threads (0: batches are assembled on the consuming thread)
-  int64_t prefetch = 2;         ///< batches in flight or ready per worker
-  /// Augmentations of image batches.
-  AugmentOptions augment{};
-  /// Standardisation applied before augmentation.
-  NormalizeOptions normalize{};
-  /// The user's transform of each sample (empty: none); see SampleTransform.
-  SampleTransform transform{};
-  bool channels_last = false;   ///< yield inputs in channels-last memory format
-  /// Target device. For a CUDA device (with POLICYTRAIN_WITH_CUDA) batches are pinned and copied on a side
-  /// stream one batch ahead; otherwise batches stay on the CPU and the Trainer moves them.
-  torch::Device device = torch::kCPU;
-  /// CUDA: assemble into page-locked (pinned) host memory, so that copies to the device are asynchronous.
-  bool pin_memory = true;
-  /// CUDA: copy the next batch on a side stream while the current step runs (false: copy each batch on the
-  /// training stream when it is read).
-  bool side_stream = true;
-};
-
-namespace detail {
-
-/// A 64-bit mix (splitmix64 finaliser), so nearby (seed, epoch, index) give unrelated streams.
-constexpr uint64_t mix64(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-constexpr uint64_t batch_seed(uint64_t seed, int64_t epoch, int64_t index) {
-  return mix64(mix64(mix64(seed ^ 0xA5A5A5A5ull) + static_cast<uint64_t>(epoch)) + static_cast<uint64_t>(index));
-}
-
-/// One sample's draw: shift of the window (dy, dx in [-pad, pad]) and whether to flip.
-struct SampleAug {
-  int64_t dy = 0, dx = 0;
-  bool flip = false;
-};
-
-/// The draws of batch `index` of `epoch`: one per sample, in sample order.
-inline std::vector<SampleAug> draw_augmentations(const AugmentOptions& a, uint64_t seed, int64_t epoch, int64_t index,
-                                                 int64_t n) {
-  std::vector<SampleAug> out(static_cast<size_t>(n));
-  if (!a.enabled) return out;
-  std::mt19937_64 rng(batch_seed(seed, epoch, index));
-  const int64_t p = a.crop_padding;
-  for (auto& s : out) {
-    // Fixed number of draws per sample, so the stream does not depend on which augmentations are on.
-    const uint64_t r0 = rng(), r1 = rng(), r2 = rng();
-    if (p > 0) {
-      s.dy = static_cast<int64_t>(r0 % static_cast<uint64_t>(2 * p + 1)) - p;
-      s.dx = static_cast<int64_t>(r1 % static_cast<uint64_t>(2 * p + 1)) - p;
-    }
-    s.flip = a.horizontal_flip && (r2 >> 63) != 0;
-  }
-  return out;
-}
-
-/// One HxW plane: out = flip_if(shift(in)), where shift(in)[y, x] = in[y + dy, x + dx] (`fill` outside the
-/// image), i.e. a window of the zero-padded image; normalisation (x * scale + shift) is applied to image pixels.
-inline void augment_plane(const float* in, float* out, int64_t h, int64_t w, const SampleAug& s, float fill,
-                          float scale, float shift) {
-  for (int64_t y = 0; y < h; ++y) {
-    const int64_t sy = y + s.dy;
-    float* o = out + y * w;
-    if (sy < 0 || sy >= h) {
-      std::fill(o, o + w, fill);
-      continue;
-    }
-    const float* row = in + sy * w;
-    for (int64_t x = 0; x < w; ++x) {
-      const int64_t sx = (s.flip ? w - 1 - x : x) + s.dx;
-      o[x] = (sx < 0 || sx >= w) ? fill : row[sx] * scale + shift;
-    }
-  }
-}
-
-}  // namespace detail
-
-/// The seed of the generator PrefetchOptions::transform gets for sample `j` of batch `index` of `epoch`
-/// (independent of the augmentation's stream).
-constexpr uint64_t transform_seed(uint64_t seed, int64_t epoch, int64_t index, int64_t j) {
-  return detail::mix64(detail::batch_seed(seed ^ 0x7F4A7C15ull, epoch, index) + static_cast<uint64_t>(j));
-}
-
-namespace detail {
-
-/// Runs the user's transform on every sample of an assembled batch (views of its buffers), writing the result
-/// back in place.
-inline void apply_transform(Batch& out, const PrefetchOptions& o, uint64_t seed, int64_t epoch, int64_t index) {
-  if (!o.transform) return;
-  const int64_t n = out.x.size(0);
-  for (int64_t j = 0; j < n; ++j) {
-    std::mt19937_64 rng(transform_seed(seed, epoch, index, j));
-    auto xj = out.x[j];
-    auto yj = out.y[j];
-    auto r = o.transform(torch::data::Example<>{xj, yj}, rng);
-    if (!r.data.defined() || r.data.sizes() != xj.sizes() || r.data.scalar_type() != xj.scalar_type() ||
-        !r.target.defined() || r.target.numel() != 1 || r.target.scalar_type() != yj.scalar_type())
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::data::PrefetchLoader: the transform returned an input {} of {} and a target {} of {} for "
-          "sample {} of batch {}; expected an input {} of {} and a target of one {}",
-          r.data.defined() ? c10::str(r.data.sizes()) : std::string("(undefined)"),
-          r.data.defined() ? c10::toString(r.data.scalar_type()) : "-",
-          r.target.defined() ? c10::str(r.target.sizes()) : std::string("(undefined)"),
-          r.target.defined() ? c10::toString(r.target.scalar_type()) : "-", j, index, c10::str(xj.sizes()),
-          c10::toString(xj.scalar_type()), c10::toString(yj.scalar_type())));
-    if (!r.data.is_same(xj)) xj.copy_(r.data);
-    if (!r.target.is_same(yj)) yj.copy_(r.target.reshape({}));
-  }
-}
-
-}  // namespace detail
-
-namespace detail {
-
-/// Normalises and augments the n = out.x.size(0) images [c, h, w] at `sample(j)` into out.x.
-template <class SampleAt>
-void transform_images(Batch& out, SampleAt&& sample, int64_t c, int64_t h, int64_t w, const PrefetchOptions& o,
-                      uint64_t seed, int64_t epoch, int64_t index) {
-  const int64_t n = out.x.size(0), per = c * h * w;
-  const auto& nm = o.normalize;
-  if (nm.enabled && ((!nm.channel_mean.empty() && static_cast<int64_t>(nm.channel_mean.size()) != c) ||
-                     (!nm.channel_std.empty() && static_cast<int64_t>(nm.channel_std.size()) != c)))
-    throw std::invalid_argument(policytrain::detail::format(
-        "policytrain::data::PrefetchLoader: normalise has {} channel means and {} channel stds for images of {} "
-        "channels; expected {} of each (or none: then mean and std apply to every channel)",
-        nm.channel_mean.size(), nm.channel_std.size(), c, c));
-  std::vector<float> scale(static_cast<size_t>(c), 1.0f), shift(static_cast<size_t>(c), 0.0f);
-  if (o.normalize.enabled)
-    for (int64_t ch = 0; ch < c; ++ch) {
-      scale[static_cast<size_t>(ch)] = 1.0f / o.normalize.std_of(ch);
-      shift[static_cast<size_t>(ch)] = -o.normalize.mean_of(ch) / o.normalize.std_of(ch);
-    }
-  const auto draws = draw_augmentations(o.augment, seed, epoch, index, n);
-  float* dst = out.x.data_ptr<float>();
-  for (int64_t j = 0; j < n; ++j) {
-    const float* s = sample(j);
-    for (int64_t ch = 0; ch < c; ++ch)
-      augment_plane(s + ch * h * w, dst + j * per + ch * h * w, h, w, draws[static_cast<size_t>(j)], o.augment.fill,
-                    scale[static_cast<size_t>(ch)], shift[static_cast<size_t>(ch)]);
-  }
-}
-
-}  // namespace detail
-
-/// Assembles batch `index` of `epoch` into `out` (tensors of the batch's shapes, contiguous, allocated by the
-/// caller): gather, normalise, augment. No channels-last conversion (assemble_batch does it).
-inline void assemble_into(Batch& out, const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& idx,
-                          const PrefetchOptions& o, uint64_t seed, int64_t epoch, int64_t index) {
-  const int64_t n = idx.size(0);
-  const bool images = x.dim() == 4 && x.scalar_type() == torch::kFloat && x.is_contiguous();
-  const bool transform = o.augment.enabled || o.normalize.enabled;
-  if (transform && !images)
-    throw std::invalid_argument(policytrain::detail::format(
-        "policytrain::data::PrefetchLoader: augmentation and normalisation need contiguous float images [N, C, H, W], "
-        "got {} of {}; disable them or convert the inputs", c10::str(x.sizes()), c10::toString(x.scalar_type())));
-  const auto idxc = idx.contiguous();  // a data-parallel shard's indices are a strided view
-  const auto* ip = idxc.data_ptr<int64_t>();
-  {
-    // Targets: a scalar per sample.
-    const auto yc = y.contiguous();
-    const int64_t es = yc.element_size();
-    const auto* src = static_cast<const char*>(yc.data_ptr());
-    auto* dst = static_cast<char*>(out.y.data_ptr());
-    for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * es, src + ip[j] * es, static_cast<size_t>(es));
-  }
-  const int64_t per = x.numel() / std::max<int64_t>(x.size(0), 1);
-  if (!transform) {
-    const int64_t bytes = per * x.element_size();
-    const auto xc = x.contiguous();
-    const auto* src = static_cast<const char*>(xc.data_ptr());
-    auto* dst = static_cast<char*>(out.x.data_ptr());
-    for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * bytes, src + ip[j] * bytes, static_cast<size_t>(bytes));
-  } else {
-    const float* src = x.data_ptr<float>();
-    detail::transform_images(out, [&](int64_t j) { return src + ip[j] * per; }, x.size(1), x.size(2), x.size(3), o,
-                             seed, epoch, index);
-  }
-  detail::apply_transform(out, o, seed, epoch, index);
-}
-
-/// Assembles batch `index` of `epoch` from `x`, `y` and its sample indices `idx` into new tensors: gather,
-/// normalise, augment, then channels-last if asked. Exposed so tests and benchmarks can check one batch against an
-/// independent computation.
-inline Batch assemble_batch(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& idx,
-                            const PrefetchOptions& o, uint64_t seed, int64_t epoch, int64_t index, bool pinned = false) {
-  auto xs = x.sizes().vec();
-  xs[0] = idx.size(0);
-  Batch b{torch::empty(xs, x.options().pinned_memory(pinned)),
-          torch::empty({idx.size(0)}, y.options().pinned_memory(pinned))};
-  assemble_into(b, x, y, idx, o, seed, epoch, index);
-  if (o.channels_last && b.x.dim() == 4) b.x = b.x.contiguous(at::MemoryFormat::ChannelsLast);
-  return b;
-}
-
-namespace detail {
-
-/// The host buffers batches are assembled into, reused across batches and epochs. acquire() hands out tensors
-/// that alias a free buffer pair (torch::from_blob with a deleter): the pair is free again when both tensors and
-/// every view of them are gone (the consumer has dropped the batch; the deleter takes the ring's mutex, so the
-/// consumer's reads happen before the next writes) and no copy that reads it is pending (on CUDA: the copy to the
-/// device; `pending()` marks it, `poll()` clears what has finished). Thread-safe; the buffers outlive the ring while
-/// a batch still aliases them. Buffers of another shape (the short last batch) are separate buffers.
-/// Only `poll()` calls a pending copy's `done` (on CUDA an event query): the consumer calls it, so the workers that
-/// call acquire() make no CUDA call (they would contend with the training thread's launches for the driver).
-class BufferRing {
- public:
-  explicit BufferRing(bool pinned = false) : st_(std::make_shared<State>()) { st_->pinned = pinned; }
-  /// A batch of these shapes and dtypes in a free (or a new) pair of buffers.
-  Batch acquire(const torch::Tensor& x, const torch::Tensor& y, int64_t n) {
-    auto xs = x.sizes().vec();
-    xs[0] = n;
-    std::lock_guard lk(st_->m);
-    size_t i = 0;
-    for (; i < st_->entries.size(); ++i) {
-      const auto& e = st_->entries[i];
-      if (e.holds == 0 && !e.done && e.buffers.x.sizes() == c10::IntArrayRef(xs)) break;
-    }
-    if (i == st_->entries.size()) {
-      st_->entries.push_back(Entry{Batch{torch::empty(xs, x.options().pinned_memory(st_->pinned)),
-                                         torch::empty({n}, y.options().pinned_memory(st_->pinned))}});
-    } else {
-      ++st_->reused;
-    }
-    auto& e = st_->entries[i];
-    e.holds = 2;
-    auto release = [st = st_, i](void*) {
-      std::lock_guard g(st->m);
-      --st->entries[i].holds;
-    };
-    return Batch{torch::from_blob(e.buffers.x.data_ptr(), e.buffers.x.sizes(), release, e.buffers.x.options()),
-                 torch::from_blob(e.buffers.y.data_ptr(), e.buffers.y.sizes(), release, e.buffers.y.options())};
-  }
-  /// Marks the buffers of `b` as read by a copy that has finished once `done()` returns true (checked by poll()).
-  void pending(const Batch& b, std::function<bool()> done) {
-    std::lock_guard lk(st_->m);
-    for (auto& e : st_->entries)
-      if (e.buffers.x.data_ptr() == b.x.data_ptr()) e.done = std::move(done);
-  }
-  /// Frees the buffers whose pending copy has finished; returns how many copies are still pending.
-  int64_t poll() {
-    std::lock_guard lk(st_->m);
-    int64_t left = 0;
-    for (auto& e : st_->entries) {
-      if (!e.done) continue;
-      if (e.done()) e.done = nullptr;
-      else ++left;
-    }
-    return left;
-  }
-  /// Buffer pairs allocated since construction.
-  int64_t allocated() const {
-    std::lock_guard lk(st_->m);
-    return static_cast<int64_t>(st_->entries.size());
-  }
-  /// Times a buffer pair was taken again instead of allocating one.
-  int64_t reused() const {
-    std::lock_guard lk(st_->m);
-    return st_->reused;
-  }
-
- private:
-  struct Entry {
-    Batch buffers;
-    int holds = 0;               // tensors handed out that alias the pair (0: free once no copy is pending)
-    std::function<bool()> done{};  // set while a copy that reads the pair may be running
-  };
-  struct State {
-    std::mutex m;
-    std::deque<Entry> entries;  // a deque: entries never move, the deleters name them by index
-    int64_t reused = 0;
-    bool pinned = false;
-  };
-  std::shared_ptr<State> st_;
-};
-
-}  // namespace detail
-
 /// Batches of an in-memory (inputs, targets) pair assembled on worker threads, in TensorLoader's order (see the file comment).
 class PrefetchLoader {
  public:
@@ -385,9 +75,10 @@ class PrefetchLoader {
   PrefetchLoader(torch::Tensor x, torch::Tensor y, LoaderOptions lo = {}, PrefetchOptions po = {})
       : x_(x.contiguous()), y_(y.contiguous()), order_(x_, y_, lo), po_(po) {
     if (po_.workers < 0 || po_.prefetch < 1)
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::data::PrefetchLoader: workers {} and prefetch {}; expected workers >= 0 and prefetch >= 1",
-          po_.workers, po_.prefetch));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::data::PrefetchLoader",
+          policytrain::detail::format("workers {} and prefetch {}; expected workers >= 0 and prefetch >= 1",
+                                      po_.workers, po_.prefetch)));
     check_options();
   }
 
@@ -403,7 +94,7 @@ class PrefetchLoader {
       d.size();
     }
   explicit PrefetchLoader(Dataset dataset, LoaderOptions lo = {}, PrefetchOptions po = {})
-      : PrefetchLoader(source_of(std::make_shared<Dataset>(std::move(dataset))), lo, std::move(po)) {}
+      : PrefetchLoader(detail::dataset_source(std::make_shared<Dataset>(std::move(dataset))), lo, std::move(po)) {}
   PrefetchLoader(const PrefetchLoader&) = delete;
   PrefetchLoader& operator=(const PrefetchLoader&) = delete;
   ~PrefetchLoader() { stop_workers(); }
@@ -490,63 +181,34 @@ class PrefetchLoader {
   iterator end() { return {this, size()}; }
 
  private:
-  // A dataset as PrefetchLoader reads it: `get`, and tensors of its length whose other sizes and dtypes are a
-  // sample's (expanded views of sample 0: no memory per sample).
-  struct Source {
-    std::function<torch::data::Example<>(size_t)> get;
-    torch::Tensor x, y;
-  };
-  template <class Dataset>
-  static Source source_of(std::shared_ptr<Dataset> d) {
-    const auto n = static_cast<int64_t>(size_of(*d));
-    if (n < 1)
-      throw std::invalid_argument("policytrain::data::PrefetchLoader: the dataset is empty; expected at least one sample");
-    Source s;
-    s.get = [d](size_t i) { return torch::data::Example<>(d->get(i)); };
-    auto first = s.get(0);
-    if (!first.data.defined() || !first.target.defined() || first.target.numel() != 1)
-      throw std::invalid_argument("policytrain::data::PrefetchLoader: sample 0 of the dataset has no input, or a target "
-                                  "that is not one value; expected an input tensor and a scalar target");
-    auto xs = first.data.sizes().vec();
-    xs.insert(xs.begin(), n);
-    s.x = first.data.unsqueeze(0).expand(xs);
-    s.y = first.target.reshape({1}).expand({n});
-    return s;
-  }
-  template <class Dataset>
-  static size_t size_of(const Dataset& d) {
-    if constexpr (std::is_convertible_v<decltype(d.size()), size_t>) {
-      return d.size();
-    } else {
-      const auto s = d.size();
-      if (!s) throw std::invalid_argument("policytrain::data::PrefetchLoader: the dataset's size() is unknown; expected a "
-                                          "map-style dataset of known size");
-      return *s;
-    }
-  }
-  PrefetchLoader(Source src, LoaderOptions lo, PrefetchOptions po)
+  PrefetchLoader(detail::DatasetSource src, LoaderOptions lo, PrefetchOptions po)
       : x_(src.x), y_(src.y), order_(x_, y_, lo), po_(std::move(po)), get_(std::move(src.get)) {
     check_options();
   }
   void check_options() {
     if (po_.workers < 0 || po_.prefetch < 1)
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::data::PrefetchLoader: workers {} and prefetch {}; expected workers >= 0 and prefetch >= 1",
-          po_.workers, po_.prefetch));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::data::PrefetchLoader",
+          policytrain::detail::format("workers {} and prefetch {}; expected workers >= 0 and prefetch >= 1",
+                                      po_.workers, po_.prefetch)));
     const auto& nm = po_.normalize;
     if (nm.enabled) {
       std::vector<float> stds = nm.channel_std;
       if (stds.empty()) stds.push_back(nm.std);
       for (float s : stds)
         if (!(s > 0))
-          throw std::invalid_argument(policytrain::detail::format("policytrain::data::PrefetchLoader: normalise std is {}, expected > 0", s));
+          throw std::invalid_argument(
+              policytrain::detail::error_message("policytrain::data::PrefetchLoader",
+                                                 policytrain::detail::format("normalise std is {}, expected > 0", s)));
       const int64_t c = x_.dim() == 4 ? x_.size(1) : -1;
       if ((!nm.channel_mean.empty() && static_cast<int64_t>(nm.channel_mean.size()) != c) ||
           (!nm.channel_std.empty() && static_cast<int64_t>(nm.channel_std.size()) != c))
-        throw std::invalid_argument(policytrain::detail::format(
-            "policytrain::data::PrefetchLoader: normalise has {} channel means and {} channel stds for inputs {}; "
-            "expected one per channel of [N, C, H, W] images (or none: then mean and std apply to every channel)",
-            nm.channel_mean.size(), nm.channel_std.size(), c10::str(x_.sizes())));
+        throw std::invalid_argument(policytrain::detail::error_message(
+            "policytrain::data::PrefetchLoader",
+            policytrain::detail::format(
+                "normalise has {} channel means and {} channel stds for inputs {}; "
+                "expected one per channel of [N, C, H, W] images (or none: then mean and std apply to every channel)",
+                nm.channel_mean.size(), nm.channel_std.size(), c10::str(x_.sizes()))));
     }
 #ifdef POLICYTRAIN_WITH_CUDA
     cuda_ = po_.device.is_cuda();
@@ -569,20 +231,24 @@ class PrefetchLoader {
       auto ex = get_(static_cast<size_t>(ip[j]));
       if (!ex.data.defined() || ex.data.sizes() != shape || ex.data.scalar_type() != x_.scalar_type() ||
           !ex.target.defined() || ex.target.numel() != 1)
-        throw std::invalid_argument(policytrain::detail::format(
-            "policytrain::data::PrefetchLoader: sample {} of the dataset has an input {} of {} and a target of {} "
-            "values; expected an input {} of {} (sample 0's) and one target value",
-            ip[j], ex.data.defined() ? c10::str(ex.data.sizes()) : std::string("(undefined)"),
-            ex.data.defined() ? c10::toString(ex.data.scalar_type()) : "-", ex.target.defined() ? ex.target.numel() : 0,
-            c10::str(shape), c10::toString(x_.scalar_type())));
+        throw std::invalid_argument(policytrain::detail::error_message(
+            "policytrain::data::PrefetchLoader",
+            policytrain::detail::format(
+                "sample {} of the dataset has an input {} of {} and a target of {} "
+                "values; expected an input {} of {} (sample 0's) and one target value",
+                ip[j], ex.data.defined() ? c10::str(ex.data.sizes()) : std::string("(undefined)"),
+                ex.data.defined() ? c10::toString(ex.data.scalar_type()) : "-",
+                ex.target.defined() ? ex.target.numel() : 0, c10::str(shape), c10::toString(x_.scalar_type()))));
       xs[static_cast<size_t>(j)] = ex.data.contiguous();
       out.y[j].copy_(ex.target.reshape({}));
     }
     if (po_.augment.enabled || po_.normalize.enabled) {
       if (x_.dim() != 4 || x_.scalar_type() != torch::kFloat)
-        throw std::invalid_argument(policytrain::detail::format(
-            "policytrain::data::PrefetchLoader: augmentation and normalisation need float image samples [C, H, W], "
-            "got {} of {}; disable them or convert the samples", c10::str(shape), c10::toString(x_.scalar_type())));
+        throw std::invalid_argument(policytrain::detail::error_message(
+            "policytrain::data::PrefetchLoader",
+            policytrain::detail::format("augmentation and normalisation need float image samples [C, H, W], "
+                                        "got {} of {}; disable them or convert the samples",
+                                        c10::str(shape), c10::toString(x_.scalar_type()))));
       detail::transform_images(out, [&](int64_t j) { return xs[static_cast<size_t>(j)].data_ptr<float>(); },
                                x_.size(1), x_.size(2), x_.size(3), po_, seed, epoch, index);
     } else {
@@ -722,7 +388,9 @@ class PrefetchLoader {
 
   Batch take(size_t i) {
     if (i >= size())
-      throw std::out_of_range(policytrain::detail::format("policytrain::data::PrefetchLoader: batch {} read, but the epoch has {}", i, size()));
+      throw std::out_of_range(policytrain::detail::error_message(
+          "policytrain::data::PrefetchLoader",
+          policytrain::detail::format("batch {} read, but the epoch has {}", i, size())));
 #ifdef POLICYTRAIN_WITH_CUDA
     if (cuda_) return take_cuda(i);
 #endif

@@ -46,20 +46,27 @@ struct Split {
 /// Throws std::invalid_argument naming the value and what was expected.
 inline Split stratified_split(const torch::Tensor& x, const torch::Tensor& y, int64_t n_val, uint64_t seed) {
   if (y.dim() != 1 || y.scalar_type() != torch::kLong)
-    throw std::invalid_argument(policytrain::detail::format("policytrain::data::stratified_split: labels of shape {} and type {}; "
-                                            "expected int64 of shape [N]", fmt::join(y.sizes(), "x"),
-                                            c10::toString(y.scalar_type())));
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::data::stratified_split",
+        policytrain::detail::format("labels of shape {} and type {}; "
+                                    "expected int64 of shape [N]",
+                                    fmt::join(y.sizes(), "x"), c10::toString(y.scalar_type()))));
   const int64_t n = y.size(0);
   if (x.dim() < 1 || x.size(0) != n)
-    throw std::invalid_argument(policytrain::detail::format("policytrain::data::stratified_split: {} images but {} labels; expected "
-                                            "as many of each", x.dim() < 1 ? 0 : x.size(0), n));
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::data::stratified_split", policytrain::detail::format("{} images but {} labels; expected "
+                                                                           "as many of each",
+                                                                           x.dim() < 1 ? 0 : x.size(0), n)));
   if (n_val < 0 || n_val >= n)
-    throw std::invalid_argument(policytrain::detail::format("policytrain::data::stratified_split: {} validation samples of {}; "
-                                            "expected 0 <= n_val < {}", n_val, n, n));
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::data::stratified_split", policytrain::detail::format("{} validation samples of {}; "
+                                                                           "expected 0 <= n_val < {}",
+                                                                           n_val, n, n)));
   const auto labels = y.contiguous();
   const int64_t* lab = labels.data_ptr<int64_t>();
   if (n > 0 && *std::min_element(lab, lab + n) < 0)
-    throw std::invalid_argument("policytrain::data::stratified_split: a label is negative; expected labels >= 0");
+    throw std::invalid_argument(policytrain::detail::error_message("policytrain::data::stratified_split",
+                                                                   "a label is negative; expected labels >= 0"));
   const int64_t classes = n > 0 ? *std::max_element(lab, lab + n) + 1 : 0;
   std::vector<std::vector<int64_t>> members(static_cast<size_t>(classes));
   for (int64_t i = 0; i < n; ++i) members[static_cast<size_t>(lab[i])].push_back(i);
@@ -110,14 +117,18 @@ inline std::vector<torch::Tensor> random_split_indices(int64_t n, const std::vec
   int64_t total = 0;
   for (int64_t l : lengths) {
     if (l < 0)
-      throw std::invalid_argument(policytrain::detail::format("policytrain::data::random_split: a length is {}; expected "
-                                                              "lengths >= 0", l));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::data::random_split", policytrain::detail::format("a length is {}; expected "
+                                                                         "lengths >= 0",
+                                                                         l)));
     total += l;
   }
   if (total != n)
-    throw std::invalid_argument(policytrain::detail::format("policytrain::data::random_split: the lengths ({}) sum to {}, "
-                                                            "but the data set has {} samples; expected them to sum to {}",
-                                                            fmt::join(lengths, ", "), total, n, n));
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::data::random_split",
+        policytrain::detail::format("the lengths ({}) sum to {}, "
+                                    "but the data set has {} samples; expected them to sum to {}",
+                                    fmt::join(lengths, ", "), total, n, n)));
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   const auto perm = torch::randperm(n, gen, torch::kLong);
   std::vector<torch::Tensor> parts;
@@ -136,11 +147,15 @@ inline std::vector<torch::Tensor> random_split_indices(int64_t n, const std::vec
 inline Split random_split(const torch::Tensor& x, const torch::Tensor& y, int64_t n_val, uint64_t seed) {
   const int64_t n = x.dim() < 1 ? 0 : x.size(0);
   if (x.dim() < 1 || y.dim() < 1 || y.size(0) != n)
-    throw std::invalid_argument(policytrain::detail::format("policytrain::data::random_split: {} inputs but {} targets; "
-                                                            "expected as many of each", n, y.dim() < 1 ? 0 : y.size(0)));
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::data::random_split", policytrain::detail::format("{} inputs but {} targets; "
+                                                                       "expected as many of each",
+                                                                       n, y.dim() < 1 ? 0 : y.size(0))));
   if (n_val < 0 || n_val >= n)
-    throw std::invalid_argument(policytrain::detail::format("policytrain::data::random_split: {} validation samples of {}; "
-                                                            "expected 0 <= n_val < {}", n_val, n, n));
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::data::random_split", policytrain::detail::format("{} validation samples of {}; "
+                                                                       "expected 0 <= n_val < {}",
+                                                                       n_val, n, n)));
   auto parts = random_split_indices(n, {n - n_val, n_val}, seed);
   Split s;
   s.train_index = std::get<0>(parts[0].sort());

@@ -17,6 +17,8 @@
 #include <c10/util/Exception.h>
 #include <torch/version.h>
 
+#include <policytrain/detail/format.hpp>
+
 namespace policytrain::detail {
 
 /// "MAJOR.MINOR.PATCH" of the LibTorch this was compiled against.
@@ -66,8 +68,9 @@ inline bool autocast_enabled(c10::DeviceType device) {
   return at::autocast::is_autocast_enabled(device);
 #else
   if (device == c10::DeviceType::CPU) return at::autocast::is_cpu_enabled();
-  TORCH_CHECK(device == c10::DeviceType::CUDA, "policytrain: autocast on ", device,
-              " needs LibTorch >= 2.4; use CPU or CUDA");
+  TORCH_CHECK(device == c10::DeviceType::CUDA,
+              policytrain::detail::error_message(
+                  "policytrain", c10::str("autocast on ", device, " needs LibTorch >= 2.4"), {}, "use CPU or CUDA"));
   return at::autocast::is_enabled();
 #endif
 }
@@ -77,8 +80,9 @@ inline void set_autocast_enabled(c10::DeviceType device, bool enabled) {
   at::autocast::set_autocast_enabled(device, enabled);
 #else
   if (device == c10::DeviceType::CPU) return at::autocast::set_cpu_enabled(enabled);
-  TORCH_CHECK(device == c10::DeviceType::CUDA, "policytrain: autocast on ", device,
-              " needs LibTorch >= 2.4; use CPU or CUDA");
+  TORCH_CHECK(device == c10::DeviceType::CUDA,
+              policytrain::detail::error_message(
+                  "policytrain", c10::str("autocast on ", device, " needs LibTorch >= 2.4"), {}, "use CPU or CUDA"));
   at::autocast::set_enabled(enabled);
 #endif
 }
@@ -88,8 +92,9 @@ inline c10::ScalarType autocast_dtype(c10::DeviceType device) {
   return at::autocast::get_autocast_dtype(device);
 #else
   if (device == c10::DeviceType::CPU) return at::autocast::get_autocast_cpu_dtype();
-  TORCH_CHECK(device == c10::DeviceType::CUDA, "policytrain: autocast on ", device,
-              " needs LibTorch >= 2.4; use CPU or CUDA");
+  TORCH_CHECK(device == c10::DeviceType::CUDA,
+              policytrain::detail::error_message(
+                  "policytrain", c10::str("autocast on ", device, " needs LibTorch >= 2.4"), {}, "use CPU or CUDA"));
   return at::autocast::get_autocast_gpu_dtype();
 #endif
 }
@@ -99,8 +104,9 @@ inline void set_autocast_dtype(c10::DeviceType device, c10::ScalarType dtype) {
   at::autocast::set_autocast_dtype(device, dtype);
 #else
   if (device == c10::DeviceType::CPU) return at::autocast::set_autocast_cpu_dtype(dtype);
-  TORCH_CHECK(device == c10::DeviceType::CUDA, "policytrain: autocast on ", device,
-              " needs LibTorch >= 2.4; use CPU or CUDA");
+  TORCH_CHECK(device == c10::DeviceType::CUDA,
+              policytrain::detail::error_message(
+                  "policytrain", c10::str("autocast on ", device, " needs LibTorch >= 2.4"), {}, "use CPU or CUDA"));
   at::autocast::set_autocast_gpu_dtype(dtype);
 #endif
 }

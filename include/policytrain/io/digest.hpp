@@ -68,8 +68,10 @@ POLICYTRAIN_DECL std::string params_sha256(const torch::nn::Module& m)
 POLICYTRAIN_DECL Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
   if (!ctx_ || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) {
     EVP_MD_CTX_free(ctx_);
-    throw std::runtime_error("policytrain::io::Sha256: OpenSSL's SHA-256 is unavailable (EVP_DigestInit_ex failed); "
-                             "link a libcrypto that provides it");
+    throw std::runtime_error(
+        policytrain::detail::error_message("policytrain::io::Sha256",
+                                           "OpenSSL's SHA-256 is unavailable (EVP_DigestInit_ex failed); "
+                                           "link a libcrypto that provides it"));
   }
 }
 
@@ -77,13 +79,16 @@ POLICYTRAIN_DECL Sha256::~Sha256() { EVP_MD_CTX_free(ctx_); }
 
 POLICYTRAIN_DECL void Sha256::update(const void* data, size_t n) {
   if (n > 0 && EVP_DigestUpdate(ctx_, data, n) != 1)
-    throw std::runtime_error(policytrain::detail::format("policytrain::io::Sha256: EVP_DigestUpdate of {} bytes failed", n));
+    throw std::runtime_error(policytrain::detail::error_message(
+        "policytrain::io::Sha256", policytrain::detail::format("EVP_DigestUpdate of {} bytes failed", n)));
 }
 
 POLICYTRAIN_DECL std::string Sha256::hex() {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned len = 0;
-  if (EVP_DigestFinal_ex(ctx_, md, &len) != 1) throw std::runtime_error("policytrain::io::Sha256: EVP_DigestFinal_ex failed");
+  if (EVP_DigestFinal_ex(ctx_, md, &len) != 1)
+    throw std::runtime_error(
+        policytrain::detail::error_message("policytrain::io::Sha256", "EVP_DigestFinal_ex failed"));
   std::string hex;
   hex.reserve(2 * len);
   for (unsigned i = 0; i < len; ++i) hex += policytrain::detail::format("{:02x}", md[i]);

@@ -17,6 +17,7 @@
 #include <torch/types.h>
 
 #include <policytrain/core/metric.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain::metric {
 
@@ -43,11 +44,14 @@ class StatScores {
   /// Counts for `o`; `who` names the metric in errors. Throws std::invalid_argument on bad options.
   StatScores(ClassOptions o, std::string who) : o_(std::move(o)), who_(std::move(who)) {
     if (o_.num_classes < 2)
-      throw std::invalid_argument("policytrain::metric::" + who_ + ": num_classes is " + std::to_string(o_.num_classes) +
-                                  "; set ClassOptions::num_classes to the number of classes (at least 2)");
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::metric::" + who_, policytrain::detail::format("num_classes is {}", o_.num_classes), {},
+          "set ClassOptions::num_classes to the number of "
+          "classes (at least 2)"));
     if (o_.top_k < 1 || o_.top_k > o_.num_classes)
-      throw std::invalid_argument("policytrain::metric::" + who_ + ": top_k is " + std::to_string(o_.top_k) +
-                                  "; expected 1 to num_classes (" + std::to_string(o_.num_classes) + ")");
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::metric::" + who_, policytrain::detail::format("top_k is {}", o_.top_k),
+          policytrain::detail::format("1 to num_classes ({})", o_.num_classes)));
     reset();
   }
   /// Adds a batch: [batch, classes] scores or [batch] labels against [batch] class indices.
@@ -61,14 +65,16 @@ class StatScores {
     } else if (o_.top_k == 1 && prediction.dim() == 1 && !at::isFloatingType(prediction.scalar_type())) {
       hit = torch::one_hot(labels(who_, prediction, k, "prediction"), k).to(torch::kBool);
     } else {
-      throw std::invalid_argument("policytrain::metric::" + who_ + ": the prediction is " +
-                                  c10::str(prediction.sizes()) + " " + std::string(c10::toString(prediction.scalar_type())) +
-                                  "; expected [batch, " + std::to_string(k) + "] scores" +
-                                  (o_.top_k == 1 ? " or [batch] integer labels" : ""));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::metric::" + who_,
+          policytrain::detail::format("the prediction is {} {}", c10::str(prediction.sizes()),
+                                      c10::toString(prediction.scalar_type())),
+          policytrain::detail::format("[batch, {}] scores{}", k, o_.top_k == 1 ? " or [batch] integer labels" : "")));
     }
     if (hit.size(0) != t.size(0))
-      throw std::invalid_argument("policytrain::metric::" + who_ + ": " + std::to_string(hit.size(0)) +
-                                  " predictions for " + std::to_string(t.size(0)) + " targets");
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::metric::" + who_,
+          policytrain::detail::format("{} predictions for {} targets", hit.size(0), t.size(0))));
     auto truth = torch::one_hot(t, k).to(torch::kBool);
     tp_.value = tp_.value + (hit & truth).sum(0).to(torch::kDouble);
     fp_.value = fp_.value + (hit & ~truth).sum(0).to(torch::kDouble);
@@ -115,13 +121,17 @@ class StatScores {
     auto l = t.detach().to(torch::kCPU);
     if (l.dim() == 2 && l.size(1) == 1) l = l.squeeze(1);
     if (l.dim() != 1 || at::isFloatingType(l.scalar_type()) || l.scalar_type() == torch::kBool)
-      throw std::invalid_argument("policytrain::metric::" + who + ": the " + what + " is " + c10::str(t.sizes()) +
-                                  " " + std::string(c10::toString(t.scalar_type())) + "; expected [batch] integer class indices");
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::metric::" + who,
+          policytrain::detail::format("the {} is {} {}", what, c10::str(t.sizes()), c10::toString(t.scalar_type())),
+          "[batch] integer class indices"));
     l = l.to(torch::kLong);
     if (l.numel() && (l.min().item<int64_t>() < 0 || l.max().item<int64_t>() >= k))
-      throw std::invalid_argument("policytrain::metric::" + who + ": a " + what + " class index is " +
-                                  std::to_string(l.min().item<int64_t>() < 0 ? l.min().item<int64_t>() : l.max().item<int64_t>()) +
-                                  "; expected 0 to " + std::to_string(k - 1) + " (num_classes " + std::to_string(k) + ")");
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::metric::" + who,
+          policytrain::detail::format("a {} class index is {}", what,
+                                      l.min().item<int64_t>() < 0 ? l.min().item<int64_t>() : l.max().item<int64_t>()),
+          policytrain::detail::format("0 to {} (num_classes {})", k - 1, k)));
     return l;
   }
   /// `num / den` elementwise, zero where den is zero.
@@ -236,8 +246,9 @@ class ConfusionMatrix {
   explicit ConfusionMatrix(int64_t num_classes, std::string name = "confusion_matrix")
       : k_(num_classes), name_(std::move(name)) {
     if (k_ < 2)
-      throw std::invalid_argument("policytrain::metric::ConfusionMatrix: num_classes is " + std::to_string(k_) +
-                                  "; expected the number of classes (at least 2)");
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::metric::ConfusionMatrix", policytrain::detail::format("num_classes is {}", k_),
+          "the number of classes (at least 2)"));
     reset();
   }
   /// The name it is declared, printed, logged and monitored under.
@@ -253,8 +264,9 @@ class ConfusionMatrix {
     else
       p = StatScores::labels("ConfusionMatrix", prediction, k_, "prediction");
     if (p.size(0) != t.size(0))
-      throw std::invalid_argument("policytrain::metric::ConfusionMatrix: " + std::to_string(p.size(0)) +
-                                  " predictions for " + std::to_string(t.size(0)) + " targets");
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::metric::ConfusionMatrix",
+          policytrain::detail::format("{} predictions for {} targets", p.size(0), t.size(0))));
     counts_.value = counts_.value + torch::bincount(t * k_ + p, {}, k_ * k_).view({k_, k_}).to(torch::kLong);
   }
   /// The [true class][predicted class] counts over every batch since reset().
@@ -285,11 +297,14 @@ class BinaryAUROC {
     auto p = prediction.detach().to(torch::kCPU, torch::kDouble).reshape({-1});
     auto t = target.detach().to(torch::kCPU, torch::kDouble).reshape({-1});
     if (p.numel() != t.numel())
-      throw std::invalid_argument("policytrain::metric::BinaryAUROC: " + std::to_string(p.numel()) + " predictions " +
-                                  c10::str(prediction.sizes()) + " for " + std::to_string(t.numel()) + " targets " +
-                                  c10::str(target.sizes()) + "; expected one score per sample");
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::metric::BinaryAUROC",
+          policytrain::detail::format("{} predictions {} for {} targets {}", p.numel(), c10::str(prediction.sizes()),
+                                      t.numel(), c10::str(target.sizes())),
+          "one score per sample"));
     if (t.numel() && ((t != 0) & (t != 1)).any().item<bool>())
-      throw std::invalid_argument("policytrain::metric::BinaryAUROC: a target is neither 0 nor 1");
+      throw std::invalid_argument(
+          policytrain::detail::error_message("policytrain::metric::BinaryAUROC", "a target is neither 0 nor 1"));
     if (p.numel() && ((p < 0) | (p > 1)).any().item<bool>()) p = p.sigmoid();
     preds_.value = torch::cat({preds_.value, p});
     target_.value = torch::cat({target_.value, t});

@@ -13,6 +13,7 @@
 #include <torch/types.h>
 
 #include <policytrain/core/metric.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain::metric {
 
@@ -21,10 +22,11 @@ namespace detail {
 inline std::pair<torch::Tensor, torch::Tensor> flat_pair(const std::string& who, const torch::Tensor& prediction,
                                                          const torch::Tensor& target) {
   if (prediction.numel() != target.numel())
-    throw std::invalid_argument("policytrain::metric::" + who + ": the prediction has " +
-                                std::to_string(prediction.numel()) + " values " + c10::str(prediction.sizes()) +
-                                " and the target " + std::to_string(target.numel()) + " " + c10::str(target.sizes()) +
-                                "; a regression metric takes one prediction per target value");
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::metric::" + who,
+        policytrain::detail::format("the prediction has {} values {} and the target {} {}", prediction.numel(),
+                                    c10::str(prediction.sizes()), target.numel(), c10::str(target.sizes())),
+        {}, "a regression metric takes one prediction per target value"));
   return {prediction.detach().to(torch::kCPU, torch::kDouble).reshape({-1}),
           target.detach().to(torch::kCPU, torch::kDouble).reshape({-1})};
 }

@@ -19,6 +19,7 @@
 #include <torch/serialize/archive.h>
 #include <torch/types.h>
 
+#include <policytrain/detail/format.hpp>
 #include <policytrain/optim/fused_common.hpp>
 #include <policytrain/optim/state_layout.hpp>
 
@@ -50,8 +51,11 @@ class FusedAdamImpl : public Base, public FusedGradScaling, public GraphReplayab
       std::vector<std::pair<torch::Tensor, torch::Tensor>> relaid;  // (the gradient, its copy in the param's layout)
       for (auto& p : group.params()) {
         if (!p.grad().defined()) continue;
-        TORCH_CHECK(!p.grad().is_sparse(), "policytrain::optim::Fused", Decoupled ? "AdamW" : "Adam",
-                    ": sparse gradients are not supported; use torch::optim::", Decoupled ? "AdamW" : "Adam");
+        TORCH_CHECK(!p.grad().is_sparse(),
+                    policytrain::detail::error_message(
+                        Decoupled ? "policytrain::optim::FusedAdamW" : "policytrain::optim::FusedAdam",
+                        "sparse gradients are not supported", {},
+                        Decoupled ? "use torch::optim::AdamW" : "use torch::optim::Adam"));
         auto& slot = this->state()[p.unsafeGetTensorImpl()];
         if (!slot) {
           auto s = std::make_unique<ParamState>();

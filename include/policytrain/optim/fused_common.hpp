@@ -9,6 +9,8 @@
 
 #include <torch/types.h>
 
+#include <policytrain/detail/format.hpp>
+
 namespace policytrain::optim {
 
 /// The gradient-scaling inputs of a fused optimizer step. Both tensors are 0-dim float32 on the parameters'
@@ -45,9 +47,12 @@ class FusedGradScaling {
  private:
   static void check(const torch::Tensor& t, const char* name) {
     TORCH_CHECK(!t.defined() || (t.numel() == 1 && t.is_floating_point()),
-                "policytrain::optim::FusedGradScaling: ", name, " must be a one-element floating tensor (the loss "
-                "scaler's); got ", t.defined() ? t.sizes() : c10::IntArrayRef{}, " of ",
-                t.defined() ? t.dtype() : caffe2::TypeMeta(), "; pass an undefined tensor for none");
+                policytrain::detail::error_message(
+                    "policytrain::optim::FusedGradScaling",
+                    c10::str(name, " must be a one-element floating tensor (the loss scaler's); got ",
+                             t.defined() ? t.sizes() : c10::IntArrayRef{}, " of ",
+                             t.defined() ? t.dtype() : caffe2::TypeMeta()),
+                    {}, "pass an undefined tensor for none"));
   }
   torch::Tensor grad_scale_, found_inf_;
 };

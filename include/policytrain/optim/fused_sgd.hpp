@@ -17,6 +17,7 @@
 #include <torch/optim/sgd.h>
 #include <torch/types.h>
 
+#include <policytrain/detail/format.hpp>
 #include <policytrain/optim/fused_common.hpp>
 #include <policytrain/optim/state_layout.hpp>
 
@@ -45,8 +46,9 @@ class FusedSgd : public torch::optim::SGD, public FusedGradScaling, public Graph
       std::vector<std::pair<torch::Tensor, torch::Tensor>> relaid;  // (the gradient, its copy in the param's layout)
       for (auto& p : group.params()) {
         if (!p.grad().defined()) continue;
-        TORCH_CHECK(!p.grad().is_sparse(),
-                    "policytrain::optim::FusedSgd: sparse gradients are not supported; use torch::optim::SGD");
+        TORCH_CHECK(!p.grad().is_sparse(), policytrain::detail::error_message("policytrain::optim::FusedSgd",
+                                                                              "sparse gradients are not supported", {},
+                                                                              "use torch::optim::SGD"));
         int first = 0;
         if (o.momentum() != 0) {
           auto& slot = state()[p.unsafeGetTensorImpl()];

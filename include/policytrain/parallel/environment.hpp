@@ -18,6 +18,7 @@
 /// A partial or contradictory environment is std::invalid_argument naming the variables, their values and what
 /// was expected. Cost: a few getenv calls when a parallel policy is built.
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <functional>
@@ -37,9 +38,10 @@ namespace policytrain::parallel {
 /// bracket, a range whose end is below its start, a bound that is not a number, an empty name, over 1M hosts).
 inline std::vector<std::string> expand_slurm_nodelist(const std::string& list) {
   auto fail = [&](const std::string& why) {
-    return std::invalid_argument(policytrain::detail::format(
-        "policytrain::parallel::expand_slurm_nodelist: '{}' is not a Slurm host list: {}; expected names such as "
-        "node1, gpu[01-04,07] or a[1-2],b3", list, why));
+    return std::invalid_argument(
+        policytrain::detail::error_message("policytrain::parallel::expand_slurm_nodelist",
+                                           policytrain::detail::format("'{}' is not a Slurm host list: {}", list, why),
+                                           "names such as node1, gpu[01-04,07] or a[1-2],b3"));
   };
   constexpr size_t kMaxHosts = size_t{1} << 20;
   // Split at the commas outside brackets.
@@ -113,6 +115,52 @@ inline std::vector<std::string> expand_slurm_nodelist(const std::string& list) {
 /// SLURMEnvironment: 15000 plus the id's last four digits), so every task of a job derives the same port.
 inline int slurm_master_port(long long job_id) { return 15000 + static_cast<int>(job_id % 10000); }
 
+namespace detail {
+
+/// How one launcher describes a rank: the variables Environment::from reads for it, and the others it sets per
+/// rank. The one list of launcher variables: Environment reads a launcher's rank, world size and local rank by
+/// these names, and launch_local removes every one of them (LauncherVariables::each) from its ranks' environments,
+/// so that a rank it starts is its own, not an outer launcher's task. A new launcher is one more entry of
+/// kLaunchers (docs/writing-a-policy.md, "A launcher environment").
+struct LauncherVariables {
+  const char* source;      ///< Environment::source when it describes this process: "torchrun", "slurm", "mpi"
+  const char* launcher;    ///< the program that sets them, in messages: "torchrun", "srun", "mpirun"
+  const char* rank;        ///< this process's rank
+  const char* world;       ///< the number of processes
+  const char* local_rank;  ///< the rank on this node
+  /// The launcher's other per-rank variables (nullptr-padded): read for a check (PMIX_RANK, agent store) or not read.
+  std::array<const char*, 5> others;
+
+  /// Calls f(name) for every variable of every launcher of kLaunchers.
+  template <class F>
+  static constexpr void each(F&& f);
+};
+
+/// The launchers, in Environment's precedence: torchrun (and a Kubeflow PyTorchJob), Slurm's srun, Open MPI's mpirun.
+inline constexpr LauncherVariables kLaunchers[] = {
+    {"torchrun", "torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+     {"LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK", "ROLE_WORLD_SIZE", "TORCHELASTIC_USE_AGENT_STORE"}},
+    {"slurm", "srun", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", {"SLURM_NPROCS"}},
+    {"mpi", "mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+     {"OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_RANK"}},
+};
+inline constexpr const LauncherVariables& kTorchrunVariables = kLaunchers[0];
+inline constexpr const LauncherVariables& kSlurmVariables = kLaunchers[1];
+inline constexpr const LauncherVariables& kMpiVariables = kLaunchers[2];
+
+template <class F>
+constexpr void LauncherVariables::each(F&& f) {
+  for (const auto& l : kLaunchers) {
+    f(l.rank);
+    f(l.world);
+    f(l.local_rank);
+    for (const char* v : l.others)
+      if (v) f(v);
+  }
+}
+
+}  // namespace detail
+
 /// Where this process stands in the job (see the file comment for the launchers read and their precedence).
 struct Environment {
   /// This process's rank (0 when no launcher's variables are set).
@@ -154,7 +202,7 @@ struct Environment {
 namespace detail {
 
 inline std::invalid_argument env_error(const std::string& what) {
-  return std::invalid_argument("policytrain::parallel::Environment: " + what);
+  return std::invalid_argument(policytrain::detail::error_message("policytrain::parallel::Environment", what));
 }
 
 inline int env_int(const char* name, const std::string& v, long long lo, long long hi, const char* launcher) {
@@ -181,17 +229,20 @@ inline Environment Environment::from(const std::function<std::optional<std::stri
   using detail::env_int;
   constexpr long long kMax = 1 << 20;
   Environment e;
-  const auto world_s = get("WORLD_SIZE"), rank_s = get("RANK");
-  const auto procid_s = get("SLURM_PROCID"), ntasks_s = get("SLURM_NTASKS");
-  const auto orank_s = get("OMPI_COMM_WORLD_RANK"), osize_s = get("OMPI_COMM_WORLD_SIZE");
+  const auto& tv = detail::kTorchrunVariables;
+  const auto& sv = detail::kSlurmVariables;
+  const auto& mv = detail::kMpiVariables;
+  const auto world_s = get(tv.world), rank_s = get(tv.rank);
+  const auto procid_s = get(sv.rank), ntasks_s = get(sv.world);
+  const auto orank_s = get(mv.rank), osize_s = get(mv.world);
 
   // Each launcher's view, read only when its variables are there.
   std::optional<detail::LauncherView> torchrun, slurm, mpi;
   if (world_s || rank_s) {
-    detail::LauncherView v{"torchrun", 0, 1, 0, "RANK", "WORLD_SIZE"};
-    if (world_s) v.world = env_int("WORLD_SIZE", *world_s, 1, kMax, "torchrun");
+    detail::LauncherView v{tv.source, 0, 1, 0, tv.rank, tv.world};
+    if (world_s) v.world = env_int(tv.world, *world_s, 1, kMax, tv.launcher);
     if (rank_s) {
-      v.rank = env_int("RANK", *rank_s, 0, kMax, "torchrun");
+      v.rank = env_int(tv.rank, *rank_s, 0, kMax, tv.launcher);
     } else if (v.world > 1) {
       throw env_error(policytrain::detail::format(
           "WORLD_SIZE={} but RANK is not set; set RANK to 0..{} in each process, or launch with torchrun or "
@@ -201,20 +252,20 @@ inline Environment Environment::from(const std::function<std::optional<std::stri
       throw env_error(policytrain::detail::format("RANK={} but WORLD_SIZE={}; RANK must be in 0..{}", v.rank, v.world,
                                                   v.world - 1));
     v.local = v.rank;
-    if (const auto l = get("LOCAL_RANK")) v.local = env_int("LOCAL_RANK", *l, 0, kMax, "torchrun");
+    if (const auto l = get(tv.local_rank)) v.local = env_int(tv.local_rank, *l, 0, kMax, tv.launcher);
     torchrun = v;
   }
   if (procid_s) {
-    detail::LauncherView v{"slurm", 0, 1, 0, "SLURM_PROCID", "SLURM_NTASKS"};
-    v.rank = env_int("SLURM_PROCID", *procid_s, 0, kMax, "srun");
+    detail::LauncherView v{sv.source, 0, 1, 0, sv.rank, sv.world};
+    v.rank = env_int(sv.rank, *procid_s, 0, kMax, sv.launcher);
     if (ntasks_s) {
-      v.world = env_int("SLURM_NTASKS", *ntasks_s, 1, kMax, "srun");
+      v.world = env_int(sv.world, *ntasks_s, 1, kMax, sv.launcher);
       if (v.rank >= v.world)
         throw env_error(policytrain::detail::format(
             "SLURM_PROCID={} but SLURM_NTASKS={}; SLURM_PROCID must be in 0..{} (srun sets both)", v.rank, v.world,
             v.world - 1));
       v.local = v.rank;
-      if (const auto l = get("SLURM_LOCALID")) v.local = env_int("SLURM_LOCALID", *l, 0, kMax, "srun");
+      if (const auto l = get(sv.local_rank)) v.local = env_int(sv.local_rank, *l, 0, kMax, sv.launcher);
       slurm = v;
     } else if (!torchrun) {
       throw env_error(policytrain::detail::format(
@@ -223,15 +274,15 @@ inline Environment Environment::from(const std::function<std::optional<std::stri
     }
   }
   if (orank_s || osize_s) {
-    detail::LauncherView v{"mpi", 0, 1, 0, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"};
+    detail::LauncherView v{mv.source, 0, 1, 0, mv.rank, mv.world};
     if (!orank_s || !osize_s) {
       if (!torchrun && !slurm)
         throw env_error(policytrain::detail::format(
             "{}='{}' is set but {} is not; expected both, as Open MPI's mpirun sets them", orank_s ? "OMPI_COMM_WORLD_RANK" : "OMPI_COMM_WORLD_SIZE",
             orank_s ? *orank_s : *osize_s, orank_s ? "OMPI_COMM_WORLD_SIZE" : "OMPI_COMM_WORLD_RANK"));
     } else {
-      v.rank = env_int("OMPI_COMM_WORLD_RANK", *orank_s, 0, kMax, "mpirun");
-      v.world = env_int("OMPI_COMM_WORLD_SIZE", *osize_s, 1, kMax, "mpirun");
+      v.rank = env_int(mv.rank, *orank_s, 0, kMax, mv.launcher);
+      v.world = env_int(mv.world, *osize_s, 1, kMax, mv.launcher);
       if (v.rank >= v.world)
         throw env_error(policytrain::detail::format(
             "OMPI_COMM_WORLD_RANK={} but OMPI_COMM_WORLD_SIZE={}; the rank must be in 0..{} (mpirun sets both)",
@@ -241,7 +292,7 @@ inline Environment Environment::from(const std::function<std::optional<std::stri
             "OMPI_COMM_WORLD_RANK={} and PMIX_RANK={} disagree; both are this process's rank in mpirun's job: "
             "unset the one set by hand", v.rank, *p));
       v.local = v.rank;
-      if (const auto l = get("OMPI_COMM_WORLD_LOCAL_RANK")) v.local = env_int("OMPI_COMM_WORLD_LOCAL_RANK", *l, 0, kMax, "mpirun");
+      if (const auto l = get(mv.local_rank)) v.local = env_int(mv.local_rank, *l, 0, kMax, mv.launcher);
       mpi = v;
     }
   }
@@ -286,7 +337,8 @@ inline Environment Environment::from(const std::function<std::optional<std::stri
       try {
         e.master_addr = expand_slurm_nodelist(*nodes).front();
       } catch (const std::invalid_argument& x) {
-        throw env_error(policytrain::detail::format("{}: {}; set MASTER_ADDR to the host of rank 0", nodes_var, x.what()));
+        throw env_error(policytrain::detail::error_message(
+            nodes_var, policytrain::detail::format("{}; set MASTER_ADDR to the host of rank 0", x.what())));
       }
     } else if (e.source == "mpi") {
       throw env_error(policytrain::detail::format(

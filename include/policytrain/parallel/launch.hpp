@@ -96,14 +96,6 @@ inline const char* signal_name(int sig) {
   }
 }
 
-/// The variables by which a launcher describes a rank: a rank's environment never inherits them from the
-/// launching process (launch_local sets its own).
-inline constexpr const char* kRankVariables[] = {
-    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK", "ROLE_WORLD_SIZE",
-    "TORCHELASTIC_USE_AGENT_STORE", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_NPROCS",
-    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
-    "PMIX_RANK"};
-
 /// Installs launch_local's handlers of SIGTERM, SIGINT and SIGUSR1 for its lifetime; restores the previous ones.
 struct LaunchSignals {
   static constexpr int kSignals[] = {SIGTERM, SIGINT, SIGUSR1};
@@ -129,19 +121,22 @@ struct LaunchSignals {
 /// before rank 0 binds it, a small race that torchrun's static rendezvous has too).
 inline int free_port(const std::string& addr = "127.0.0.1") {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("policytrain::parallel::free_port: socket() failed");
+  if (fd < 0)
+    throw std::runtime_error(policytrain::detail::error_message("policytrain::parallel::free_port", "socket() failed"));
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = 0;
   if (::inet_pton(AF_INET, addr.c_str(), &a.sin_addr) != 1) {
     ::close(fd);
-    throw std::invalid_argument(policytrain::detail::format("policytrain::parallel::free_port: '{}' is not an IPv4 address", addr));
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::parallel::free_port", policytrain::detail::format("'{}' is not an IPv4 address", addr)));
   }
   socklen_t len = sizeof a;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
     ::close(fd);
-    throw std::runtime_error(policytrain::detail::format("policytrain::parallel::free_port: cannot bind to {}", addr));
+    throw std::runtime_error(policytrain::detail::error_message(
+        "policytrain::parallel::free_port", policytrain::detail::format("cannot bind to {}", addr)));
   }
   const int port = ntohs(a.sin_port);
   ::close(fd);
@@ -170,7 +165,7 @@ inline GroupOutcome launch_group(const LaunchOptions& o, int attempt) {
       const char* eq = std::strchr(*e, '=');
       if (eq) env[std::string(static_cast<const char*>(*e), static_cast<size_t>(eq - *e))] = eq + 1;
     }
-    for (const char* v : detail::kRankVariables) env.erase(v);
+    detail::LauncherVariables::each([&](const char* v) { env.erase(v); });  // Environment's list
     if (o.torchrun_variables) {
       env["RANK"] = std::to_string(r);
       env["LOCAL_RANK"] = std::to_string(r);
@@ -196,7 +191,9 @@ inline GroupOutcome launch_group(const LaunchOptions& o, int attempt) {
     argv.push_back(nullptr);
     std::fflush(nullptr);
     const pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error("policytrain::parallel::launch_local: fork() failed");
+    if (pid < 0)
+      throw std::runtime_error(
+          policytrain::detail::error_message("policytrain::parallel::launch_local", "fork() failed"));
     if (pid == 0) {
 #ifdef __linux__
       // Die with the launcher (even a SIGKILLed one); if it died before prctl, the parent is already another.
@@ -303,10 +300,12 @@ inline GroupOutcome launch_group(const LaunchOptions& o, int attempt) {
 /// Not for concurrent calls from several threads (one set of signal handlers).
 inline int launch_local(const LaunchOptions& o) {
   if (o.nproc < 1)
-    throw std::invalid_argument(policytrain::detail::format("policytrain::parallel::launch_local: nproc is {}, expected >= 1", o.nproc));
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::parallel::launch_local", policytrain::detail::format("nproc is {}, expected >= 1", o.nproc)));
   if (o.max_restarts < 0)
-    throw std::invalid_argument(policytrain::detail::format(
-        "policytrain::parallel::launch_local: max_restarts is {}, expected >= 0", o.max_restarts));
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::parallel::launch_local",
+        policytrain::detail::format("max_restarts is {}, expected >= 0", o.max_restarts)));
   const detail::LaunchSignals signals;
   for (int attempt = 0;; ++attempt) {
     const detail::GroupOutcome g = detail::launch_group(o, attempt);
@@ -329,12 +328,15 @@ inline int launch_local(const LaunchOptions& o) {
 /// srun or mpirun, and as its own launcher unchanged (a single Slurm task, `srun -n1 ./app --nproc 4`, launches).
 inline std::optional<int> launch_ranks(int nproc, int argc, char** argv, int max_restarts = 0) {
   if (nproc < 1)
-    throw std::invalid_argument(policytrain::detail::format(
-        "policytrain::parallel::launch_ranks: nproc = {}; expected 1 (train in this process) or more", nproc));
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::parallel::launch_ranks",
+        policytrain::detail::format("nproc = {}; expected 1 (train in this process) or more", nproc)));
   if (nproc == 1) return std::nullopt;
   // torchrun's variables (RANK or WORLD_SIZE) make a rank whatever their values: the parallel policy reads them
   // and names a bad one. Otherwise a Slurm or Open MPI job of several processes is already launched.
-  if (std::getenv("RANK") || std::getenv("WORLD_SIZE") || Environment::from_env().world_size > 1) return std::nullopt;
+  if (std::getenv(detail::kTorchrunVariables.rank) || std::getenv(detail::kTorchrunVariables.world) ||
+      Environment::from_env().world_size > 1)
+    return std::nullopt;
   LaunchOptions o{.nproc = nproc};
   o.max_restarts = max_restarts;
   o.args.assign(argv, argv + argc);

@@ -31,10 +31,13 @@ inline void reduce_metrics(ProcessGroup& group, MetricsAccumulator& acc) {
   group.all_reduce(kt, c10d::ReduceOp::MAX, "reduction of validation metrics (class count)");
   const int64_t k = kt[0].item<int64_t>();
   if (kt[1].item<int64_t>() != -kt[2].item<int64_t>())
-    throw std::runtime_error(policytrain::detail::format(
-        "policytrain::parallel::DataParallel: {}: the ranks' validations report different numbers of the task's "
-        "metrics (this rank {}, between {} and {} over the ranks); every rank must evaluate at least one batch and "
-        "report the same Prediction::metrics", group.who(), ne, -kt[2].item<int64_t>(), kt[1].item<int64_t>()));
+    throw std::runtime_error(policytrain::detail::error_message(
+        "policytrain::parallel::DataParallel",
+        policytrain::detail::format(
+            "{}: the ranks' validations report different numbers of the task's "
+            "metrics (this rank {}, between {} and {} over the ranks); every rank must evaluate at least one batch and "
+            "report the same Prediction::metrics",
+            group.who(), ne, -kt[2].item<int64_t>(), kt[1].item<int64_t>())));
   auto packed = torch::zeros({2 + 2 * ne + k * k}, torch::kDouble);
   packed[0] = sums.loss_sum;
   packed[1] = static_cast<double>(sums.samples);

@@ -69,19 +69,23 @@ class RankState {
       for (int64_t r = 0; r < w; ++r)
         rows.push_back(policytrain::detail::format("rank {}: epoch {}, step {}, micro-batch {} of the epoch, weights {:015x}", r,
                                                    t[r][0], t[r][1], t[r][2], t[r][5]));
-      throw ResumeMismatch(policytrain::detail::format(
-          "policytrain::parallel::DataParallel: {}: the ranks would start training from different states ({}); "
-          "each rank resumed on its own (rank-local run directories?): give every rank the same checkpoint (a "
-          "run directory all ranks read, or a copy of rank 0's file), or start all of them fresh",
-          group.who(), fmt::join(rows, "; ")));
+      throw ResumeMismatch(policytrain::detail::error_message(
+          "policytrain::parallel::DataParallel",
+          policytrain::detail::format(
+              "{}: the ranks would start training from different states ({}); "
+              "each rank resumed on its own (rank-local run directories?): give every rank the same checkpoint (a "
+              "run directory all ranks read, or a copy of rank 0's file), or start all of them fresh",
+              group.who(), fmt::join(rows, "; "))));
     }
     const int64_t saved = t[0][4];
     if (saved > 0 && saved != w && st.batch_in_epoch > 0)
-      throw ResumeMismatch(policytrain::detail::format(
-          "policytrain::parallel::DataParallel: {}: the checkpoint was written mid-epoch (micro-batch {} of epoch "
-          "{}) by a run of world size {}, but this run has world size {}: the rest of that epoch cannot be "
-          "re-sharded; resume with WORLD_SIZE={}, or from a checkpoint taken at an epoch end (those re-shard)",
-          group.who(), st.batch_in_epoch, st.epoch, saved, w, saved));
+      throw ResumeMismatch(policytrain::detail::error_message(
+          "policytrain::parallel::DataParallel",
+          policytrain::detail::format(
+              "{}: the checkpoint was written mid-epoch (micro-batch {} of epoch "
+              "{}) by a run of world size {}, but this run has world size {}: the rest of that epoch cannot be "
+              "re-sharded; resume with WORLD_SIZE={}, or from a checkpoint taken at an epoch end (those re-shard)",
+              group.who(), st.batch_in_epoch, st.epoch, saved, w, saved)));
   }
 
   /// On every rank before a checkpoint is written (a collective): every rank's random generator states (the CPU

@@ -67,8 +67,10 @@ struct ReducerSync : std::enable_shared_from_this<ReducerSync> {
     if (compression == "fp16") return c10::ScalarType::Half;
     if (compression == "bf16") return c10::ScalarType::BFloat16;
     if (compression != "none")
-      throw std::invalid_argument(policytrain::detail::format("policytrain::parallel::DataParallel: compression '{}' is unknown; "
-                                                              "use none, fp16 or bf16", compression));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::parallel::DataParallel", policytrain::detail::format("compression '{}' is unknown; "
+                                                                             "use none, fp16 or bf16",
+                                                                             compression)));
     return std::nullopt;
   }
   ~ReducerSync() { reducer.reset(); }
@@ -199,10 +201,12 @@ struct ReducerSync : std::enable_shared_from_this<ReducerSync> {
   void check_parameters() const {
     for (size_t i = 0; i < rep->params.size(); ++i)
       if (rep->sparse[i] && wire_dtype)
-        throw std::invalid_argument(policytrain::detail::format(
-            "policytrain::parallel::DataParallel: parameter '{}' gets sparse gradients (an embedding with sparse = "
-            "true), which gradient compression ('{}') cannot cast; set compression = \"none\", or sparse = false",
-            rep->names[i], opt.compression));
+        throw std::invalid_argument(policytrain::detail::error_message(
+            "policytrain::parallel::DataParallel",
+            policytrain::detail::format(
+                "parameter '{}' gets sparse gradients (an embedding with sparse = "
+                "true), which gradient compression ('{}') cannot cast; set compression = \"none\", or sparse = false",
+                rep->names[i], opt.compression)));
   }
 
   /// DDP's _ddp_init_helper: the first bucket assignment (one bucket of everything unless
@@ -300,10 +304,13 @@ struct ReducerSync : std::enable_shared_from_this<ReducerSync> {
     if (keep_local) restore_local_grads();
     else rep->synced = true;
     if (static_first_pending)
-      throw std::logic_error(policytrain::detail::format(
-          "policytrain::parallel::DataParallel: {}: static_graph: the first synchronised backward did not reach the "
-          "output of the forward, so the Reducer's delayed all-reduce was never queued; the loss must be computed "
-          "from the training step's forward", rep->who()));
+      throw std::logic_error(policytrain::detail::error_message(
+          "policytrain::parallel::DataParallel",
+          policytrain::detail::format(
+              "{}: static_graph: the first synchronised backward did not reach the "
+              "output of the forward, so the Reducer's delayed all-reduce was never queued; the loss must be computed "
+              "from the training step's forward",
+              rep->who())));
     // After the Reducer waited for every bucket and wrote the averages back.
     rep->count_wait();
   }
@@ -322,12 +329,15 @@ struct ReducerSync : std::enable_shared_from_this<ReducerSync> {
         for (size_t i = 0; i < rep->params.size(); ++i)
           if (!rep->params[i].grad().defined()) ns.push_back(policytrain::detail::format("'{}' (index {})", rep->names[i], i));
         const std::string cause = e.what();
-        throw std::runtime_error(policytrain::detail::format(
-            "policytrain::parallel::DataParallel: {}: this rank computed no gradient for parameter{} {} in "
-            "optimizer step {}, so the Reducer could not finish the all-reduce (DDP stops here too); set "
-            "DataParallelOptions::find_unused_parameters = true to leave such parameters untouched, or freeze them "
-            "(requires_grad false). c10d: {}", rep->who(), ns.size() == 1 ? "" : "s", fmt::join(ns, ", "), rep->step,
-            cause.substr(0, cause.find('\n'))));
+        throw std::runtime_error(policytrain::detail::error_message(
+            "policytrain::parallel::DataParallel",
+            policytrain::detail::format(
+                "{}: this rank computed no gradient for parameter{} {} in "
+                "optimizer step {}, so the Reducer could not finish the all-reduce (DDP stops here too); set "
+                "DataParallelOptions::find_unused_parameters = true to leave such parameters untouched, or freeze them "
+                "(requires_grad false). c10d: {}",
+                rep->who(), ns.size() == 1 ? "" : "s", fmt::join(ns, ", "), rep->step,
+                cause.substr(0, cause.find('\n')))));
       }
     }
     ++rep->step;

@@ -140,12 +140,14 @@ struct Replica {
   /// The error for parameter `i`'s gradient accumulated twice in one synchronised backward, from `policy`, after
   /// `after` (what the first accumulation led to).
   [[noreturn]] void throw_ready_twice(size_t i, std::string_view policy, std::string_view after) const {
-    throw std::runtime_error(policytrain::detail::format(
-        "policytrain::parallel::{}: {}: parameter '{}' (index {}) was marked ready twice in one backward (its "
-        "gradient was accumulated again after {}): the parameter takes part in a reentrant backward (a reentrant "
-        "activation checkpoint, or a backward inside a custom autograd function) or in two backward passes of one "
-        "micro-step; use non-reentrant checkpointing, or a single backward per micro-step", policy, who(), names[i],
-        i, after));
+    throw std::runtime_error(policytrain::detail::error_message(
+        policytrain::detail::format("policytrain::parallel::{}", policy),
+        policytrain::detail::format(
+            "{}: parameter '{}' (index {}) was marked ready twice in one backward (its "
+            "gradient was accumulated again after {}): the parameter takes part in a reentrant backward (a reentrant "
+            "activation checkpoint, or a backward inside a custom autograd function) or in two backward passes of one "
+            "micro-step; use non-reentrant checkpointing, or a single backward per micro-step",
+            who(), names[i], i, after)));
   }
 };
 

@@ -199,12 +199,14 @@ struct Zero2Sync {
         if (!ready[i]) missing.push_back(policytrain::detail::format("'{}' (index {})", rep->names[i], i));
       for (auto& f : inflight) f.work->wait(rep->group->timeout());
       inflight.clear();
-      throw std::runtime_error(policytrain::detail::format(
-          "policytrain::parallel::ShardedDataParallel: {}: this rank computed no gradient for parameter{} {} in "
-          "optimizer step {}, so its gradient bucket could not be reduce-scattered; at stage 2 every trainable "
-          "parameter must get a gradient in every step: freeze it (requires_grad false), or use stage 1 with "
-          "DataParallelOptions::find_unused_parameters = true", rep->who(), missing.size() == 1 ? "" : "s",
-          fmt::join(missing, ", "), rep->step));
+      throw std::runtime_error(policytrain::detail::error_message(
+          "policytrain::parallel::ShardedDataParallel",
+          policytrain::detail::format(
+              "{}: this rank computed no gradient for parameter{} {} in "
+              "optimizer step {}, so its gradient bucket could not be reduce-scattered; at stage 2 every trainable "
+              "parameter must get a gradient in every step: freeze it (requires_grad false), or use stage 1 with "
+              "DataParallelOptions::find_unused_parameters = true",
+              rep->who(), missing.size() == 1 ? "" : "s", fmt::join(missing, ", "), rep->step)));
     }
     finish();
     rep->synced = true;
@@ -250,11 +252,13 @@ inline std::shared_ptr<Zero2Sync> Zero2Sync::make(std::shared_ptr<Replica> r, st
     const auto& p = rep.params[i];
     z->keeps_layout[i] = !p.is_contiguous() && p.is_non_overlapping_and_dense();
     if (rep.sparse[i])
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::parallel::ShardedDataParallel: {}: parameter '{}' gets sparse gradients (an embedding with "
-          "sparse = true), which stage 2 cannot reduce-scatter into its owner's partition; use stage 1 (its "
-          "c10d::Reducer all-reduces sparse gradients, as DataParallel's), or sparse = false", rep.who(),
-          rep.names[i]));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::parallel::ShardedDataParallel",
+          policytrain::detail::format(
+              "{}: parameter '{}' gets sparse gradients (an embedding with "
+              "sparse = true), which stage 2 cannot reduce-scatter into its owner's partition; use stage 1 (its "
+              "c10d::Reducer all-reduces sparse gradients, as DataParallel's), or sparse = false",
+              rep.who(), rep.names[i])));
   }
   const auto cap = static_cast<int64_t>(bucket_mb * 1024 * 1024);
   z->bucket_of.assign(n, 0);

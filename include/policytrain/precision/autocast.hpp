@@ -104,9 +104,11 @@ class Autocast {
   explicit Autocast(Options o) : o_(o), scaler_(o.scaler) {
     if (o_.dtype && *o_.dtype != c10::ScalarType::Float && *o_.dtype != c10::ScalarType::BFloat16 &&
         *o_.dtype != c10::ScalarType::Half)
-      throw std::invalid_argument(policytrain::detail::format("policytrain::precision::Autocast: dtype {} is not supported; "
-                                              "use torch::kFloat (off), torch::kBFloat16 or torch::kHalf",
-                                              c10::toString(*o_.dtype)));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::precision::Autocast",
+          policytrain::detail::format("dtype {} is not supported; "
+                                      "use torch::kFloat (off), torch::kBFloat16 or torch::kHalf",
+                                      c10::toString(*o_.dtype))));
   }
 
   /// The settings.
@@ -243,16 +245,18 @@ class Autocast {
     device_ = o_.device.value_or(trainer_device);
     dtype_ = o_.dtype.value_or(default_autocast_dtype(device_));
     if (dtype_ != c10::ScalarType::Float && !autocast_supports(device_, dtype_))
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::precision::Autocast: autocast on {} with dtype {} is not supported; use bf16 or fp16 on "
-          "CPU or CUDA, or fp32 to turn autocast off",
-          c10::DeviceTypeName(device_), c10::toString(dtype_)));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::precision::Autocast",
+          policytrain::detail::format("autocast on {} with dtype {} is not supported; use bf16 or fp16 on "
+                                      "CPU or CUDA, or fp32 to turn autocast off",
+                                      c10::DeviceTypeName(device_), c10::toString(dtype_))));
 #ifndef POLICYTRAIN_WITH_CUDA
     // Without CUDA kernels an autocast scope for CUDA would silently change nothing.
     if (device_ == c10::DeviceType::CUDA && dtype_ != c10::ScalarType::Float)
       throw std::invalid_argument(
-          "policytrain::precision::Autocast: device CUDA requested, but this build's LibTorch has no CUDA; "
-          "use the CPU, or build against a CUDA LibTorch");
+          policytrain::detail::error_message("policytrain::precision::Autocast",
+                                             "device CUDA requested, but this build's LibTorch has no CUDA; "
+                                             "use the CPU, or build against a CUDA LibTorch"));
 #endif
     scaling_ = o_.loss_scaling == LossScaling::on ||
                (o_.loss_scaling == LossScaling::automatic && dtype_ == c10::ScalarType::Half);

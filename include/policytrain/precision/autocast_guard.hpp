@@ -47,10 +47,11 @@ class AutocastGuard {
         prev_cache_enabled_(detail::autocast_cache_enabled()) {
     const c10::ScalarType fast = dtype.value_or(default_autocast_dtype(device));
     if (enabled && !autocast_supports(device, fast))
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::precision::AutocastGuard: autocast on {} with dtype {} is not supported; "
-          "use bf16 or fp16 on CPU or CUDA",
-          c10::DeviceTypeName(device), c10::toString(fast)));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::precision::AutocastGuard",
+          policytrain::detail::format("autocast on {} with dtype {} is not supported; "
+                                      "use bf16 or fp16 on CPU or CUDA",
+                                      c10::DeviceTypeName(device), c10::toString(fast))));
     // Same order as torch.autocast.__enter__.
     detail::set_autocast_enabled(device, enabled);
     detail::set_autocast_dtype(device, fast);

@@ -100,8 +100,10 @@ class LossCheck {
   void add_captured(const torch::Tensor& loss, const torch::Tensor& step, NonFinite action) {
     if (action == NonFinite::ignore) return;
     if (!graph_step_.defined() || !step.defined())
-      throw std::logic_error("policytrain: the loss check was captured without prepare_capture(); a step policy "
-                             "calls Context::prepare_capture() before it captures");
+      throw std::logic_error(
+          policytrain::detail::error_message("policytrain",
+                                             "the loss check was captured without prepare_capture(); a step policy "
+                                             "calls Context::prepare_capture() before it captures"));
     torch::Tensor l = loss.detach();
     if (l.dim() != 0) l = l.sum();
     const torch::Tensor first = l.isfinite().logical_not().logical_and(graph_step_.lt(0));
@@ -130,19 +132,25 @@ class LossCheck {
       if (step >= 0) {
         graph_step_.fill_(-1);
         if (!w || step < w->step)
-          throw NonFiniteLoss(policytrain::detail::format(
-              "policytrain: the loss is {} at step {} (a step replayed from a CUDA graph; detected at step {}: the "
-              "check stays on the device and is read at epoch ends, at the fit's end and before a checkpoint is "
-              "written); lower the learning rate, {}or scale the loss (precision::Autocast with LossScaling::on), which skips such steps",
-              packed[1].item<double>(), step, ctx.state().global_step, policytrain::detail::clip_advice(ctx)));
+          throw NonFiniteLoss(policytrain::detail::error_message(
+              "policytrain",
+              policytrain::detail::format(
+                  "the loss is {} at step {} (a step replayed from a CUDA graph; detected at step {}: the "
+                  "check stays on the device and is read at epoch ends, at the fit's end and before a checkpoint is "
+                  "written); lower the learning rate, {}or scale the loss (precision::Autocast with LossScaling::on), "
+                  "which skips such steps",
+                  packed[1].item<double>(), step, ctx.state().global_step, policytrain::detail::clip_advice(ctx))));
       }
     }
     if (!w) return;
-    throw NonFiniteLoss(policytrain::detail::format(
-        "policytrain: the loss is {} at epoch {}, step {} (micro-batch {} of the epoch; detected at step {}: the "
-        "check reads the loss every {} micro-batches, at epoch ends and before a checkpoint is written); lower the "
-        "learning rate, {}or choose NonFinite::skip to skip such steps",
-        w->value, w->epoch, w->step, w->batch, ctx.state().global_step, every, policytrain::detail::clip_advice(ctx)));
+    throw NonFiniteLoss(policytrain::detail::error_message(
+        "policytrain",
+        policytrain::detail::format(
+            "the loss is {} at epoch {}, step {} (micro-batch {} of the epoch; detected at step {}: the "
+            "check reads the loss every {} micro-batches, at epoch ends and before a checkpoint is written); lower the "
+            "learning rate, {}or choose NonFinite::skip to skip such steps",
+            w->value, w->epoch, w->step, w->batch, ctx.state().global_step, every,
+            policytrain::detail::clip_advice(ctx))));
   }
 
   /// Forgets what is pending (an exception interrupted the step).

@@ -89,12 +89,15 @@ class LossScaler {
   /// Returns whether it stepped.
   bool step(torch::optim::Optimizer& opt) {
     if (stage_ == Stage::stepped)
-      throw std::logic_error("policytrain::precision::LossScaler::step: already called since the last update(); "
-                             "call update() after each step");
+      throw std::logic_error(policytrain::detail::error_message("policytrain::precision::LossScaler::step",
+                                                                "already called since the last update(); "
+                                                                "call update() after each step"));
     if (stage_ == Stage::ready) unscale(opt);
     if (!checked_)
-      throw std::logic_error("policytrain::precision::LossScaler::step: no gradients were checked (no parameter of "
-                             "the optimizer has a gradient); call backward on the scaled loss before stepping");
+      throw std::logic_error(policytrain::detail::error_message(
+          "policytrain::precision::LossScaler::step",
+          "no gradients were checked (no parameter of "
+          "the optimizer has a gradient); call backward on the scaled loss before stepping"));
     double inf = 0;
     for (const auto& d : found_inf_) inf += d.found_inf.item<double>();
     const bool stepped = inf == 0;
@@ -125,8 +128,9 @@ class LossScaler {
   void update() {
     require_scale("update");
     if (!checked_)
-      throw std::logic_error("policytrain::precision::LossScaler::update: no inf checks were recorded; "
-                             "call unscale() or step() before update()");
+      throw std::logic_error(policytrain::detail::error_message("policytrain::precision::LossScaler::update",
+                                                                "no inf checks were recorded; "
+                                                                "call unscale() or step() before update()"));
     const torch::Tensor combined = combined_found_inf();
     at::_amp_update_scale_(scale_, tracker_, combined, o_.growth_factor, o_.backoff_factor, o_.growth_interval);
     checked_ = false;
@@ -142,8 +146,10 @@ class LossScaler {
   /// run), so that update() follows as after step(). Throws when no step was ever checked (nothing was captured).
   void replayed() {
     if (found_inf_.empty())
-      throw std::logic_error("policytrain::precision::LossScaler::replayed: no step was ever unscaled; a replayed "
-                             "graph must have captured unscale() and step_on_device()");
+      throw std::logic_error(
+          policytrain::detail::error_message("policytrain::precision::LossScaler::replayed",
+                                             "no step was ever unscaled; a replayed "
+                                             "graph must have captured unscale() and step_on_device()"));
     checked_ = true;
     stage_ = Stage::stepped;
   }
@@ -187,11 +193,13 @@ class LossScaler {
   static void validate(const Options& o) {
     if (!(o.init_scale > 0) || !(o.growth_factor > 1.0) || !(o.backoff_factor > 0 && o.backoff_factor < 1.0) ||
         o.growth_interval <= 0)
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::precision::LossScaler: options init_scale {}, growth_factor {}, backoff_factor {}, "
-          "growth_interval {} are invalid; expected init_scale > 0, growth_factor > 1, 0 < backoff_factor < 1, "
-          "growth_interval > 0",
-          o.init_scale, o.growth_factor, o.backoff_factor, o.growth_interval));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::precision::LossScaler",
+          policytrain::detail::format(
+              "options init_scale {}, growth_factor {}, backoff_factor {}, "
+              "growth_interval {} are invalid; expected init_scale > 0, growth_factor > 1, 0 < backoff_factor < 1, "
+              "growth_interval > 0",
+              o.init_scale, o.growth_factor, o.backoff_factor, o.growth_interval)));
   }
   void lazy_init(torch::Device device) {
     // GradScaler's dtypes: the update kernel requires a float32 scale and an int32 tracker.
@@ -206,8 +214,10 @@ class LossScaler {
   }
   void require_scale(const char* what) const {
     if (!scale_.defined())
-      throw std::logic_error(policytrain::detail::format("policytrain::precision::LossScaler::{}: the scale was never used; "
-                                         "call scale(loss) and backward on its result first", what));
+      throw std::logic_error(policytrain::detail::error_message(
+          policytrain::detail::format("policytrain::precision::LossScaler::{}", what),
+          policytrain::detail::format("the scale was never used; "
+                                      "call scale(loss) and backward on its result first")));
   }
 
   Options o_;
@@ -224,10 +234,12 @@ class LossScaler {
 #if POLICYTRAIN_DEFINE
 POLICYTRAIN_DECL void LossScaler::unscale(torch::optim::Optimizer& opt) {
   if (stage_ == Stage::unscaled)
-    throw std::logic_error("policytrain::precision::LossScaler::unscale: already called since the last update(); "
-                           "unscale once per optimizer step");
+    throw std::logic_error(policytrain::detail::error_message("policytrain::precision::LossScaler::unscale",
+                                                              "already called since the last update(); "
+                                                              "unscale once per optimizer step"));
   if (stage_ == Stage::stepped)
-    throw std::logic_error("policytrain::precision::LossScaler::unscale: called after step(); call update() first");
+    throw std::logic_error(policytrain::detail::error_message("policytrain::precision::LossScaler::unscale",
+                                                              "called after step(); call update() first"));
   require_scale("unscale");
   // The reciprocal in double, as GradScaler, so that 1/S is exact for every power of two.
   const torch::Tensor inv_scale = scale_.to(torch::kDouble).reciprocal().to(torch::kFloat);
@@ -247,8 +259,9 @@ POLICYTRAIN_DECL void LossScaler::unscale(torch::optim::Optimizer& opt) {
       if (!g.defined()) continue;
       if (g.scalar_type() == torch::kHalf)
         throw std::invalid_argument(
-            "policytrain::precision::LossScaler::unscale: a parameter's gradient is fp16 (the parameter is fp16); "
-            "keep the parameters in fp32 and let autocast run the forward in fp16");
+            policytrain::detail::error_message("policytrain::precision::LossScaler::unscale",
+                                               "a parameter's gradient is fp16 (the parameter is fp16); "
+                                               "keep the parameters in fp32 and let autocast run the forward in fp16"));
       if (g.is_sparse()) g = g._values();
       auto it = std::find_if(groups.begin(), groups.end(),
                              [&](const Group& x) { return x.device == g.device() && x.dtype == g.scalar_type(); });
@@ -277,15 +290,20 @@ POLICYTRAIN_DECL void LossScaler::unscale(torch::optim::Optimizer& opt) {
 
 POLICYTRAIN_DECL void LossScaler::step_on_device(torch::optim::Optimizer& opt, optim::FusedGradScaling& fused) {
   if (stage_ == Stage::stepped)
-    throw std::logic_error("policytrain::precision::LossScaler::step_on_device: already called since the last "
-                           "update(); call update() after each step");
+    throw std::logic_error(policytrain::detail::error_message("policytrain::precision::LossScaler::step_on_device",
+                                                              "already called since the last "
+                                                              "update(); call update() after each step"));
   if (fused.grad_scale().defined() || fused.found_inf().defined())
-    throw std::logic_error("policytrain::precision::LossScaler::step_on_device: the optimizer already has a "
-                           "grad_scale or found_inf set; clear_grad_scaling() it, the scaler sets its own");
+    throw std::logic_error(policytrain::detail::error_message(
+        "policytrain::precision::LossScaler::step_on_device",
+        "the optimizer already has a "
+        "grad_scale or found_inf set; clear_grad_scaling() it, the scaler sets its own"));
   if (stage_ == Stage::ready) unscale(opt);
   if (!checked_)
-    throw std::logic_error("policytrain::precision::LossScaler::step_on_device: no gradients were checked (no "
-                           "parameter of the optimizer has a gradient); call backward on the scaled loss first");
+    throw std::logic_error(policytrain::detail::error_message(
+        "policytrain::precision::LossScaler::step_on_device",
+        "no gradients were checked (no "
+        "parameter of the optimizer has a gradient); call backward on the scaled loss first"));
   // 0 or 1 exactly (the kernels skip on found_inf == 1), whatever the number of devices.
   const torch::Tensor skip = combined_found_inf().gt(0).to(torch::kFloat);
   fused.set_grad_scaling(torch::Tensor(), skip);

@@ -55,247 +55,11 @@
 #include <policytrain/core/state_dict.hpp>
 #include <policytrain/detail/config.hpp>
 #include <policytrain/detail/format.hpp>
+#include <policytrain/schedule/lr_curve.hpp>
+#include <policytrain/schedule/lr_options.hpp>
+#include <policytrain/schedule/momentum.hpp>
 
 namespace policytrain::schedule {
-
-/// The learning-rate schedules schedule::Lr implements (see the file comment for each formula).
-enum class Kind { constant, step, multistep, exponential, linear, cosine, onecycle, poly, wsd, plateau };
-/// The unit of `step_size`, `milestones` and the exponential decay.
-enum class Unit { steps, epochs };
-/// Where the decaying kinds (linear, cosine, poly, wsd) reach `lrf`.
-enum class DecayEnd {
-  last_step,  ///< on the last step of the run, T − 1 (PyTorch's total_iters / T_max = T − 1); the default
-  after_run   ///< one step after it, T (total_iters / T_max = T: the last step is taken one decrement above lrf)
-};
-/// How a warmup composes with the schedule.
-enum class WarmupMode {
-  sequential,  ///< PyTorch's SequentialLR([LinearLR(start, 1, W), main], milestones=[W]): the schedule starts at W
-  interpolate  ///< Ultralytics: interpolates towards the schedule's value at the absolute step (np.interp)
-};
-/// OneCycleLR's anneal_strategy.
-enum class Anneal { cos, linear };
-/// ReduceLROnPlateau's threshold_mode: a relative or an absolute improvement counts.
-enum class ThresholdMode { rel, abs };
-
-/// The schedule's name ("constant", "cosine", ...), as kind_from_string reads it.
-constexpr std::string_view to_string(Kind k) {
-  constexpr std::string_view names[] = {"constant", "step", "multistep", "exponential", "linear",
-                                        "cosine", "onecycle", "poly", "wsd", "plateau"};
-  return names[static_cast<int>(k)];
-}
-/// The Kind named `s` (as to_string writes it); throws std::invalid_argument listing the names.
-POLICYTRAIN_DECL Kind kind_from_string(std::string_view s)
-#if POLICYTRAIN_DEFINE
-{
-  for (int i = 0; i <= static_cast<int>(Kind::plateau); ++i)
-    if (to_string(static_cast<Kind>(i)) == s) return static_cast<Kind>(i);
-  throw std::invalid_argument(policytrain::detail::format("policytrain::schedule: unknown schedule '{}'; expected one of constant, "
-                                          "step, multistep, exponential, linear, cosine, onecycle, poly, wsd, plateau", s));
-}
-#else
-;
-#endif
-
-/// Settings of schedule::Lr: the kind, its parameters, warmup and plateau.
-struct LrOptions {
-  /// Which schedule.
-  Kind kind = Kind::constant;
-  int64_t total_steps = 0;         ///< optimizer steps of the run (0: epochs × steps per epoch of the fit)
-  /// false: the horizon of the run's first fit (saved in state_dict) holds for every later fit and resume, whatever
-  /// their epochs and max_steps; true: each fit resolves its own from its epochs and max_steps (a later fit or a
-  /// resume with a larger budget stretches the decay over the new length).
-  bool horizon_per_fit = false;
-  double lrf = 0.01;               ///< final factor (linear, cosine, onecycle, poly, wsd); floor of plateau
-  DecayEnd decay_end = DecayEnd::last_step;  ///< linear, cosine, poly, wsd: reach lrf on the last step, or after it
-  /// Whether a skipped step (non-finite gradients) advances the schedule. true: PyTorch's and Lightning's
-  /// behaviour (scheduler.step() follows every attempted optimizer.step()); false: only steps that updated weights.
-  bool count_skipped_steps = true;
-  // step, multistep, exponential
-  Unit unit = Unit::steps;         ///< unit of step_size, milestones and the exponential decay
-  double step_size = 1;            ///< step: multiply by gamma every step_size units
-  std::vector<double> milestones{};  ///< multistep: multiply by gamma at each milestone (units, ascending)
-  double gamma = 0.1;              ///< step, multistep: factor per decay; exponential: factor per unit
-  // onecycle (PyTorch's OneCycleLR with max_lr = the group's lr and final_div_factor = 1 / (lrf × div_factor))
-  double pct_start = 0.3;          ///< fraction of the run rising from 1/div_factor to 1
-  double div_factor = 25;          ///< onecycle starts at 1/div_factor
-  Anneal anneal = Anneal::cos;     ///< onecycle: cosine or linear annealing
-  bool three_phase = false;        ///< onecycle: rise, symmetric fall to 1/div_factor, then down to lrf
-  bool cycle_momentum = true;      ///< onecycle: momentum (SGD, RMSprop) / beta1 (Adam, AdamW) moves inversely to lr
-  double base_momentum = 0.85;     ///< onecycle: the momentum at the lr's peak
-  double max_momentum = 0.95;      ///< onecycle: the momentum at the start and the end
-  // poly
-  double power = 1;                ///< poly: exponent of (1 − progress)
-  // wsd
-  double decay_fraction = 0.2;     ///< wsd: the last fraction of the run decays (linearly) from 1 to lrf
-  // plateau
-  std::string monitor = "loss";    ///< plateau: the validation metric (Metrics::get)
-  bool maximize = false;           ///< plateau: true when a larger metric is better
-  int64_t patience = 10;           ///< plateau: validations without improvement before a reduction
-  double factor = 0.1;             ///< plateau: multiply by this at a reduction (never below lrf)
-  double threshold = 1e-4;         ///< plateau: improvement that counts (relative or absolute)
-  ThresholdMode threshold_mode = ThresholdMode::rel;  ///< plateau: how threshold is read
-  int64_t cooldown = 0;            ///< plateau: validations after a reduction during which none is counted
-  double plateau_eps = 1e-8;       ///< plateau: a reduction smaller than this (in lr) is not made
-  // warmup
-  int64_t warmup_steps = 0;        ///< linear warmup length in optimizer steps
-  double warmup_epochs = 0;        ///< or in epochs (rounded to steps); give one of the two
-  WarmupMode warmup_mode = WarmupMode::sequential;  ///< how the warmup composes with the schedule
-  double warmup_start_factor = 0;  ///< warmup starts at this × base lr
-  double warmup_momentum = -1;     ///< ≥ 0: momentum (SGD) / beta1 (Adam) rises from this to its base value
-  double warmup_bias_lr = -1;      ///< ≥ 0: the groups in bias_groups start the warmup at this lr
-  std::vector<size_t> bias_groups{};  ///< param groups holding biases (Ultralytics: its group 0)
-};
-
-/// Steps of the run as the schedule sees them.
-struct Horizon {
-  int64_t total_steps = 0;      ///< T
-  int64_t steps_per_epoch = 0;  ///< 0 when unknown
-};
-
-/// Warmup length in steps.
-inline int64_t warmup_steps(const LrOptions& o, const Horizon& h) {
-  if (o.warmup_steps > 0) return o.warmup_steps;
-  return static_cast<int64_t>(std::llround(o.warmup_epochs * static_cast<double>(h.steps_per_epoch)));
-}
-
-/// One unit of step_size / milestones / exponential decay, in steps.
-inline double unit_steps(const LrOptions& o, const Horizon& h) {
-  return o.unit == Unit::epochs ? static_cast<double>(h.steps_per_epoch) : 1.0;
-}
-
-/// The length L over which the decaying kinds go from 1 to lrf: T − 1 (DecayEnd::last_step) or T, at least 1.
-inline double decay_length(const LrOptions& o, const Horizon& h) {
-  const int64_t T = std::max<int64_t>(h.total_steps, 1);
-  return static_cast<double>(std::max<int64_t>(o.decay_end == DecayEnd::last_step ? T - 1 : T, 1));
-}
-
-/// OneCycleLR's _annealing_cos / _annealing_linear: from `start` to `end` as pct goes from 0 to 1.
-inline double anneal(Anneal a, double start, double end, double pct) {
-  if (a == Anneal::cos) return end + (start - end) / 2.0 * (std::cos(std::numbers::pi * pct) + 1);
-  return (end - start) * pct + start;
-}
-
-/// A point of the one-cycle schedule: the lr as a factor of the group's max lr, and the momentum.
-struct OneCyclePoint {
-  double lr_factor;  ///< lr / max_lr
-  double momentum;   ///< the momentum (or beta1) when it is cycled
-};
-/// PyTorch's OneCycleLR.get_lr at step t of a run of `total` steps (phases end at pct_start·T − 1, [2·pct_start·T
-/// − 2,] T − 1; the lr anneals 1/div_factor → 1 → lrf, the momentum max → base → max). Beyond the run it holds the
-/// last step's values (PyTorch raises).
-POLICYTRAIN_DECL OneCyclePoint onecycle_at(const LrOptions& o, int64_t total, int64_t t)
-#if POLICYTRAIN_DEFINE
-{
-  const int64_t Ti = std::max<int64_t>(total, 1);
-  const double T = static_cast<double>(Ti);
-  const double step = static_cast<double>(std::clamp<int64_t>(t, 0, Ti - 1));
-  struct Phase { double end_step, lr0, lr1, m0, m1; };
-  const double init = 1.0 / o.div_factor, hi = o.max_momentum, lo = o.base_momentum;
-  const Phase two[] = {{o.pct_start * T - 1, init, 1.0, hi, lo}, {T - 1, 1.0, o.lrf, lo, hi}};
-  const Phase three[] = {{o.pct_start * T - 1, init, 1.0, hi, lo},
-                         {2 * o.pct_start * T - 2, 1.0, init, lo, hi},
-                         {T - 1, init, o.lrf, hi, hi}};
-  const Phase* phases = o.three_phase ? three : two;
-  const int n = o.three_phase ? 3 : 2;
-  double start = 0;
-  for (int i = 0; i < n; ++i) {
-    const Phase& ph = phases[i];
-    if (step <= ph.end_step || i == n - 1) {
-      // PyTorch divides by zero (and raises) when a phase is empty; the phase's end is the sensible value.
-      const double pct = ph.end_step == start ? 1.0 : (step - start) / (ph.end_step - start);
-      return {anneal(o.anneal, ph.lr0, ph.lr1, pct), anneal(o.anneal, ph.m0, ph.m1, pct)};
-    }
-    start = ph.end_step;
-  }
-  return {o.lrf, hi};
-}
-#else
-;
-#endif
-
-/// The closed-form factor of `o.kind` at step t of horizon h (1 for constant and plateau; the warmup is applied
-/// on top); each is PyTorch's scheduler (right) stepped once per optimizer step:
-///   step         gamma^floor(t / (step_size · u))                            StepLR(step_size · u)
-///   multistep    gamma^(number of milestones m with m · u ≤ t)               MultiStepLR(m · u)
-///   exponential  gamma^(t / u)                                               ExponentialLR(gamma^(1/u))
-///   linear       1 − (1 − lrf) · p                      p = min(t / L, 1)    LinearLR(1, lrf, total_iters=L)
-///   cosine       lrf + (1 − lrf) · (1 + cos(π p)) / 2                        CosineAnnealingLR(L, lrf · base)
-///   onecycle     onecycle_at(o, T, t).lr_factor                              OneCycleLR(total_steps=T)
-///   poly         lrf + (1 − lrf) · (1 − p)^power                             PolynomialLR(L, power) when lrf = 0
-///   wsd          1 until L − D, then 1 − (1 − lrf) · min((t − (L − D)) / D, 1)   D = max(1, round(decay_fraction · T))
-/// with u the unit in steps (1, or steps per epoch), L = decay_length (T − 1 by default: lrf on the last step).
-POLICYTRAIN_DECL double lr_factor(const LrOptions& o, const Horizon& h, int64_t t)
-#if POLICYTRAIN_DEFINE
-{
-  const double T = static_cast<double>(std::max<int64_t>(h.total_steps, 1));
-  const double L = decay_length(o, h);
-  const double p = std::min(static_cast<double>(t) / L, 1.0);
-  const double u = unit_steps(o, h);
-  const double lrf = o.lrf;
-  constexpr double pi = std::numbers::pi;
-  switch (o.kind) {
-    case Kind::constant:
-    case Kind::plateau:
-      return 1.0;
-    case Kind::step:
-      return std::pow(o.gamma, std::floor(static_cast<double>(t) / (o.step_size * u)));
-    case Kind::multistep: {
-      int n = 0;
-      for (double m : o.milestones) n += m * u <= static_cast<double>(t) ? 1 : 0;
-      return std::pow(o.gamma, n);
-    }
-    case Kind::exponential:
-      return std::pow(o.gamma, static_cast<double>(t) / u);
-    case Kind::linear:
-      return 1.0 - (1.0 - lrf) * p;
-    case Kind::cosine:
-      return lrf + (1.0 - lrf) * (1.0 + std::cos(pi * p)) / 2.0;
-    case Kind::onecycle:
-      return onecycle_at(o, h.total_steps, t).lr_factor;
-    case Kind::poly:
-      return lrf + (1.0 - lrf) * std::pow(1.0 - p, o.power);
-    case Kind::wsd: {
-      const double D = std::max(1.0, static_cast<double>(std::llround(o.decay_fraction * T)));
-      const double q = std::clamp((static_cast<double>(t) - (L - D)) / D, 0.0, 1.0);
-      return 1.0 - (1.0 - lrf) * q;
-    }
-  }
-  return 1.0;
-}
-#else
-;
-#endif
-
-/// Whether `k` decays over the run, and so needs the total number of steps.
-constexpr bool needs_total_steps(Kind k) {
-  return k == Kind::linear || k == Kind::cosine || k == Kind::onecycle || k == Kind::poly || k == Kind::wsd;
-}
-
-/// The momentum an optimizer's options use (SGD, RMSprop: momentum; Adam, AdamW: beta1); NaN for other types.
-POLICYTRAIN_DECL double momentum_of(const torch::optim::OptimizerOptions& o)
-#if POLICYTRAIN_DEFINE
-{
-  if (auto* p = dynamic_cast<const torch::optim::SGDOptions*>(&o)) return p->momentum();
-  if (auto* p = dynamic_cast<const torch::optim::AdamWOptions*>(&o)) return std::get<0>(p->betas());
-  if (auto* p = dynamic_cast<const torch::optim::AdamOptions*>(&o)) return std::get<0>(p->betas());
-  if (auto* p = dynamic_cast<const torch::optim::RMSpropOptions*>(&o)) return p->momentum();
-  return std::numeric_limits<double>::quiet_NaN();
-}
-#else
-;
-#endif
-/// Sets the momentum (SGD, RMSprop) or beta1 (Adam, AdamW) of an optimizer's options; other types are left as they are.
-POLICYTRAIN_DECL void set_momentum(torch::optim::OptimizerOptions& o, double m)
-#if POLICYTRAIN_DEFINE
-{
-  if (auto* p = dynamic_cast<torch::optim::SGDOptions*>(&o)) p->momentum(m);
-  else if (auto* p = dynamic_cast<torch::optim::AdamWOptions*>(&o)) p->betas({m, std::get<1>(p->betas())});
-  else if (auto* p = dynamic_cast<torch::optim::AdamOptions*>(&o)) p->betas({m, std::get<1>(p->betas())});
-  else if (auto* p = dynamic_cast<torch::optim::RMSpropOptions*>(&o)) p->momentum(m);
-}
-#else
-;
-#endif
 
 /// The schedule policy (see the file comment).
 class Lr {
@@ -329,7 +93,8 @@ class Lr {
   /// step (the caller has already scaled the current lr).
   void scale_lr(double factor) {
     if (!(factor > 0))
-      throw std::invalid_argument(policytrain::detail::format("{}: scale_lr({}); expected a factor > 0", name, factor));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          name, policytrain::detail::format("scale_lr({}); expected a factor > 0", factor)));
     lr_scale_ *= factor;
   }
 
@@ -370,10 +135,13 @@ class Lr {
     resolved_ = false;  // at the first epoch: the run's horizon, or this fit's with horizon_per_fit
     auto& groups = ctx.optimizer().param_groups();
     if (groups.size() < base_lr_.size())
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::{}: the optimizer has {} param groups but the schedule's state has {} (an optimizer loses no "
-          "group between fits, so this state came from another optimizer); load a state saved with this optimizer, "
-          "or give the schedule a fresh state", name, groups.size(), base_lr_.size()));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          policytrain::detail::format("policytrain::{}", name),
+          policytrain::detail::format(
+              "the optimizer has {} param groups but the schedule's state has {} (an optimizer loses no "
+              "group between fits, so this state came from another optimizer); load a state saved with this optimizer, "
+              "or give the schedule a fresh state",
+              groups.size(), base_lr_.size())));
     for (size_t g = base_lr_.size(); g < groups.size(); ++g) {
       base_lr_.push_back(groups[g].options().get_lr());
       base_momentum_.push_back(momentum_of(groups[g].options()));
@@ -384,18 +152,22 @@ class Lr {
     for (size_t g = 0; g < groups.size(); ++g) {
       if (!std::isnan(base_momentum_[g])) continue;
       if (o_.warmup_momentum >= 0)
-        throw std::invalid_argument(policytrain::detail::format("{}: warmup_momentum is set but param group {}'s optimizer has no "
-                                                "momentum (SGD, RMSprop) or beta1 (Adam, AdamW); unset warmup_momentum",
-                                                name, g));
+        throw std::invalid_argument(policytrain::detail::error_message(
+            name, policytrain::detail::format("warmup_momentum is set but param group {}'s optimizer has no "
+                                              "momentum (SGD, RMSprop) or beta1 (Adam, AdamW); unset warmup_momentum",
+                                              g)));
       if (o_.kind == Kind::onecycle && o_.cycle_momentum)
-        throw std::invalid_argument(policytrain::detail::format("{}: onecycle cycles the momentum (cycle_momentum, as PyTorch's "
-                                                "OneCycleLR) but param group {}'s optimizer has no momentum (SGD, "
-                                                "RMSprop) or beta1 (Adam, AdamW); set cycle_momentum = false", name, g));
+        throw std::invalid_argument(policytrain::detail::error_message(
+            name, policytrain::detail::format("onecycle cycles the momentum (cycle_momentum, as PyTorch's "
+                                              "OneCycleLR) but param group {}'s optimizer has no momentum (SGD, "
+                                              "RMSprop) or beta1 (Adam, AdamW); set cycle_momentum = false",
+                                              g)));
     }
     for (size_t g : o_.bias_groups)
       if (g >= groups.size())
-        throw std::invalid_argument(policytrain::detail::format("{}: bias group {} but the optimizer has {} param groups", name, g,
-                                                groups.size()));
+        throw std::invalid_argument(policytrain::detail::error_message(
+            name,
+            policytrain::detail::format("bias group {} but the optimizer has {} param groups", g, groups.size())));
   }
 
   /// Resolves the horizon on the first epoch, then sets every group's lr (and momentum).
@@ -493,12 +265,14 @@ class Lr {
                                                          o_.kind == Kind::exponential)) ||
                              (o_.warmup_steps == 0 && o_.warmup_epochs > 0);
     if (h_.steps_per_epoch == 0 && epoch_units)
-      throw std::invalid_argument(policytrain::detail::format("{}: the schedule counts in epochs but the training data does not say "
-                                              "how many batches an epoch has; give the lengths in steps", name));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          name, policytrain::detail::format("the schedule counts in epochs but the training data does not say "
+                                            "how many batches an epoch has; give the lengths in steps")));
     if (h_.total_steps <= 0 && needs_total_steps(o_.kind))
-      throw std::invalid_argument(policytrain::detail::format("{}: the '{}' schedule decays over the run but its length is unknown "
-                                              "(the training data has no size); set LrOptions::total_steps",
-                                              name, to_string(o_.kind)));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          name, policytrain::detail::format("the '{}' schedule decays over the run but its length is unknown "
+                                            "(the training data has no size); set LrOptions::total_steps",
+                                            to_string(o_.kind))));
     resolved_ = true;
     recorded_ = true;
   }
@@ -574,7 +348,7 @@ POLICYTRAIN_DECL void Lr::load_state_dict(const StateDict& d) {
 
 POLICYTRAIN_DECL void Lr::validate() const {
   auto bad = [](const std::string& what) {
-    throw std::invalid_argument("policytrain::schedule::Lr: " + what);
+    throw std::invalid_argument(policytrain::detail::error_message("policytrain::schedule::Lr", what));
   };
   if (o_.warmup_steps > 0 && o_.warmup_epochs > 0)
     bad(policytrain::detail::format("warmup_steps {} and warmup_epochs {} are both set; give one of them", o_.warmup_steps, o_.warmup_epochs));

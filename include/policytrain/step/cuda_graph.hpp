@@ -73,15 +73,19 @@ class CudaGraphBackend {
   static void check_device(const torch::Device& device) {
 #ifdef POLICYTRAIN_WITH_CUDA
     if (!device.is_cuda())
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::step::CudaGraph: the model is on {}; a CUDA graph captures CUDA work only: move the model "
-          "to a CUDA device, or drop step::CudaGraph (step::GraphEmulation runs its logic on the CPU)",
-          device.str()));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::step::CudaGraph",
+          policytrain::detail::format(
+              "the model is on {}; a CUDA graph captures CUDA work only: move the model "
+              "to a CUDA device, or drop step::CudaGraph (step::GraphEmulation runs its logic on the CPU)",
+              device.str())));
 #else
-    throw std::invalid_argument(policytrain::detail::format(
-        "policytrain::step::CudaGraph: this build's LibTorch has no CUDA (the model is on {}); build against a CUDA "
-        "LibTorch, or drop step::CudaGraph (step::GraphEmulation runs its logic on the CPU)",
-        device.str()));
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::step::CudaGraph",
+        policytrain::detail::format(
+            "this build's LibTorch has no CUDA (the model is on {}); build against a CUDA "
+            "LibTorch, or drop step::CudaGraph (step::GraphEmulation runs its logic on the CPU)",
+            device.str())));
 #endif
   }
 
@@ -118,7 +122,7 @@ class CudaGraphBackend {
     });
 #else
     (void)f;
-    throw std::logic_error("policytrain::step::CudaGraph: capture without CUDA");
+    throw std::logic_error(policytrain::detail::error_message("policytrain::step::CudaGraph", "capture without CUDA"));
 #endif
   }
 
@@ -127,7 +131,7 @@ class CudaGraphBackend {
 #ifdef POLICYTRAIN_WITH_CUDA
     graph_->replay();
 #else
-    throw std::logic_error("policytrain::step::CudaGraph: replay without CUDA");
+    throw std::logic_error(policytrain::detail::error_message("policytrain::step::CudaGraph", "replay without CUDA"));
 #endif
   }
 
@@ -184,7 +188,9 @@ class EmulationBackend {
     return true;
   }
   void replay() {
-    if (!step_) throw std::logic_error("policytrain::step::GraphEmulation: replay before capture");
+    if (!step_)
+      throw std::logic_error(
+          policytrain::detail::error_message("policytrain::step::GraphEmulation", "replay before capture"));
     step_();
   }
   void reset() { step_ = nullptr; }
@@ -228,9 +234,11 @@ class CapturedStep {
   /// Throws std::invalid_argument for warmup_steps < 1.
   explicit CapturedStep(Options o) : o_(o) {
     if (o_.warmup_steps < 1)
-      throw std::invalid_argument(policytrain::detail::format("policytrain::{}: warmup_steps {}; expected >= 1 (the optimizer's "
-                                              "state must exist before the step is captured)",
-                                              name, o_.warmup_steps));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          policytrain::detail::format("policytrain::{}", name),
+          policytrain::detail::format("warmup_steps {}; expected >= 1 (the optimizer's "
+                                      "state must exist before the step is captured)",
+                                      o_.warmup_steps)));
   }
   /// A copy or move takes the settings only: a graph belongs to the policy that captured it.
   ///@{
@@ -256,15 +264,19 @@ class CapturedStep {
     Backend::check_device(ctx.device());
     auto* opt = dynamic_cast<optim::GraphReplayable*>(&ctx.optimizer());
     if (!opt)
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::{}: the optimizer keeps its step state on the host (LibTorch's optimizers count steps and "
-          "compute the bias correction in host code, which a replay would not run); use optim::FusedAdamW, "
-          "optim::FusedAdam or optim::FusedSgd", name));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          policytrain::detail::format("policytrain::{}", name),
+          policytrain::detail::format(
+              "the optimizer keeps its step state on the host (LibTorch's optimizers count steps and "
+              "compute the bias correction in host code, which a replay would not run); use optim::FusedAdamW, "
+              "optim::FusedAdam or optim::FusedSgd")));
     const auto why = ctx.graph_refusals();
     if (!why.empty()) {
       std::string all;
       for (const auto& w : why) all += (all.empty() ? "" : "; ") + w;
-      throw std::invalid_argument(policytrain::detail::format("policytrain::{}: the step cannot be captured as configured: {}", name, all));
+      throw std::invalid_argument(policytrain::detail::error_message(
+          policytrain::detail::format("policytrain::{}", name),
+          policytrain::detail::format("the step cannot be captured as configured: {}", all)));
     }
     // The graph outlives a fit (the next fit replays it at once), unless the optimizer changed; a state loaded
     // through the Trainer (a resume) drops it in load_state_dict.
@@ -362,15 +374,20 @@ class CapturedStep {
       stepped = backend_.capture([this, body]() mutable -> bool { return body(static_); });
     } catch (const std::exception& e) {
       in_graph_ = false;
-      throw std::runtime_error(policytrain::detail::format(
-          "policytrain::{}: capturing the step failed: {}. A hook inside the step read a tensor on the host (an "
-          ".item(), a print of a tensor) or allocated host-dependent state; find it with the error above, and make "
-          "it graph-safe or drop it", name, e.what()));
+      throw std::runtime_error(policytrain::detail::error_message(
+          policytrain::detail::format("policytrain::{}", name),
+          policytrain::detail::format(
+              "capturing the step failed: {}. A hook inside the step read a tensor on the host (an "
+              ".item(), a print of a tensor) or allocated host-dependent state; find it with the error above, and make "
+              "it graph-safe or drop it",
+              e.what())));
     }
     in_graph_ = false;
     if (!stepped)
-      throw std::logic_error(policytrain::detail::format("policytrain::{}: a policy decided on the host to skip the captured step; "
-                                         "a captured step must skip on the device (found_inf)", name));
+      throw std::logic_error(policytrain::detail::error_message(
+          policytrain::detail::format("policytrain::{}", name),
+          policytrain::detail::format("a policy decided on the host to skip the captured step; "
+                                      "a captured step must skip on the device (found_inf)")));
     captured_ = true;
     captured_loss_ = Backend::captured_output(ctx.state().last_loss);  // rewritten at every replay
     ++captures_;
