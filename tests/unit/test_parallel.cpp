@@ -258,6 +258,58 @@ int run_worker2(const std::string& scenario, const fs::path& out) {
   return 0;
 }
 
+/// The MLP task that records which samples it trained on, and in which epoch (matched by value against the set).
+struct RecordingTask : MlpTask {
+  using MlpTask::MlpTask;
+  torch::Tensor all;                                   ///< the whole training set's inputs
+  int64_t epoch = 0;                                   ///< set by TagEpoch
+  std::vector<std::pair<int64_t, int64_t>> trained;    ///< (epoch, sample index) per sample trained
+  torch::Tensor training_step(const pt::Batch& b) {
+    const auto idx = torch::cdist(b.x, all).argmin(1);
+    for (int64_t i = 0; i < idx.size(0); ++i) trained.emplace_back(epoch, idx[i].item<int64_t>());
+    return MlpTask::training_step(b);
+  }
+};
+/// Tells RecordingTask the epoch.
+struct TagEpoch {
+  int64_t* epoch;
+  template <class C> void on_epoch_begin(C& c) { *epoch = c.state().epoch; }
+};
+constexpr int64_t kElasticBatch = 12;  // the global batch: 12 / 3 and 12 / 2 per rank; 96 samples, 8 steps per epoch
+
+/// Elastic restarts (issue 40): phase 1 trains 3 optimizer steps on this world size and stops (step-3.ckpt, mid-
+/// epoch); phase 2 resumes it on the world size it is launched with, to the end of 2 epochs. The same global batch
+/// (12) on every world size. POLICYTRAIN_TEST_ZERO=1: ShardedDataParallel stage 1 instead of DataParallel.
+int run_elastic(const fs::path& out) {
+  const std::string phase = std::getenv("POLICYTRAIN_TEST_PHASE");
+  const bool zero = std::getenv("POLICYTRAIN_TEST_ZERO") && std::string(std::getenv("POLICYTRAIN_TEST_ZERO")) == "1";
+  const pt::parallel::DataParallel::Options o{.timeout = std::chrono::milliseconds(20000), .bucket_mb = kBucketMb};
+  const auto env = pt::parallel::Environment::from_env();
+  const int world = env.world_size, rank = env.rank;
+  auto [x, y] = testing::toy_data(96);
+  RecordingTask task(1 + static_cast<uint64_t>(rank));
+  task.all = x;
+  pt::data::TensorLoader loader(x, y, {.batch_size = kElasticBatch / world, .seed = 3, .rank = rank, .world_size = world});
+  torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  // The world size left out of the run fingerprint (-1): a checkpoint resumes on another one.
+  pt::checkpoint::Disk disk({.directory = out / "run", .every_epochs = 1, .every_steps = phase == "1" ? 3 : 0,
+                             .resume = phase == "1" ? "" : "auto", .run = {.world_size = -1}, .export_final = false,
+                             .log = nullptr});
+  auto body = [&](auto par) {
+    pt::Trainer<RecordingTask, decltype(par), pt::checkpoint::Disk, TagEpoch> trainer(
+        task, opt, std::move(par), std::move(disk), TagEpoch{&task.epoch});
+    trainer.fit(loader, {.epochs = 2, .max_steps = phase == "1" ? 3 : -1});
+    write_text(out / fmt::format("steps{}_{}.txt", phase, rank), std::to_string(trainer.state().global_step));
+  };
+  if (zero) body(pt::parallel::ShardedDataParallel(o, {.stage = 1}));
+  else body(pt::parallel::DataParallel(o));
+  torch::save(params_of(task.module()), (out / fmt::format("params{}_{}.pt", phase, rank)).string());
+  std::string text;
+  for (auto [e, i] : task.trained) text += fmt::format("{} {}\n", e, i);
+  write_text(out / fmt::format("samples{}_{}.txt", phase, rank), text);
+  return 0;
+}
+
 /// Writes `text` to `p` whole (a temporary file renamed), so that a reader never sees a part of it.
 void write_atomic(const fs::path& p, const std::string& text) {
   write_text(fs::path(p.string() + ".tmp"), text);
@@ -352,6 +404,7 @@ const int kWorkerHook = [] {
     if (sc == "sleeper") return run_sleeper(out);
     if (sc == "launcher") return run_launcher(out);
     if (sc == "pieces") return run_pieces(out);
+    if (sc == "elastic") return run_elastic(out);
     if (sc == "exit7") return std::getenv("SLURM_PROCID") || !std::getenv("RANK") ? 1 : 7;
     return sc == "plain" || sc == "accumulate" || sc == "kill" || sc == "hang" ? run_worker(sc, out) : run_worker2(sc, out);
   });
@@ -722,6 +775,54 @@ TEST_CASE("resuming with another world size stops with an error naming both size
     INFO("rank " << r << ": " << err);
     CHECK(err.find("world size: 2 in the checkpoint, 3 in this run") != std::string::npos);
     CHECK(err.find("checkpoint::Disk::Options::weights_only") != std::string::npos);  // the library option, not a flag
+  }
+}
+
+// Issue 40, elastic restarts: the rule (docs/parallel.md, "Elastic restarts") keeps the global batch; the samples
+// trained before the stop are a prefix of the epoch's global order (DistributedSampler's strided shards of a
+// global batch b x W are one contiguous block of B = b W positions of that order), and the rest is sharded over the
+// new world size. So every optimizer step of the resumed run averages the gradient over the same B samples as one
+// process with batch B over the unsharded order (the oracle: a plain Trainer, same seed; tolerance 1e-5 for the
+// order of the sums), and every sample of each epoch is trained exactly once (96 = 8 x 12: no padding).
+TEST_CASE("elastic restart mid-epoch on another world size: every sample once, the weights of one process with the global batch") {
+  // The oracle: one process, batch 12, the same order (seed 3), 2 epochs = 16 steps.
+  MlpTask ref(1);
+  {
+    auto [x, y] = testing::toy_data(96);
+    pt::data::TensorLoader loader(x, y, {.batch_size = kElasticBatch, .seed = 3});
+    torch::optim::SGD opt(ref.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+    pt::Trainer<MlpTask> t(ref, opt);
+    t.fit(loader, {.epochs = 2});
+  }
+  const auto want = params_of(ref.module());
+  struct Case { int from, to; const char* zero; };
+  for (const Case c : {Case{3, 2, "0"}, Case{2, 3, "0"}, Case{3, 2, "1"}}) {
+    CAPTURE(c.from);
+    CAPTURE(c.to);
+    CAPTURE(c.zero);
+    const auto out = testing::temp_dir(fmt::format("dp-elastic-{}-{}-{}", c.from, c.to, c.zero));
+    REQUIRE(launch("elastic", out, c.from, true, {{"POLICYTRAIN_TEST_PHASE", "1"}, {"POLICYTRAIN_TEST_ZERO", c.zero}}) == 0);
+    const int code = launch("elastic", out, c.to, true, {{"POLICYTRAIN_TEST_PHASE", "2"}, {"POLICYTRAIN_TEST_ZERO", c.zero}});
+    std::string errs;
+    for (int r = 0; r < c.to; ++r) errs += fmt::format("rank {}: {}\n", r, read_text(out / fmt::format("stderr{}.txt", r)));
+    INFO(errs);
+    REQUIRE(code == 0);
+    std::map<std::pair<int64_t, int64_t>, int> count;  // (epoch, sample) -> times trained
+    for (const auto& [phase, world] : {std::pair{1, c.from}, std::pair{2, c.to}})
+      for (int r = 0; r < world; ++r) {
+        std::istringstream in(read_text(out / fmt::format("samples{}_{}.txt", phase, r)));
+        for (int64_t e, i; in >> e >> i;) ++count[{e, i}];
+      }
+    int64_t once = 0;
+    for (const auto& [k, n] : count) once += n == 1;
+    CHECK(count.size() == 2 * 96);  // every sample of both epochs
+    CHECK(once == 2 * 96);          // each exactly once
+    for (int r = 0; r < c.from; ++r) CHECK(read_text(out / fmt::format("steps1_{}.txt", r)) == "3");
+    for (int r = 0; r < c.to; ++r) {
+      CAPTURE(r);
+      CHECK(read_text(out / fmt::format("steps2_{}.txt", r)) == "16");
+      CHECK(max_abs_diff(load_params(out / fmt::format("params2_{}.pt", r)), want) < 1e-5);
+    }
   }
 }
 

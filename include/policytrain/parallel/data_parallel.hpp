@@ -34,6 +34,7 @@
 /// Cost: with WORLD_SIZE unset or 1, or `enabled = false`, nothing (no hooks installed, no process group).
 /// Example: examples/fashion_mnist (`--nproc 2`, or torchrun); docs/parallel.md.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -130,6 +131,7 @@ class DataParallel {
   template <class Ctx>
   void before_save(Ctx& ctx) {
     core_.group().at(ctx.state(), "a checkpoint");
+    core_.note_save(ctx.state());
     core_.before_save(ctx.device(), ctx.module().is_training());
   }
   /// A fit that had no epoch left to run still takes part in the start check (the other ranks may have).
@@ -162,6 +164,11 @@ class DataParallel {
   StateDict state_dict() const { return core_.state_dict(); }
   /// Restores what state_dict() saved.
   void load_state_dict(const StateDict& d) { core_.load_state_dict(d); }
+  /// After loading a mid-epoch checkpoint of another world size: the samples of that epoch's global order it had
+  /// trained (the Trainer re-shards the rest with the loader's reshard_after; docs/parallel.md, "Elastic restarts").
+  std::optional<int64_t> elastic_resume_samples() const { return core_.elastic_resume_samples(); }
+  /// The Trainer re-sharded the resumed epoch: the start check lets the other world size pass.
+  void resharded() { core_.resharded(); }
 
   // --- the parallel services (core/parallel_services.hpp); is_main() and world_size() are above ---
 

@@ -41,6 +41,7 @@
 /// Example: examples/fashion_mnist (`--nproc 2 --zero 1`, `--zero 2`); docs/parallel.md, "Sharded optimizer state".
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -232,6 +233,7 @@ class ShardedDataParallel {
   template <class Ctx>
   void before_save(Ctx& ctx) {
     core_.group().at(ctx.state(), "a checkpoint");
+    core_.note_save(ctx.state());
     core_.before_save(ctx.device(), ctx.module().is_training());
     if (partition_.enabled()) partition_.consolidate(core_.group(), ctx.optimizer());
   }
@@ -269,6 +271,10 @@ class ShardedDataParallel {
 
   // --- the parallel services (core/parallel_services.hpp); is_main() and world_size() are above ---
 
+  /// As DataParallel's (an elastic resume mid-epoch; the optimizer state is re-partitioned as at an epoch end).
+  std::optional<int64_t> elastic_resume_samples() const { return core_.elastic_resume_samples(); }
+  /// As DataParallel's.
+  void resharded() { core_.resharded(); }
   /// As DataParallel's.
   template <class Ctx>
   bool agree_any(Ctx& ctx, bool b) {
