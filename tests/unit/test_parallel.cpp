@@ -289,7 +289,9 @@ int run_elastic(const fs::path& out) {
   auto [x, y] = testing::toy_data(96);
   RecordingTask task(1 + static_cast<uint64_t>(rank));
   task.all = x;
-  pt::data::TensorLoader loader(x, y, {.batch_size = kElasticBatch / world, .seed = 3, .rank = rank, .world_size = world});
+  const char* batch = std::getenv("POLICYTRAIN_TEST_BATCH");  // a per-rank batch of another global batch
+  pt::data::TensorLoader loader(x, y, {.batch_size = batch ? std::atoi(batch) : kElasticBatch / world, .seed = 3,
+                                       .rank = rank, .world_size = world});
   torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   // The world size left out of the run fingerprint (-1): a checkpoint resumes on another one.
   pt::checkpoint::Disk disk({.directory = out / "run", .every_epochs = 1, .every_steps = phase == "1" ? 3 : 0,
@@ -823,6 +825,47 @@ TEST_CASE("elastic restart mid-epoch on another world size: every sample once, t
       CHECK(read_text(out / fmt::format("steps2_{}.txt", r)) == "16");
       CHECK(max_abs_diff(load_params(out / fmt::format("params2_{}.pt", r)), want) < 1e-5);
     }
+  }
+}
+
+// The refusal: resumed on 2 ranks with batch 4 each (global 8, not the checkpoint's 12), every rank stops naming
+// the samples done (36, not a multiple of 8) and its global batch, before training a step.
+TEST_CASE("elastic restart with another global batch stops, naming the samples done and this run's global batch") {
+  const auto out = testing::temp_dir("dp-elastic-batch");
+  REQUIRE(launch("elastic", out, 3, true, {{"POLICYTRAIN_TEST_PHASE", "1"}}) == 0);
+  CHECK(launch("elastic", out, 2, /*stop_others=*/false, {{"POLICYTRAIN_TEST_PHASE", "2"}, {"POLICYTRAIN_TEST_BATCH", "4"}}) != 0);
+  for (int r = 0; r < 2; ++r) {
+    const std::string err = read_text(out / fmt::format("stderr{}.txt", r));
+    INFO("rank " << r << ": " << err);
+    CHECK(err.find("36 samples of epoch 0 were trained before this resume, not a whole number of this run's global "
+                   "batches (8 = batch_size 4 x world size 2)") != std::string::npos);
+    CHECK(err.find("expected the global batch of the run that wrote the checkpoint") != std::string::npos);
+    CHECK(!fs::exists(out / fmt::format("params2_{}.pt", r)));
+  }
+}
+
+// TensorLoader::reshard_after by hand: 10 samples, 3 of them (one global batch of 3 x 1) done by an earlier run;
+// the rest (7) over 3 ranks with batch 1: each rank holds prefix[r], then rest[r], rest[r + 3], ... padded by
+// wrapping over the rest (7 -> 9: rest[0] and rest[1] again, on ranks 1 and 2).
+TEST_CASE("TensorLoader::reshard_after: the prefix, then the rest sharded and padded over this world size") {
+  auto x = torch::arange(10, torch::kFloat).unsqueeze(1), y = torch::zeros({10}, torch::kLong);
+  pt::data::TensorLoader whole(x, y, {.batch_size = 10, .seed = 5});
+  whole.set_epoch(2);
+  const auto g = whole.indices(0);  // the epoch's global order
+  for (int64_t r = 0; r < 3; ++r) {
+    CAPTURE(r);
+    pt::data::TensorLoader l(x, y, {.batch_size = 1, .seed = 5, .rank = r, .world_size = 3});
+    l.set_epoch(2);
+    CHECK(l.reshard_after(3) == 1);
+    std::vector<int64_t> want{g[r].item<int64_t>()};
+    const int64_t rest[9] = {3, 4, 5, 6, 7, 8, 9, 3, 4};  // positions of the global order, padded
+    for (int64_t j = r; j < 9; j += 3) want.push_back(g[rest[j]].item<int64_t>());
+    std::vector<int64_t> got;
+    for (size_t i = 0; i < l.size(); ++i) got.push_back(l.indices(i)[0].item<int64_t>());
+    CHECK(got == want);
+    CHECK(l.padding() == (r == 0 ? 0 : 1));
+    CHECK_THROWS_WITH_AS(l.reshard_after(4), doctest::Contains("not a whole number of this run's global batches (3 = batch_size 1 x world size 3)"),
+                         std::invalid_argument);
   }
 }
 

@@ -47,8 +47,9 @@ class RankState {
   /// in the epoch, skipped steps) and the same parameters and buffers (SHA-256). A fresh start always agrees
   /// (rank 0's weights were broadcast at fit begin); a resume agrees when every rank loaded the same
   /// checkpoint. Otherwise every rank stops with an error listing each rank's state: never a silent divergence.
-  /// Also stops a mid-epoch resume with another world size than the checkpoint's (the rest of that epoch
-  /// cannot be re-sharded); at an epoch boundary the loaders re-shard by themselves. A collective.
+  /// Also stops a mid-epoch resume with another world size than the checkpoint's unless the Trainer had the
+  /// loader re-shard the rest of that epoch (resharded(); docs/parallel.md, "Elastic restarts"); at an epoch
+  /// boundary the loaders re-shard by themselves. A collective.
   void verify_start(ProcessGroup& group, const TrainState& st, const torch::nn::Module& module) {
     verified_ = true;
     if (!group.active()) return;
