@@ -15,7 +15,7 @@
 struct ParallelFlags {
   int nproc = 1;
   bool enabled = true;
-  double timeout_s = 300;
+  double timeout_s = 1800;  // PyTorch's default_pg_timeout
   double bucket_mb = 25;
   std::string backend = "auto";
   bool broadcast_buffers = true;

@@ -27,6 +27,9 @@
 #include <unistd.h>
 #include <fstream>
 #include <random>
+#include <thread>
+
+#include <pthread.h>
 
 #include "unit/helpers.hpp"
 
@@ -383,10 +386,13 @@ namespace fs = std::filesystem;
 
 /// Where a test raises the signal: inside the forward of optimizer step k, its backward, just before its optimizer
 /// step, during an asynchronous checkpoint write (right after checkpoint::Disk started one at step k), during the
-/// validation of epoch k (0-based), or at step k's forward and again once the stop's checkpoint is written.
-enum class Moment { forward, backward, optimizer_step, async_write, validation, twice };
-constexpr Moment kMoments[] = {Moment::forward, Moment::backward, Moment::optimizer_step, Moment::async_write,
-                               Moment::validation, Moment::twice};
+/// validation of epoch k (0-based), at step k's forward and again once the stop's checkpoint is written, or at
+/// start-up, before the first step: k = 0 during the process group's setup (the rendezvous: the other ranks come
+/// 300 ms late, and a thread sends the signal to the main thread once the handlers are in), k = 1 just before the
+/// first batch is fetched.
+enum class Moment { forward, backward, optimizer_step, async_write, validation, twice, startup };
+constexpr Moment kMoments[] = {Moment::forward, Moment::backward,   Moment::optimizer_step, Moment::async_write,
+                               Moment::validation, Moment::twice, Moment::startup};
 const char* moment_name(Moment m) {
   switch (m) {
     case Moment::forward: return "forward";
@@ -395,6 +401,7 @@ const char* moment_name(Moment m) {
     case Moment::async_write: return "asynchronous checkpoint write";
     case Moment::validation: return "validation";
     case Moment::twice: return "forward, and again after the checkpoint";
+    case Moment::startup: return "start-up";
   }
   return "?";
 }
@@ -429,10 +436,42 @@ struct PreemptTask {
 };
 
 /// Raises the signal inside a backward, before an optimizer step, after checkpoint::Disk's step-end save began, or
-/// once the fit's last checkpoint is written (placed between Disk and Preemption).
+/// once the fit's last checkpoint is written (placed between Disk and Preemption); at start-up (Moment::startup).
 struct Injector {
   Injection inj;
   bool armed = false;
+  std::shared_ptr<std::thread> raiser;  // Moment::startup at 0: sends the signal during the group's setup
+  template <class C>
+  void on_fit_begin(C&) {
+    if (inj.at != 0 || inj.moment != Moment::startup) return;
+    if (!armed) {  // come late to the rendezvous, so that the armed rank waits in it when the signal comes
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      return;
+    }
+    const pthread_t main = ::pthread_self();
+    const int sig = inj.sig;
+    raiser = std::make_shared<std::thread>([main, sig] {
+      // Once Preemption (the next policy) installed its handler: DataParallel's setup runs by then.
+      for (;;) {
+        struct sigaction now {};
+        ::sigaction(sig, nullptr, &now);
+        if (reinterpret_cast<void*>(now.sa_handler) == reinterpret_cast<void*>(&pt::callbacks::detail::preemption_handler)) break;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      ::pthread_kill(main, sig);
+    });
+  }
+  template <class C>
+  void on_epoch_begin(C& c) {
+    if (!armed || inj.moment != Moment::startup || c.state().global_step != 0) return;
+    if (raiser) {  // the signal came before the first batch
+      raiser->join();
+      raiser.reset();
+    } else if (inj.at == 1) {
+      std::raise(inj.sig);
+    }
+  }
   template <class C, class F>
   void around_backward(C& c, F&& fn) {
     fn();
@@ -476,7 +515,7 @@ PreemptOutcome preempt_run(const fs::path& dir, const Injection& inj, bool resum
       task, opt,
       pt::checkpoint::Disk({.directory = dir, .every_steps = async ? 2 : 0, .resume = resume ? "auto" : "",
                             .async = async, .export_final = false, .log = nullptr}),
-      Injector{inj, task.armed}, pt::callbacks::Preemption({.log = nullptr}), pt::parallel::DataParallel());
+      Injector{inj, task.armed, nullptr}, pt::callbacks::Preemption({.log = nullptr}), pt::parallel::DataParallel());
   const auto r = t.fit(train, val, {.epochs = kPreemptEpochs});
   PreemptOutcome o;
   o.stopped = r.stopped_at_step;
@@ -491,6 +530,7 @@ PreemptOutcome preempt_run(const fs::path& dir, const Injection& inj, bool resum
 
 /// The optimizer step at which the ranks must stop (steps per epoch `spe`).
 int64_t expected_stop(const Injection& inj, int64_t spe) {
+  if (inj.moment == Moment::startup) return 1;  // at the first step's end
   return inj.moment == Moment::validation ? (inj.at + 1) * spe + 1 : inj.at;
 }
 
@@ -562,6 +602,7 @@ std::vector<Injection> draws(uint64_t seed, int n, int64_t spe, int world) {
     inj.rank = static_cast<int>(g() % static_cast<uint64_t>(world));
     const int64_t total = kPreemptEpochs * spe;
     if (inj.moment == Moment::validation) inj.at = static_cast<int64_t>(g() % (kPreemptEpochs - 1));  // not the last epoch's
+    else if (inj.moment == Moment::startup) inj.at = (i / static_cast<int>(std::size(kMoments))) % 2;  // setup, then first fetch
     else if (inj.moment == Moment::async_write) inj.at = 2 * (1 + static_cast<int64_t>(g() % static_cast<uint64_t>(total / 2 - 1)));
     else inj.at = 1 + static_cast<int64_t>(g() % static_cast<uint64_t>(total - 1));  // not the last step
     v.push_back(inj);
@@ -598,7 +639,7 @@ int kill_rank(const fs::path& out, const fs::path& dir, Injection inj, int rank,
       task, opt,
       pt::checkpoint::Disk({.directory = dir, .every_steps = 2, .resume = "auto",
                             .async = inj.moment == Moment::async_write, .export_final = false, .log = nullptr}),
-      Injector{inj, task.armed}, StartStep{&start}, pt::parallel::DataParallel());
+      Injector{inj, task.armed, nullptr}, StartStep{&start}, pt::parallel::DataParallel());
   const auto r = t.fit(train, val, {.epochs = kPreemptEpochs});
   std::ofstream(out / ("outcome" + std::to_string(rank) + ".txt")) << attempt << " " << start << " " << r.global_steps << "\n";
   std::vector<torch::Tensor> params;
@@ -697,6 +738,8 @@ TEST_CASE("Preemption: a signal at any moment stops every rank at the same step,
     // Both signals, every moment (drawn in turn), each more than once.
     CHECK(std::count_if(cases.begin(), cases.end(), [](const Injection& i) { return i.sig == SIGTERM; }) >= 3);
     CHECK(std::count_if(cases.begin(), cases.end(), [](const Injection& i) { return i.sig == SIGUSR1; }) >= 3);
+    for (int64_t at : {0, 1})  // start-up: during the setup, and before the first batch fetch
+      CHECK(std::count_if(cases.begin(), cases.end(), [&](const Injection& i) { return i.moment == Moment::startup && i.at == at; }) >= 1);
     for (const auto& inj : cases) {
       INFO("case " << n << ": " << pt::callbacks::Preemption::signal_name(inj.sig) << " during the " << std::string(moment_name(inj.moment)) << " at " << inj.at);
       const auto dir = base / ("case" + std::to_string(n++));
@@ -727,6 +770,8 @@ TEST_CASE("Preemption: a signal at any moment stops every rank at the same step,
     // Both signals, every moment (drawn in turn), each more than once.
     CHECK(std::count_if(cases.begin(), cases.end(), [](const Injection& i) { return i.sig == SIGTERM; }) >= 3);
     CHECK(std::count_if(cases.begin(), cases.end(), [](const Injection& i) { return i.sig == SIGUSR1; }) >= 3);
+    for (int64_t at : {0, 1})  // start-up: during the setup, and before the first batch fetch
+      CHECK(std::count_if(cases.begin(), cases.end(), [&](const Injection& i) { return i.moment == Moment::startup && i.at == at; }) >= 1);
     for (const auto& inj : cases) {
       INFO("case " << n << ": " << pt::callbacks::Preemption::signal_name(inj.sig) << " on rank " << inj.rank << " during the "
                    << std::string(moment_name(inj.moment)) << " at " << inj.at);

@@ -4,6 +4,7 @@
 // before doctest's main and exits.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <csignal>
 #include <future>
 #include <limits>
@@ -52,13 +53,18 @@ struct CountPerStep {
   }
 };
 
-/// Kills (SIGKILL) or hangs (SIGSTOP) this process at a given step on a given rank.
+/// Kills (SIGKILL) or hangs (SIGSTOP) this process at a given step on a given rank, after writing the moment
+/// (steady_clock, CLOCK_MONOTONIC: the same clock in every process of this machine) to `out`/stopped.txt.
 struct FailAt {
   int rank = 1;
   int64_t step = 3;
   int sig = SIGKILL;
+  fs::path out;
   template <class C> void after_step(C& c, bool) {
-    if (c.template policy<pt::Category::parallel>().rank() == rank && c.state().global_step == step) ::raise(sig);
+    if (c.template policy<pt::Category::parallel>().rank() != rank || c.state().global_step != step) return;
+    std::ofstream(out / "stopped.txt")
+        << std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    ::raise(sig);
   }
 };
 
@@ -74,8 +80,11 @@ std::vector<torch::Tensor> params_of(torch::nn::Module& m) {
 /// One rank of a scenario. Writes its parameters and counters under POLICYTRAIN_TEST_OUT.
 int run_worker(const std::string& scenario, const fs::path& out) {
   const int64_t accumulate = scenario == "accumulate" ? 2 : 1;
-  pt::parallel::DataParallel dp({.timeout = std::chrono::milliseconds(4000), .bucket_mb = kBucketMb});
+  const bool fail = scenario == "kill" || scenario == "hang";
+  // A failure scenario's collective timeout is 5 s (the test bounds the survivors' exit by it).
+  pt::parallel::DataParallel dp({.timeout = std::chrono::milliseconds(fail ? 5000 : 4000), .bucket_mb = kBucketMb});
   const int world = dp.world_size(), rank = dp.rank();
+  if (fail) write_text(out / fmt::format("pid{}.txt", rank), std::to_string(::getpid()));
   // Every rank starts from different weights: the broadcast from rank 0 must make them equal.
   MlpTask task(1 + static_cast<uint64_t>(rank));
   auto [x, y] = testing::toy_data(96);
@@ -83,10 +92,9 @@ int run_worker(const std::string& scenario, const fs::path& out) {
                                        .rank = rank, .world_size = world});
   torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   std::vector<int64_t> per_step;
-  const bool fail = scenario == "kill" || scenario == "hang";
   pt::Trainer<MlpTask, pt::parallel::DataParallel, AccumulateEvery, CountPerStep, FailAt> trainer(
       task, opt, std::move(dp), AccumulateEvery{accumulate}, CountPerStep{&per_step},
-      FailAt{fail ? 1 : -1, 3, scenario == "hang" ? SIGSTOP : SIGKILL});
+      FailAt{fail ? 1 : -1, 3, scenario == "hang" ? SIGSTOP : SIGKILL, out});
   trainer.fit(loader, {.epochs = fail ? 1000 : kEpochs});
   auto& p = trainer.policy<pt::Category::parallel>();
   // Evaluation on this rank's shard; reduce_metrics makes it the evaluation of the whole set.
@@ -252,6 +260,60 @@ int run_worker2(const std::string& scenario, const fs::path& out) {
   return 0;
 }
 
+/// The MLP task that records which samples it trained on, and in which epoch (matched by value against the set).
+struct RecordingTask : MlpTask {
+  using MlpTask::MlpTask;
+  torch::Tensor all;                                   ///< the whole training set's inputs
+  int64_t epoch = 0;                                   ///< set by TagEpoch
+  std::vector<std::pair<int64_t, int64_t>> trained;    ///< (epoch, sample index) per sample trained
+  torch::Tensor training_step(const pt::Batch& b) {
+    const auto idx = torch::cdist(b.x, all).argmin(1);
+    for (int64_t i = 0; i < idx.size(0); ++i) trained.emplace_back(epoch, idx[i].item<int64_t>());
+    return MlpTask::training_step(b);
+  }
+};
+/// Tells RecordingTask the epoch.
+struct TagEpoch {
+  int64_t* epoch;
+  template <class C> void on_epoch_begin(C& c) { *epoch = c.state().epoch; }
+};
+constexpr int64_t kElasticBatch = 12;  // the global batch: 12 / 3 and 12 / 2 per rank; 96 samples, 8 steps per epoch
+
+/// Elastic restarts (issue 40): phase 1 trains 3 optimizer steps on this world size and stops (step-3.ckpt, mid-
+/// epoch); phase 2 resumes it on the world size it is launched with, to the end of 2 epochs. The same global batch
+/// (12) on every world size. POLICYTRAIN_TEST_ZERO=1: ShardedDataParallel stage 1 instead of DataParallel.
+int run_elastic(const fs::path& out) {
+  const std::string phase = std::getenv("POLICYTRAIN_TEST_PHASE");
+  const bool zero = std::getenv("POLICYTRAIN_TEST_ZERO") && std::string(std::getenv("POLICYTRAIN_TEST_ZERO")) == "1";
+  const pt::parallel::DataParallel::Options o{.timeout = std::chrono::milliseconds(20000), .bucket_mb = kBucketMb};
+  const auto env = pt::parallel::Environment::from_env();
+  const int world = env.world_size, rank = env.rank;
+  auto [x, y] = testing::toy_data(96);
+  RecordingTask task(1 + static_cast<uint64_t>(rank));
+  task.all = x;
+  const char* batch = std::getenv("POLICYTRAIN_TEST_BATCH");  // a per-rank batch of another global batch
+  pt::data::TensorLoader loader(x, y, {.batch_size = batch ? std::atoi(batch) : kElasticBatch / world, .seed = 3,
+                                       .rank = rank, .world_size = world});
+  torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  // The world size left out of the run fingerprint (-1): a checkpoint resumes on another one.
+  pt::checkpoint::Disk disk({.directory = out / "run", .every_epochs = 1, .every_steps = phase == "1" ? 3 : 0,
+                             .resume = phase == "1" ? "" : "auto", .run = {.world_size = -1}, .export_final = false,
+                             .log = nullptr});
+  auto body = [&](auto par) {
+    pt::Trainer<RecordingTask, decltype(par), pt::checkpoint::Disk, TagEpoch> trainer(
+        task, opt, std::move(par), std::move(disk), TagEpoch{&task.epoch});
+    trainer.fit(loader, {.epochs = 2, .max_steps = phase == "1" ? 3 : -1});
+    write_text(out / fmt::format("steps{}_{}.txt", phase, rank), std::to_string(trainer.state().global_step));
+  };
+  if (zero) body(pt::parallel::ShardedDataParallel(o, {.stage = 1}));
+  else body(pt::parallel::DataParallel(o));
+  torch::save(params_of(task.module()), (out / fmt::format("params{}_{}.pt", phase, rank)).string());
+  std::string text;
+  for (auto [e, i] : task.trained) text += fmt::format("{} {}\n", e, i);
+  write_text(out / fmt::format("samples{}_{}.txt", phase, rank), text);
+  return 0;
+}
+
 /// Writes `text` to `p` whole (a temporary file renamed), so that a reader never sees a part of it.
 void write_atomic(const fs::path& p, const std::string& text) {
   write_text(fs::path(p.string() + ".tmp"), text);
@@ -346,6 +408,7 @@ const int kWorkerHook = [] {
     if (sc == "sleeper") return run_sleeper(out);
     if (sc == "launcher") return run_launcher(out);
     if (sc == "pieces") return run_pieces(out);
+    if (sc == "elastic") return run_elastic(out);
     if (sc == "exit7") return std::getenv("SLURM_PROCID") || !std::getenv("RANK") ? 1 : 7;
     return sc == "plain" || sc == "accumulate" || sc == "kill" || sc == "hang" ? run_worker(sc, out) : run_worker2(sc, out);
   });
@@ -483,20 +546,60 @@ TEST_CASE("with accumulation, 2 ranks match 1 process and all-reduce only on the
   }
 }
 
-TEST_CASE("a rank that dies or hangs: the other exits non-zero naming the collective and the silent rank") {
+namespace {
+/// Whether `pid`, a rank launch_local started from this process, has ended (gone, or a zombie not yet reaped).
+bool ended(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string line;
+  if (!std::getline(in, line)) return true;
+  const auto p = line.rfind(')');
+  return p == std::string::npos || p + 2 >= line.size() || line[p + 2] == 'Z' || line[p + 2] == 'X';
+}
+}  // namespace
+
+// Issue 40: 3 ranks over Gloo with a 5 s collective timeout; rank 1 SIGKILLed, or SIGSTOPped, after optimizer step
+// 3 (mid-epoch: 7 steps per epoch). The two others must exit by themselves within timeout + 10 s of that moment
+// (measured here, from the time rank 1 wrote just before the signal to the time both processes are gone), each
+// naming itself, the collective, where the job was (global_step 3, epoch 0) and rank 1. Nothing hangs: the
+// launcher's deadline (300 s) bounds the whole test, and the stopped rank is killed here once the others ended.
+TEST_CASE("a rank that dies or hangs among 3: the others exit within timeout + 10 s naming the collective, the step and the rank") {
+  using namespace std::chrono;
+  constexpr auto kTimeout = seconds(5);  // run_worker's timeout in the kill and hang scenarios
   for (const std::string scenario : {"kill", "hang"}) {
     CAPTURE(scenario);
-    const auto out = testing::temp_dir("dp-" + scenario);
-    // A killed rank must not make the launcher stop the survivor before it reports; a hung one is stopped
-    // by the launcher once the survivor has failed.
-    const int code = launch(scenario, out, 2, /*stop_others=*/scenario == "hang");
+    const auto out = testing::temp_dir("dp3-" + scenario);
+    // Nobody stops the survivors: they must end by themselves.
+    auto launched = std::async(std::launch::async, [&] { return launch(scenario, out, 3, /*stop_others=*/false); });
+    const auto give_up = steady_clock::now() + seconds(200);
+    while (!fs::exists(out / "stopped.txt") && launched.wait_for(milliseconds(50)) != std::future_status::ready &&
+           steady_clock::now() < give_up) {
+    }
+    REQUIRE(fs::exists(out / "stopped.txt"));
+    std::this_thread::sleep_for(milliseconds(100));  // the file's few bytes are written before the signal
+    const auto stopped = steady_clock::time_point(nanoseconds(std::stoll(read_text(out / "stopped.txt"))));
+    std::vector<pid_t> pid;
+    for (int r = 0; r < 3; ++r) pid.push_back(static_cast<pid_t>(std::stol(read_text(out / fmt::format("pid{}.txt", r)))));
+    while (!(ended(pid[0]) && ended(pid[2])) && steady_clock::now() < stopped + seconds(120))
+      std::this_thread::sleep_for(milliseconds(20));
+    const double took = duration<double>(steady_clock::now() - stopped).count();
+    if (scenario == "hang") ::kill(pid[1], SIGKILL);  // ours (launch_local's child); SIGKILL ends a stopped process
+    const int code = launched.get();
+    MESSAGE(scenario << ": the other ranks ended " << took << " s after rank 1 stopped (timeout 5 s)");
     CHECK(code != 0);
-    CHECK(code != 124);  // the survivor failed by itself, well before the launcher's deadline
-    const std::string err = read_text(out / "stderr0.txt");
-    CHECK(err.find("rank 0 of 2") != std::string::npos);
-    CHECK(err.find("all-reduce of gradient bucket") != std::string::npos);
-    CHECK(err.find("rank 1 did not answer") != std::string::npos);
-    CHECK(!fs::exists(out / "params0.pt"));
+    CHECK(code != 124);  // not the launcher's deadline
+    CHECK(took < duration<double>(kTimeout + seconds(10)).count());
+    if (scenario == "hang") CHECK(took >= 4.0);  // a stopped rank is only noticed by the timeout
+    for (int r : {0, 2}) {
+      const std::string err = read_text(out / fmt::format("stderr{}.txt", r));
+      INFO("rank " << r << ": " << err);
+      CHECK(err.find(fmt::format("rank {} of 3", r)) != std::string::npos);
+      CHECK(err.find("all-reduce of gradient bucket") != std::string::npos);
+      CHECK(err.find("training at global_step 3, epoch 0") != std::string::npos);
+      CHECK(err.find("rank 1 did not answer") != std::string::npos);
+      CHECK(err.find("last heartbeat: rank 1: ") != std::string::npos);  // its phase, step and epoch, at most 1 s old
+      CHECK(err.find("expected every rank to join each collective within the timeout") != std::string::npos);
+      CHECK(!fs::exists(out / fmt::format("params{}.pt", r)));
+    }
   }
 }
 
@@ -676,6 +779,95 @@ TEST_CASE("resuming with another world size stops with an error naming both size
     INFO("rank " << r << ": " << err);
     CHECK(err.find("world size: 2 in the checkpoint, 3 in this run") != std::string::npos);
     CHECK(err.find("checkpoint::Disk::Options::weights_only") != std::string::npos);  // the library option, not a flag
+  }
+}
+
+// Issue 40, elastic restarts: the rule (docs/parallel.md, "Elastic restarts") keeps the global batch; the samples
+// trained before the stop are a prefix of the epoch's global order (DistributedSampler's strided shards of a
+// global batch b x W are one contiguous block of B = b W positions of that order), and the rest is sharded over the
+// new world size. So every optimizer step of the resumed run averages the gradient over the same B samples as one
+// process with batch B over the unsharded order (the oracle: a plain Trainer, same seed; tolerance 1e-5 for the
+// order of the sums), and every sample of each epoch is trained exactly once (96 = 8 x 12: no padding).
+TEST_CASE("elastic restart mid-epoch on another world size: every sample once, the weights of one process with the global batch") {
+  // The oracle: one process, batch 12, the same order (seed 3), 2 epochs = 16 steps.
+  MlpTask ref(1);
+  {
+    auto [x, y] = testing::toy_data(96);
+    pt::data::TensorLoader loader(x, y, {.batch_size = kElasticBatch, .seed = 3});
+    torch::optim::SGD opt(ref.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+    pt::Trainer<MlpTask> t(ref, opt);
+    t.fit(loader, {.epochs = 2});
+  }
+  const auto want = params_of(ref.module());
+  struct Case { int from, to; const char* zero; };
+  for (const Case c : {Case{3, 2, "0"}, Case{2, 3, "0"}, Case{3, 2, "1"}}) {
+    CAPTURE(c.from);
+    CAPTURE(c.to);
+    CAPTURE(c.zero);
+    const auto out = testing::temp_dir(fmt::format("dp-elastic-{}-{}-{}", c.from, c.to, c.zero));
+    REQUIRE(launch("elastic", out, c.from, true, {{"POLICYTRAIN_TEST_PHASE", "1"}, {"POLICYTRAIN_TEST_ZERO", c.zero}}) == 0);
+    const int code = launch("elastic", out, c.to, true, {{"POLICYTRAIN_TEST_PHASE", "2"}, {"POLICYTRAIN_TEST_ZERO", c.zero}});
+    std::string errs;
+    for (int r = 0; r < c.to; ++r) errs += fmt::format("rank {}: {}\n", r, read_text(out / fmt::format("stderr{}.txt", r)));
+    INFO(errs);
+    REQUIRE(code == 0);
+    std::map<std::pair<int64_t, int64_t>, int> count;  // (epoch, sample) -> times trained
+    for (const auto& [phase, world] : {std::pair{1, c.from}, std::pair{2, c.to}})
+      for (int r = 0; r < world; ++r) {
+        std::istringstream in(read_text(out / fmt::format("samples{}_{}.txt", phase, r)));
+        for (int64_t e, i; in >> e >> i;) ++count[{e, i}];
+      }
+    int64_t once = 0;
+    for (const auto& [k, n] : count) once += n == 1;
+    CHECK(count.size() == 2 * 96);  // every sample of both epochs
+    CHECK(once == 2 * 96);          // each exactly once
+    for (int r = 0; r < c.from; ++r) CHECK(read_text(out / fmt::format("steps1_{}.txt", r)) == "3");
+    for (int r = 0; r < c.to; ++r) {
+      CAPTURE(r);
+      CHECK(read_text(out / fmt::format("steps2_{}.txt", r)) == "16");
+      CHECK(max_abs_diff(load_params(out / fmt::format("params2_{}.pt", r)), want) < 1e-5);
+    }
+  }
+}
+
+// The refusal: resumed on 2 ranks with batch 4 each (global 8, not the checkpoint's 12), every rank stops naming
+// the samples done (36, not a multiple of 8) and its global batch, before training a step.
+TEST_CASE("elastic restart with another global batch stops, naming the samples done and this run's global batch") {
+  const auto out = testing::temp_dir("dp-elastic-batch");
+  REQUIRE(launch("elastic", out, 3, true, {{"POLICYTRAIN_TEST_PHASE", "1"}}) == 0);
+  CHECK(launch("elastic", out, 2, /*stop_others=*/false, {{"POLICYTRAIN_TEST_PHASE", "2"}, {"POLICYTRAIN_TEST_BATCH", "4"}}) != 0);
+  for (int r = 0; r < 2; ++r) {
+    const std::string err = read_text(out / fmt::format("stderr{}.txt", r));
+    INFO("rank " << r << ": " << err);
+    CHECK(err.find("36 samples of epoch 0 were trained before this resume, not a whole number of this run's global "
+                   "batches (8 = batch_size 4 x world size 2)") != std::string::npos);
+    CHECK(err.find("expected the global batch of the run that wrote the checkpoint") != std::string::npos);
+    CHECK(!fs::exists(out / fmt::format("params2_{}.pt", r)));
+  }
+}
+
+// TensorLoader::reshard_after by hand: 10 samples, 3 of them (one global batch of 3 x 1) done by an earlier run;
+// the rest (7) over 3 ranks with batch 1: each rank holds prefix[r], then rest[r], rest[r + 3], ... padded by
+// wrapping over the rest (7 -> 9: rest[0] and rest[1] again, on ranks 1 and 2).
+TEST_CASE("TensorLoader::reshard_after: the prefix, then the rest sharded and padded over this world size") {
+  auto x = torch::arange(10, torch::kFloat).unsqueeze(1), y = torch::zeros({10}, torch::kLong);
+  pt::data::TensorLoader whole(x, y, {.batch_size = 10, .seed = 5});
+  whole.set_epoch(2);
+  const auto g = whole.indices(0);  // the epoch's global order
+  for (int64_t r = 0; r < 3; ++r) {
+    CAPTURE(r);
+    pt::data::TensorLoader l(x, y, {.batch_size = 1, .seed = 5, .rank = r, .world_size = 3});
+    l.set_epoch(2);
+    CHECK(l.reshard_after(3) == 1);
+    std::vector<int64_t> want{g[r].item<int64_t>()};
+    const int64_t rest[9] = {3, 4, 5, 6, 7, 8, 9, 3, 4};  // positions of the global order, padded
+    for (int64_t j = r; j < 9; j += 3) want.push_back(g[rest[j]].item<int64_t>());
+    std::vector<int64_t> got;
+    for (size_t i = 0; i < l.size(); ++i) got.push_back(l.indices(i)[0].item<int64_t>());
+    CHECK(got == want);
+    CHECK(l.padding() == (r == 0 ? 0 : 1));
+    CHECK_THROWS_WITH_AS(l.reshard_after(4), doctest::Contains("not a whole number of this run's global batches (3 = batch_size 1 x world size 3)"),
+                         std::invalid_argument);
   }
 }
 

@@ -52,6 +52,14 @@ class TensorLoader {
   /// Reshuffles for `epoch` (the Trainer calls it at the start of every epoch).
   void set_epoch(int64_t epoch);
 
+  /// An elastic resume (docs/parallel.md, "Elastic restarts"): the first `done` samples of this epoch's global
+  /// order (the order before sharding, padded by wrapping) were trained by a run of another world size. Re-shards
+  /// the current epoch in two parts, each split over this run's ranks as set_epoch splits a whole epoch: that
+  /// prefix first, then the rest (padded by wrapping over the rest), so that passing over the prefix's batches
+  /// resumes at the rest. Returns the prefix's batches on this rank; throws std::invalid_argument unless `done` is
+  /// a whole number of this run's global batches (batch_size × world_size).
+  int64_t reshard_after(int64_t done);
+
   /// The epoch of the current order.
   int64_t epoch() const { return epoch_; }
   /// Samples this rank sees per epoch.
@@ -106,20 +114,48 @@ class TensorLoader {
   LoaderOptions o_;
   int64_t epoch_ = 0;
   int64_t padding_ = 0;
+
+  /// The epoch's global order: every sample once, shuffled by (seed, epoch) or not.
+  torch::Tensor global_order() const;
 };
 
 // TensorLoader's non-template members: defined here header-only, in <policytrain/src.hpp> with separate compilation.
 #if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL torch::Tensor TensorLoader::global_order() const {
+  const int64_t n = x_.size(0);
+  if (!o_.shuffle) return torch::arange(n, torch::kLong);
+  auto gen = torch::make_generator<at::CPUGeneratorImpl>(o_.seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(epoch_ + 1));
+  return torch::randperm(n, gen, torch::kLong);
+}
+
+POLICYTRAIN_DECL int64_t TensorLoader::reshard_after(int64_t done) {
+  const int64_t n = x_.size(0), w = o_.world_size, global = o_.batch_size * o_.world_size;
+  if (done < 0 || done % global != 0)
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::data::TensorLoader",
+        policytrain::detail::format("{} samples of epoch {} were trained before this resume, not a whole number of "
+                                    "this run's global batches ({} = batch_size {} x world size {})",
+                                    done, epoch_, global, o_.batch_size, w),
+        "the global batch of the run that wrote the checkpoint",
+        "set batch_size to that global batch / this world size, or resume from a checkpoint taken at an epoch end"));
+  const auto all = global_order();
+  // The first `done` positions of the global order padded by wrapping (a run can have trained into its padding).
+  auto prefix = all.slice(0, 0, std::min(done, n));
+  while (prefix.size(0) < done) prefix = torch::cat({prefix, all.slice(0, 0, std::min(n, done - prefix.size(0)))});
+  auto rest = all.slice(0, std::min(done, n), n);
+  const int64_t len = rest.size(0), per_rank = (len + w - 1) / w, total = per_rank * w;
+  for (const auto base = rest; rest.size(0) < total;)
+    rest = torch::cat({rest, base.slice(0, 0, std::min(len, total - rest.size(0)))});
+  padding_ = 0;
+  for (int64_t p = len; p < total; ++p) padding_ += p % w == o_.rank ? 1 : 0;
+  order_ = torch::cat({prefix.slice(0, o_.rank, done, w), rest.slice(0, o_.rank, total, w)});
+  return done / global;
+}
+
 POLICYTRAIN_DECL void TensorLoader::set_epoch(int64_t epoch) {
   epoch_ = epoch;
   const int64_t n = x_.size(0);
-  torch::Tensor order;
-  if (o_.shuffle) {
-    auto gen = torch::make_generator<at::CPUGeneratorImpl>(o_.seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(epoch + 1));
-    order = torch::randperm(n, gen, torch::kLong);
-  } else {
-    order = torch::arange(n, torch::kLong);
-  }
+  torch::Tensor order = global_order();
   if (o_.world_size > 1) {
     const int64_t per_rank = (n + o_.world_size - 1) / o_.world_size;
     const int64_t total = per_rank * o_.world_size;

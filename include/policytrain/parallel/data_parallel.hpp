@@ -34,6 +34,7 @@
 /// Cost: with WORLD_SIZE unset or 1, or `enabled = false`, nothing (no hooks installed, no process group).
 /// Example: examples/fashion_mnist (`--nproc 2`, or torchrun); docs/parallel.md.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -122,21 +123,33 @@ class DataParallel {
   /// At the first epoch of a fit: the start check (RankState::verify_start), after the Reducer was rebuilt if a
   /// later policy's on_fit_begin changed the parameters' layout.
   template <class Ctx>
-  void on_epoch_begin(Ctx& ctx) { core_.epoch_begin(ctx.module(), ctx.state(), ctx.device()); }
+  void on_epoch_begin(Ctx& ctx) {
+    core_.group().at(ctx.state(), "the start of an epoch");
+    core_.epoch_begin(ctx.module(), ctx.state(), ctx.device());
+  }
   /// On every rank before a checkpoint is written (a collective): every rank's random generator states.
   template <class Ctx>
-  void before_save(Ctx& ctx) { core_.before_save(ctx.device(), ctx.module().is_training()); }
+  void before_save(Ctx& ctx) {
+    core_.group().at(ctx.state(), "a checkpoint");
+    core_.note_save(ctx.state());
+    core_.before_save(ctx.device(), ctx.module().is_training());
+  }
   /// A fit that had no epoch left to run still takes part in the start check (the other ranks may have).
   template <class Ctx>
-  void on_fit_end(Ctx& ctx) { core_.fit_end(ctx.module(), ctx.state()); }
+  void on_fit_end(Ctx& ctx) {
+    core_.group().at(ctx.state(), "the end of fit");
+    core_.fit_end(ctx.module(), ctx.state());
+  }
   /// Rank 0's buffers before a window's first forward; the Reducer's bucket rebuild.
   template <class Ctx, class F>
   decltype(auto) around_forward(Ctx& ctx, F&& fn) {
+    core_.group().at(ctx.state());
     return core_.forward(ctx.module(), ctx.state().micro_step, std::forward<F>(fn));
   }
   /// Rank 0's buffers (and, before the first fit, parameters) before an evaluation.
   template <class Ctx, class F>
   Metrics around_evaluate(Ctx& ctx, F&& evaluate) {
+    core_.group().at(ctx.state(), "validation");
     return core_.evaluate(ctx.module(), ctx.device(), std::forward<F>(evaluate));
   }
   /// The backward: synchronised by the Reducer on a window's last micro-step, accumulated on the others.
@@ -151,12 +164,20 @@ class DataParallel {
   StateDict state_dict() const { return core_.state_dict(); }
   /// Restores what state_dict() saved.
   void load_state_dict(const StateDict& d) { core_.load_state_dict(d); }
+  /// After loading a mid-epoch checkpoint of another world size: the samples of that epoch's global order it had
+  /// trained (the Trainer re-shards the rest with the loader's reshard_after; docs/parallel.md, "Elastic restarts").
+  std::optional<int64_t> elastic_resume_samples() const { return core_.elastic_resume_samples(); }
+  /// The Trainer re-sharded the resumed epoch: the start check lets the other world size pass.
+  void resharded() { core_.resharded(); }
 
   // --- the parallel services (core/parallel_services.hpp); is_main() and world_size() are above ---
 
   /// True on every rank when `b` is true on any rank (a collective; joins the job first if needed).
   template <class Ctx>
-  bool agree_any(Ctx& ctx, bool b) { return core_.agree_any(ctx.device(), b); }
+  bool agree_any(Ctx& ctx, bool b) {
+    core_.group().at(ctx.state(), "an agreement (stop / save / rollback)");
+    return core_.agree_any(ctx.device(), b);
+  }
   /// The smallest `v` over the ranks (identity on one process; a collective). fit_auto_batch agrees on the
   /// micro-batch with it.
   template <class Ctx>

@@ -103,6 +103,7 @@ class DataParallelCore {
   /// converted the layout: callbacks::PerfKnobs' channels_last), applies a resumed bucket order, runs the start
   /// check and gives this rank its own generator states back after a resume.
   void epoch_begin(torch::nn::Module& m, const TrainState& st, torch::Device device) {
+    rank_state_.note_epoch_begin(st, world_size());
     if (rank_state_.verified()) return;
     if (active()) {
       sync_parameters(m);
@@ -207,6 +208,12 @@ class DataParallelCore {
     if (bucket_order_.defined()) d["bucket_order"] = bucket_order_;
     return d;
   }
+  /// Before a checkpoint: the position in the epoch's global order it records (RankState::note_save).
+  void note_save(const TrainState& st) { rank_state_.note_save(st, world_size()); }
+  /// After loading a mid-epoch checkpoint of another world size: the samples of that epoch it had trained.
+  std::optional<int64_t> elastic_resume_samples() const { return rank_state_.elastic_samples(world_size()); }
+  /// The loader re-sharded the resumed epoch (the start check lets the other world size pass).
+  void resharded() { rank_state_.resharded(); }
   /// Restores what state_dict() saved (the generator states and bucket order wait for epoch_begin).
   void load_state_dict(const StateDict& d) {
     rank_state_.load(d);

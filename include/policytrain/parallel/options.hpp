@@ -11,7 +11,7 @@ namespace policytrain::parallel {
 /// Run-time options of parallel::DataParallel.
 struct DataParallelOptions {
   bool enabled = true;                ///< false: train alone even when launched with WORLD_SIZE > 1
-  std::chrono::milliseconds timeout{std::chrono::seconds(300)};  ///< start-up and every collective
+  std::chrono::milliseconds timeout{std::chrono::minutes(30)};  ///< start-up and every collective (PyTorch's default_pg_timeout)
   /// Gradient bytes per all-reduce (MiB), as DDP's bucket_cap_mb. As in DDP, the first backward all-reduces one
   /// bucket of everything (the order in which gradients become ready is not known yet), and the Reducer then
   /// rebuilds the buckets in that order.

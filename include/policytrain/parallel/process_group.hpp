@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <map>
 #include <mutex>
@@ -54,7 +55,7 @@ inline int64_t now_ns() {
 
 /// How a ProcessGroup connects (parallel::DataParallelOptions carries the same settings).
 struct ProcessGroupOptions {
-  std::chrono::milliseconds timeout{std::chrono::seconds(300)};  ///< start-up and every collective
+  std::chrono::milliseconds timeout{std::chrono::minutes(30)};  ///< start-up and every collective (PyTorch's default_pg_timeout)
   std::string backend = "auto";  ///< auto (NCCL on CUDA, Gloo on CPU), gloo, nccl
   int gloo_threads = 2;          ///< Gloo's worker threads (collectives in flight at once)
 };
@@ -197,8 +198,41 @@ class ProcessGroup {
           "and evaluate join by themselves)", who(), what));
   }
 
+  /// Where this rank is, for the messages of failed collectives and for the heartbeat: the Trainer's global_step
+  /// (optimizer steps done) and epoch (0-based), and the phase ("training", "validation", "a checkpoint", "a
+  /// step-boundary agreement"). The parallel policies call it from their hooks (two integers and a pointer; at
+  /// most once per heartbeat_interval a store write).
+  template <class State>
+  void at(const State& s, const char* phase = "training") {
+    at_step(s.global_step, s.epoch, phase);
+  }
+  /// at() with the numbers themselves.
+  void at_step(int64_t global_step, int64_t epoch, const char* phase) {
+    step_ = global_step;
+    epoch_ = epoch;
+    phase_ = phase;
+    if (!store_ || heartbeat_failed_) return;
+    const int64_t now = detail::now_ns();
+    if (last_beat_ns_ != 0 && now - last_beat_ns_ < kHeartbeatNs) return;
+    last_beat_ns_ = now;
+    const std::string v = policytrain::detail::format("{} {} {} {}", step_, epoch_, wall_ms(), phase_);
+    try {
+      store_->set(policytrain::detail::format("policytrain/beat/{}", env_.rank), std::vector<uint8_t>(v.begin(), v.end()));
+    } catch (const std::exception&) {
+      // The store is gone (rank 0 died) or hung: the next collective fails and its message says so (diagnose
+      // reaches the store too); no further heartbeats, each would wait for the timeout again.
+      heartbeat_failed_ = true;
+    }
+  }
+  /// "training at global_step 3, epoch 0", or "before training" until at() was called.
+  std::string position() const {
+    if (step_ < 0) return "before training";
+    return policytrain::detail::format("{} at global_step {}, epoch {}", phase_, step_, epoch_);
+  }
+
   /// After a failed collective: every surviving rank checks in on the store; those that do not within a short
-  /// grace period are named. Returns a sentence for the error message.
+  /// grace period are named, with where their last heartbeat (at most heartbeat_interval old while they ran)
+  /// placed them. Returns a sentence for the error message.
   std::string diagnose() {
     if (!store_) return "";
     try {
@@ -213,9 +247,43 @@ class ProcessGroup {
         if (missing.empty()) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       } while (std::chrono::steady_clock::now() < until);
-      if (missing.empty()) return "every rank is alive and saw the failure too (a network error?)";
-      return policytrain::detail::format("rank{} {} did not answer afterwards (dead or hung)", missing.size() > 1 ? "s" : "",
-                                         fmt::join(missing, ", "));
+      // Rank 0 hosts the store (unless torchrun's agent does): it leaves only once every rank that checked in has
+      // read what it needs, or the grace period ends (a rank 0 that exited first took the store with it, and the
+      // others' diagnosis said "rank 0 is dead": seen with 3 ranks, one stopped).
+      auto done = [&] {
+        store_->set(policytrain::detail::format("policytrain/diagnosed/{}", env_.rank), std::vector<uint8_t>{1});
+        if (env_.rank != 0 || env_.agent_store) return;
+        const auto until_read = std::chrono::steady_clock::now() + grace;
+        for (int r = 1; r < env_.world_size && std::chrono::steady_clock::now() < until_read; ++r)
+          while (std::find(missing.begin(), missing.end(), r) == missing.end() &&
+                 !store_->check({policytrain::detail::format("policytrain/diagnosed/{}", r)}) &&
+                 std::chrono::steady_clock::now() < until_read)
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      };
+      if (missing.empty()) {
+        done();
+        return "every rank is alive and saw the failure too (a network error?)";
+      }
+      std::vector<std::string> last;
+      for (int r : missing) {
+        const std::string key = policytrain::detail::format("policytrain/beat/{}", r);
+        if (!store_->check({key})) {
+          last.push_back(policytrain::detail::format("rank {}: no heartbeat", r));
+          continue;
+        }
+        const auto b = store_->get(key);
+        std::istringstream in(std::string(b.begin(), b.end()));
+        int64_t step = 0, epoch = 0, ms = 0;
+        std::string phase;
+        in >> step >> epoch >> ms;
+        std::getline(in >> std::ws, phase);
+        last.push_back(policytrain::detail::format("rank {}: {} at global_step {}, epoch {}, {:.1f} s before this "
+                                                   "rank gave up", r, phase, step, epoch,
+                                                   static_cast<double>(wall_ms() - ms) / 1000.0));
+      }
+      done();
+      return policytrain::detail::format("rank{} {} did not answer afterwards (dead or hung; last heartbeat: {})",
+                                         missing.size() > 1 ? "s" : "", fmt::join(missing, ", "), fmt::join(last, "; "));
     } catch (const std::exception&) {
       return policytrain::detail::format("the store at MASTER_ADDR={} MASTER_PORT={} is gone too: {} (it lives in rank 0's "
                                          "process unless torchrun's agent hosts it)", env_.master_addr, env_.master_port,
@@ -223,12 +291,18 @@ class ProcessGroup {
     }
   }
 
-  /// The CollectiveError for a failed `what`.
+  /// The CollectiveError for a failed `what`: this rank, the collective, where the job was (position()), the
+  /// cause, and the ranks that did not answer (diagnose()).
   CollectiveError collective_error(const std::string& what, const std::exception& e) {
     const std::string cause = e.what();
-    return CollectiveError(policytrain::detail::format(
-        "policytrain::parallel::DataParallel: {}: {} failed or timed out (timeout {} ms): {}; {}", who(), what,
-        o_.timeout.count(), cause.substr(0, cause.find('\n')), diagnose()));
+    return CollectiveError(policytrain::detail::error_message(
+        policytrain::detail::format("policytrain::parallel::DataParallel: {}", who()),
+        policytrain::detail::format("{} failed or timed out ({}; timeout {} ms): {}; {}", what, position(),
+                                    o_.timeout.count(), cause.substr(0, cause.find('\n')), diagnose()),
+        "every rank to join each collective within the timeout (ProcessGroupOptions::timeout, "
+        "DataParallelOptions::timeout; the example's --dist-timeout)",
+        "a dead rank ends the job: restart it from the newest complete checkpoint (LaunchOptions::max_restarts, "
+        "--max-restarts, torchrun --max-restarts); a rank that is only slow needs a longer timeout"));
   }
 
   /// Waits for `w`; on failure rethrows as CollectiveError naming this rank, `what` and the silent ranks.
@@ -287,6 +361,18 @@ class ProcessGroup {
   c10::intrusive_ptr<c10d::Backend> backend_;
   c10::intrusive_ptr<c10d::ProcessGroup> pg_;  ///< `backend_` as the Reducer wants it
   torch::Device comm_device_{torch::kCPU};
+  /// Heartbeats go to the store at most this often (nanoseconds).
+  static constexpr int64_t kHeartbeatNs = 1'000'000'000;
+  int64_t step_ = -1, epoch_ = 0;  ///< position(): the last at()
+  const char* phase_ = "training";
+  int64_t last_beat_ns_ = 0;
+  bool heartbeat_failed_ = false;
+
+  /// Milliseconds since the Unix epoch (heartbeats compare across processes, and hosts).
+  static int64_t wall_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
 };
 
 }  // namespace policytrain::parallel

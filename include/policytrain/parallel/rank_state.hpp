@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <mutex>
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,8 +47,9 @@ class RankState {
   /// in the epoch, skipped steps) and the same parameters and buffers (SHA-256). A fresh start always agrees
   /// (rank 0's weights were broadcast at fit begin); a resume agrees when every rank loaded the same
   /// checkpoint. Otherwise every rank stops with an error listing each rank's state: never a silent divergence.
-  /// Also stops a mid-epoch resume with another world size than the checkpoint's (the rest of that epoch
-  /// cannot be re-sharded); at an epoch boundary the loaders re-shard by themselves. A collective.
+  /// Also stops a mid-epoch resume with another world size than the checkpoint's unless the Trainer had the
+  /// loader re-shard the rest of that epoch (resharded(); docs/parallel.md, "Elastic restarts"); at an epoch
+  /// boundary the loaders re-shard by themselves. A collective.
   void verify_start(ProcessGroup& group, const TrainState& st, const torch::nn::Module& module) {
     verified_ = true;
     if (!group.active()) return;
@@ -78,15 +80,39 @@ class RankState {
               group.who(), fmt::join(rows, "; "))));
     }
     const int64_t saved = t[0][4];
-    if (saved > 0 && saved != w && st.batch_in_epoch > 0)
+    if (saved > 0 && saved != w && st.batch_in_epoch > 0 && !resharded_)
       throw ResumeMismatch(policytrain::detail::error_message(
           "policytrain::parallel::DataParallel",
           policytrain::detail::format(
               "{}: the checkpoint was written mid-epoch (micro-batch {} of epoch "
-              "{}) by a run of world size {}, but this run has world size {}: the rest of that epoch cannot be "
-              "re-sharded; resume with WORLD_SIZE={}, or from a checkpoint taken at an epoch end (those re-shard)",
+              "{}) by a run of world size {}, but this run has world size {}, and the rest of that epoch was not "
+              "re-sharded (the checkpoint records no position in the epoch's global order, or the loader has no "
+              "reshard_after(samples): data::TensorLoader has); resume with WORLD_SIZE={}, or from a checkpoint taken "
+              "at an epoch end (those re-shard)",
               group.who(), st.batch_in_epoch, st.epoch, saved, w, saved)));
   }
+
+  /// Where the current epoch began in this rank's sample count (TrainState::samples_seen), for the position in the
+  /// epoch's global order a checkpoint records. At an epoch's start; after a resume mid-epoch, from the position
+  /// the checkpoint recorded.
+  void note_epoch_begin(const TrainState& st, int64_t world_size) {
+    const int64_t loaded = std::exchange(loaded_epoch_samples_, -1);
+    if (st.batch_in_epoch == 0) epoch_seen0_ = st.samples_seen;
+    else if (loaded >= 0) epoch_seen0_ = st.samples_seen - loaded / world_size;
+  }
+  /// Before a checkpoint: the samples of the current epoch's global order trained so far (every rank consumed as
+  /// many: the shards are equally long), recorded as `epoch_samples`.
+  void note_save(const TrainState& st, int64_t world_size) {
+    epoch_samples_ = st.batch_in_epoch == 0 ? 0 : (st.samples_seen - epoch_seen0_) * world_size;
+  }
+  /// After loading a mid-epoch checkpoint of another world size than `world_size`: the samples of that epoch's
+  /// global order it had trained (for the loader's reshard_after); nothing otherwise, or when it recorded none.
+  std::optional<int64_t> elastic_samples(int64_t world_size) const {
+    if (saved_world_size_ <= 0 || saved_world_size_ == world_size || loaded_epoch_samples_ < 0) return std::nullopt;
+    return loaded_epoch_samples_;
+  }
+  /// The loader re-sharded the rest of the resumed epoch over this world size: the start check lets it pass.
+  void resharded() { resharded_ = true; }
 
   /// On every rank before a checkpoint is written (a collective): every rank's random generator states (the CPU
   /// one, and the CUDA one of `device`), for state_dict. The checkpoint's own generator state is the writing
@@ -124,6 +150,7 @@ class RankState {
   /// Adds the world size (so that a resume with another one is recognised) and the gathered generator states.
   void save(StateDict& d, int world_size) const {
     d["world_size"] = scalar_tensor(static_cast<int64_t>(world_size));
+    d["epoch_samples"] = scalar_tensor(epoch_samples_);
     if (rank_rng_.defined()) {
       d["rank_rng"] = rank_rng_;
       d["rank_rng_cpu_bytes"] = scalar_tensor(rng_cpu_bytes_);
@@ -132,6 +159,8 @@ class RankState {
   /// Reads what save() wrote (the generator states wait for restore_rng).
   void load(const StateDict& d) {
     saved_world_size_ = state_int(d, "world_size");
+    loaded_epoch_samples_ = d.count("epoch_samples") ? state_int(d, "epoch_samples") : -1;
+    resharded_ = false;
     loaded_rng_ = d.count("rank_rng") ? d.at("rank_rng") : torch::Tensor();
     loaded_rng_cpu_bytes_ = d.count("rank_rng_cpu_bytes") ? state_int(d, "rank_rng_cpu_bytes") : 0;
   }
@@ -150,6 +179,10 @@ class RankState {
   int64_t rng_cpu_bytes_ = 0;         ///< of which the CPU generator's
   torch::Tensor loaded_rng_;          ///< rank_rng_ of the checkpoint loaded, until restore_rng applies it
   int64_t loaded_rng_cpu_bytes_ = 0;  ///< of which the CPU generator's
+  int64_t epoch_seen0_ = 0;           ///< TrainState::samples_seen where the current epoch began on this rank
+  int64_t epoch_samples_ = 0;         ///< samples of the epoch's global order trained at the last note_save
+  int64_t loaded_epoch_samples_ = -1; ///< epoch_samples of the checkpoint loaded (-1: none), until the epoch begins
+  bool resharded_ = false;            ///< the loader re-sharded the resumed epoch over this world size
 };
 
 }  // namespace policytrain::parallel

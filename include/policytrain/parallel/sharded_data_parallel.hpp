@@ -41,6 +41,7 @@
 /// Example: examples/fashion_mnist (`--nproc 2 --zero 1`, `--zero 2`); docs/parallel.md, "Sharded optimizer state".
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -194,11 +195,13 @@ class ShardedDataParallel {
   /// As DataParallel's.
   template <class Ctx, class F>
   decltype(auto) around_forward(Ctx& ctx, F&& fn) {
+    core_.group().at(ctx.state());
     return core_.forward(ctx.module(), ctx.state().micro_step, std::forward<F>(fn));
   }
   /// As DataParallel's.
   template <class Ctx, class F>
   Metrics around_evaluate(Ctx& ctx, F&& evaluate) {
+    core_.group().at(ctx.state(), "validation");
     return core_.evaluate(ctx.module(), ctx.device(), std::forward<F>(evaluate));
   }
 
@@ -229,6 +232,8 @@ class ShardedDataParallel {
   /// then rank 0 receives every other rank's optimizer state (OptimizerPartition::consolidate).
   template <class Ctx>
   void before_save(Ctx& ctx) {
+    core_.group().at(ctx.state(), "a checkpoint");
+    core_.note_save(ctx.state());
     core_.before_save(ctx.device(), ctx.module().is_training());
     if (partition_.enabled()) partition_.consolidate(core_.group(), ctx.optimizer());
   }
@@ -266,9 +271,16 @@ class ShardedDataParallel {
 
   // --- the parallel services (core/parallel_services.hpp); is_main() and world_size() are above ---
 
+  /// As DataParallel's (an elastic resume mid-epoch; the optimizer state is re-partitioned as at an epoch end).
+  std::optional<int64_t> elastic_resume_samples() const { return core_.elastic_resume_samples(); }
+  /// As DataParallel's.
+  void resharded() { core_.resharded(); }
   /// As DataParallel's.
   template <class Ctx>
-  bool agree_any(Ctx& ctx, bool b) { return core_.agree_any(ctx.device(), b); }
+  bool agree_any(Ctx& ctx, bool b) {
+    core_.group().at(ctx.state(), "an agreement (stop / save / rollback)");
+    return core_.agree_any(ctx.device(), b);
+  }
   /// As DataParallel's.
   template <class Ctx>
   int64_t agree_min(Ctx& ctx, int64_t v) { return core_.agree_min(ctx.device(), v); }

@@ -187,7 +187,12 @@ struct Zero2Sync {
     } catch (...) {
       std::lock_guard<std::mutex> lock(mu);
       in_backward = false;
-      for (auto& f : inflight) f.work->wait(rep->group->timeout());  // no buffer freed under a running collective
+      // No buffer freed under a running collective. A bucket that failed too throws here: the backward's own
+      // error (already a CollectiveError naming the collective, or the cause of this failure) is the one rethrown.
+      for (auto& f : inflight) try {
+          f.work->wait(rep->group->timeout());
+        } catch (const std::exception&) {
+        }
       inflight.clear();
       throw;
     }

@@ -5,11 +5,13 @@
 /// ends, or the step policy's captured step). A friend of the Trainer, which calls it from fit(); evaluate() stays
 /// in the Trainer, beside the parallel policy's services it asks for.
 /// Part of the Trainer (docs/trainer.md, "File map"); include <policytrain/trainer.hpp>.
+#include <algorithm>
 #include <chrono>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -116,6 +118,33 @@ struct Loops {
         }
   }
 
+  /// A mid-epoch resume on another world size than the checkpoint's (docs/parallel.md, "Elastic restarts"): the
+  /// samples the checkpoint's run trained are a prefix of the epoch's global order; the loader (reshard_after)
+  /// shards that prefix and the rest over this run's ranks, the prefix first, so that passing over the
+  /// checkpoint's micro-batches resumes at the rest. The global micro-batch must be the checkpoint's. A loader
+  /// without reshard_after leaves it to the parallel policy's start check, which refuses by name.
+  template <class TrainData>
+  static void reshard_resumed_epoch(T& t, TrainData& train) {
+    auto& par = t.template policy<Category::parallel>();
+    if constexpr (requires { { par.elastic_resume_samples() } -> std::same_as<std::optional<int64_t>>; }) {
+      if constexpr (requires { { train.reshard_after(int64_t{}) } -> std::convertible_to<int64_t>; }) {
+        const std::optional<int64_t> done = par.elastic_resume_samples();
+        if (!done) return;
+        const int64_t k = train.reshard_after(*done);
+        if (k != t.state_.batch_in_epoch)
+          throw std::invalid_argument(error_message(
+              "policytrain::Trainer",
+              format("the checkpoint's run trained {} samples of epoch {} in {} micro-batches ({} samples each over "
+                     "all ranks); this run's global micro-batch (batch size x world size {}) makes that {}",
+                     *done, t.state_.epoch, t.state_.batch_in_epoch,
+                     *done / std::max<int64_t>(1, t.state_.batch_in_epoch), par.world_size(), k),
+              "the global micro-batch of the run that wrote the checkpoint",
+              "set the per-rank batch size to that global micro-batch / this world size"));
+        par.resharded();
+      }
+    }
+  }
+
   template <class TrainData, class ValData>
   static FitResult fit(T& t, TrainData& train, ValData val, const FitOptions& options) {
     static_assert(not_a_raw_torch_loader<TrainData>());
@@ -136,6 +165,7 @@ struct Loops {
       t.epoch_batches_ = options.limit_train_batches >= 0 && (n < 0 || options.limit_train_batches < n)
                              ? options.limit_train_batches : n;
       t.state_.batch_in_epoch = std::exchange(t.resume_batches_, 0);
+      if (t.state_.batch_in_epoch > 0) reshard_resumed_epoch(t, train);
       t.module().train();
       t.on_epoch_begin();
       const auto t0 = std::chrono::steady_clock::now();
