@@ -760,7 +760,7 @@ TEST_CASE("sharded checkpoints (issue 41): 2 ranks resumed on 3 (ZeRO-1 and ZeRO
   reshard_equal(dir, "w2", 3, 2);
 }
 
-TEST_CASE("sharded checkpoints (issue 41): a flipped byte, a truncated, missing or stale shard and a missing manifest are each an error naming the file and both digests; auto-resume falls back to the newest complete one") {
+TEST_CASE("sharded checkpoints (issue 41): a flipped byte, a truncated, missing or stale shard and a missing manifest are each an error naming the file and both digests, and auto-resume falls back to the newest complete one") {
   const auto dir = testing::temp_dir("zero-sharded-bad");
   run_python("plain", 2, dir);
   run_ours("ckpt-full", 2, dir, "full");
@@ -831,6 +831,122 @@ TEST_CASE("sharded checkpoints (issue 41): a flipped byte, a truncated, missing 
     compare(dir / "full" / fmt::format("rank{}", r), dir / "resumed" / fmt::format("rank{}", r), 0.0);
   }
 }
+
+#ifdef POLICYTRAIN_CKPT_TOOL
+namespace {
+/// The payload archive of checkpoint file `file`, read with LibTorch alone.
+torch::serialize::InputArchive payload_of(const fs::path& file, pt::checkpoint::RawFile& raw) {
+  raw = pt::checkpoint::read_file(file);
+  torch::serialize::InputArchive a;
+  a.load_from(raw.payload().data(), raw.payload().size());
+  return a;
+}
+/// Every tensor of an Optimizer::save archive's per-parameter state, by parameter position (group, index) and key.
+std::map<std::string, torch::Tensor> optimizer_state(torch::serialize::InputArchive& a) {
+  torch::serialize::InputArchive opt, groups, state;
+  a.read("optimizer", opt);
+  opt.read("param_groups", groups);
+  opt.read("state", state);
+  std::map<std::string, torch::Tensor> out;
+  c10::IValue n;
+  groups.read("param_groups/size", n);
+  for (int64_t g = 0; g < n.toTensor().item<int64_t>(); ++g) {
+    torch::serialize::InputArchive grp;
+    groups.read("param_groups/" + std::to_string(g), grp);
+    c10::IValue m;
+    grp.read("params/size", m);
+    for (int64_t i = 0; i < m.toTensor().item<int64_t>(); ++i) {
+      c10::IValue key;
+      grp.read("params/" + std::to_string(i), key);
+      torch::serialize::InputArchive ps;
+      if (!state.try_read(key.toStringRef(), ps)) continue;
+      for (const auto& k : ps.keys()) {
+        c10::IValue v;
+        ps.read(k, v);
+        if (v.isTensor()) out[fmt::format("{}.{}.{}", g, i, k)] = v.toTensor();
+        else if (v.isInt()) out[fmt::format("{}.{}.{}", g, i, k)] = torch::tensor(v.toInt());
+        else if (v.isDouble()) out[fmt::format("{}.{}.{}", g, i, k)] = torch::tensor(v.toDouble(), torch::kDouble);
+      }
+    }
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("policytrain-ckpt (issue 41): verify, info, and consolidate a sharded checkpoint into the single file a consolidated save of the same step writes, whose weights Python's torch.load reads") {
+  const auto dir = testing::temp_dir("zero-ckpt-tool");
+  run_python("plain", 2, dir);
+  run_ours("ckpt-half", 2, dir, "c", 1, 25, sharded_env("cons", false));
+  run_ours("ckpt-half", 2, dir, "s", 1, 25, sharded_env("shd"));
+  const fs::path tool = POLICYTRAIN_CKPT_TOOL, folder = dir / "shd" / "last.ckpt";
+  CHECK(sh(fmt::format("{} verify {}", tool.string(), folder.string()), dir / "verify.txt") == 0);
+  CHECK(read_text(dir / "verify.txt").find("every SHA-256 matches") != std::string::npos);
+  CHECK(sh(fmt::format("{} verify {}", tool.string(), (dir / "shd").string()), dir / "verify-dir.txt") == 0);
+  CHECK(sh(fmt::format("{} info {}", tool.string(), folder.string()), dir / "info.txt") == 0);
+  CHECK(read_text(dir / "info.txt").find("sharded: world size 2, stage 1") != std::string::npos);
+  REQUIRE(sh(fmt::format("{} consolidate {} {} {}", tool.string(), folder.string(), (dir / "one.ckpt").string(),
+                         (dir / "one.pt").string()), dir / "consolidate.txt") == 0);
+  // The consolidated file equals the consolidated save of the same step: every tensor of the model, the Trainer
+  // state and the generator, and every parameter's optimizer state (matched by position: the files' keys differ).
+  pt::checkpoint::RawFile raw_one, raw_ref;
+  auto one = payload_of(dir / "one.ckpt", raw_one), ref = payload_of(dir / "cons" / "last.ckpt", raw_ref);
+  CHECK(raw_one.meta["global_step"] == raw_ref.meta["global_step"]);
+  CHECK(raw_one.meta["epoch"] == raw_ref.meta["epoch"]);
+  CHECK(!raw_one.meta.contains("sharded"));
+  int64_t compared = 0;
+  for (const auto& k : ref.keys()) {
+    c10::IValue a, b;
+    ref.read(k, a);
+    if (!a.isTensor()) continue;
+    INFO(k);
+    REQUIRE(one.try_read(k, b));
+    const auto& ta = a.toTensor();
+    const auto& tb = b.toTensor();
+    REQUIRE(ta.sizes() == tb.sizes());
+    // Bit for bit; NaN equals NaN (the best metric before any validation).
+    CHECK((ta.is_floating_point() ? torch::allclose(ta, tb, 0, 0, /*equal_nan=*/true) : torch::equal(ta, tb)));
+    ++compared;
+  }
+  CHECK(compared > 20);  // model, state and rng tensors
+  const auto so = optimizer_state(one), sr = optimizer_state(ref);
+  CHECK(sr.size() == 6 * 3);  // exp_avg, exp_avg_sq, step of the 6 trainable parameters
+  REQUIRE(so.size() == sr.size());
+  for (const auto& [k, t] : sr) {
+    INFO(k);
+    REQUIRE(so.count(k));
+    CHECK(torch::equal(so.at(k), t));
+  }
+  // Python reads the export with torch.load (weights_only) and finds the weights rank 0 ended with.
+  const std::string py = fmt::format(
+      "import json, torch, numpy as np\n"
+      "d = torch.load('{}')\n"
+      "m = json.load(open('{}/manifest.json'))\n"
+      "n = 0\n"
+      "for name, e in m.items():\n"
+      "    if not (name.startswith('param.') or name.startswith('buffer.')): continue\n"
+      "    want = np.fromfile('{}/' + e['file'], dtype=np.float32 if e['dtype'] == 'float32' else np.int64).reshape(e['shape'])\n"
+      "    got = d[name.split('.', 1)[1]]\n"
+      "    assert torch.equal(got.to(torch.float64), torch.from_numpy(want).to(torch.float64)), name\n"
+      "    n += 1\n"
+      "assert n == len(d) == 10, (n, len(d))  # 7 parameters, 3 batch-norm buffers\n"
+      "print('ok', n)\n",
+      (dir / "one.pt").string(), (dir / "c" / "rank0").string(), (dir / "c" / "rank0").string());
+  std::ofstream(dir / "check.py") << py;
+  CHECK(sh("python3 " + (dir / "check.py").string(), dir / "python.txt") == 0);
+  INFO(read_text(dir / "python.txt"));
+  CHECK(read_text(dir / "python.txt").find("ok 10") != std::string::npos);
+  // A flipped byte: verify exits 1 naming the file.
+  const auto man = nlohmann::json::parse(read_text(folder / "manifest.json"));
+  const fs::path shard = folder / man["sharded"]["shards"][0]["file"].get<std::string>();
+  {
+    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x7f');
+  }
+  CHECK(sh(fmt::format("{} verify {}", tool.string(), folder.string()), dir / "verify-bad.txt") == 1);
+  CHECK(read_text(dir / "verify-bad.txt").find(shard.string()) != std::string::npos);
+}
+#endif
 
 TEST_CASE("ZeRO-1 and ZeRO-2 with a rank owning nothing, torch::optim and fused optimizers, accumulation, schedule, rollback and Ema equal DataParallel (ZeRO-1 bit for bit, ZeRO-2 within 1e-6)") {
   const auto dir = testing::temp_dir("zero-tiny");
