@@ -832,6 +832,32 @@ TEST_CASE("sharded checkpoints (issue 41): a flipped byte, a truncated, missing 
   }
 }
 
+TEST_CASE("sharded checkpoints (issue 41): the folder's names are built and parsed by Layout alone, and async or half_optimizer with sharded are refused by name") {
+  using L = pt::checkpoint::Layout;
+  const auto shard = L::parse_part(L::shard(15, 2, 3)), info = L::parse_part(L::shard_info(15, 2, 3));
+  CHECK(L::shard(15, 2, 3) == "shard-00000015-r00002-of-00003.bin");
+  CHECK((shard.kind == L::PartKind::shard && shard.step == 15 && shard.rank == 2 && shard.world == 3));
+  CHECK((info.kind == L::PartKind::shard_info && info.step == 15 && info.rank == 2 && info.world == 3));
+  CHECK((L::parse_part(L::common(7)).kind == L::PartKind::common && L::parse_part(L::common(7)).step == 7));
+  CHECK(L::parse_part(L::manifest()).kind == L::PartKind::manifest);
+  for (const std::string bad : {"shard-1.bin", "shard-00000001-r1-of-x.bin", "common-.bin", "common-12.pt", "../manifest.json"})
+    CHECK(L::parse_part(bad).kind == L::PartKind::other);
+  const auto dir = testing::temp_dir("zero-sharded-options");
+  auto refused = [&](pt::checkpoint::Disk::Options o, const std::string& what) {
+    try {
+      pt::checkpoint::Disk d(std::move(o));
+    } catch (const std::invalid_argument& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(what) != std::string::npos);
+      return;
+    }
+    FAIL("not refused: " << what);
+  };
+  refused({.directory = dir, .async = true, .sharded = true}, "Options::sharded and Options::async are both set");
+  refused({.directory = dir, .save = {.half_optimizer = true}, .sharded = true},
+          "Options::sharded and Options::save.half_optimizer are both set");
+}
+
 #ifdef POLICYTRAIN_CKPT_TOOL
 namespace {
 /// The payload archive of checkpoint file `file`, read with LibTorch alone.
