@@ -29,3 +29,7 @@ install(FILES ${PROJECT_BINARY_DIR}/policytrainConfig.cmake ${PROJECT_BINARY_DIR
               ${PROJECT_SOURCE_DIR}/cmake/policytrainTorchCuda.cmake ${PROJECT_SOURCE_DIR}/cmake/policytrainKineto.cmake
         DESTINATION ${POLICYTRAIN_INSTALL_CMAKEDIR})
 install(FILES LICENSE DESTINATION ${POLICYTRAIN_INSTALL_LICENSEDIR})
+# The command-line tool (verify, info, consolidate checkpoints), where this build made it.
+if(TARGET policytrain-ckpt)
+  install(TARGETS policytrain-ckpt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()

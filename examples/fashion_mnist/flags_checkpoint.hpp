@@ -4,6 +4,7 @@
 //   --checkpoint-dir DIR (default RUN_DIR/checkpoints)  --keep K  --top-k K  --monitor loss|accuracy  --mode min|max
 //   --half-weights  --half-optimizer  --resume [PATH] (no value: the newest good checkpoint of the directory)
 //   --resume-weights-only (with --resume: take the weights only, start a new run)  --async-checkpoint
+//   --shard-checkpoints (with --zero 1|2: every rank writes its optimizer partition, rank 0 a manifest last)
 //   --ema [--ema-decay D --ema-tau T]  --patience P [--min-delta D]  --rollback [--rollback-factor F]  --no-export
 //   --no-preemption  --requeue   (SIGTERM / SIGUSR1: stop at the next step, save, exit 75)
 #include <cstdio>
@@ -35,6 +36,7 @@ struct CheckpointFlags {
   std::string resume;
   bool resume_weights_only = false;
   bool async_checkpoint = false;
+  bool shard_checkpoints = false;
   policytrain::checkpoint::RunInfo run{};  // not a flag: the batch and data sizes main resolves
   bool no_export = false;
   bool ema = false;
@@ -66,6 +68,9 @@ struct CheckpointFlags {
     app.add_flag("--resume-weights-only", resume_weights_only,
                  "With --resume: load the model's weights only (even from another run's checkpoint) and start a new run");
     app.add_flag("--async-checkpoint", async_checkpoint, "Write checkpoints in a background thread");
+    app.add_flag("--shard-checkpoints", shard_checkpoints,
+                 "Sharded checkpoints: a folder per checkpoint, each rank writing its own optimizer partition (with "
+                 "--zero 1|2), rank 0 a manifest with every file's SHA-256 last; resumable at any world size");
     app.add_flag("--no-export", no_export, "Do not write RUN_DIR/checkpoints/final.pt (torch.load-able weights)");
     app.add_flag("--ema", ema, "Evaluate with an exponential moving average of the weights");
     // [0, 1): CLI::Range(0.0, 0.999999999) refused 1 while its help read "[0 - 1]".
@@ -122,6 +127,7 @@ struct CheckpointFlags {
       throw std::invalid_argument("--resume-weights-only: needs --resume [PATH] (the checkpoint to take the weights from)");
     o.weights_only = resume_weights_only;
     o.async = async_checkpoint;
+    o.sharded = shard_checkpoints;
     o.run = run;
     o.settings = std::move(settings);
     o.export_final = !no_export && !none;
@@ -146,7 +152,8 @@ struct CheckpointFlags {
   nlohmann::json describe() const {
     return {{"checkpoint", {{"name", "checkpoint::Disk"}, {"save", save}, {"keep", keep}, {"top_k", top_k},
                             {"half_weights", half_weights}, {"half_optimizer", half_optimizer}, {"resume", resume},
-                            {"resume_weights_only", resume_weights_only}, {"async", async_checkpoint}}},
+                            {"resume_weights_only", resume_weights_only}, {"async", async_checkpoint},
+                            {"sharded", shard_checkpoints}}},
             {"ema", {{"enabled", ema}, {"decay", ema_decay}, {"tau", ema_tau}}},
             {"early_stopping", {{"enabled", patience > 0}, {"patience", patience}, {"monitor", monitor}, {"min_delta", min_delta}}},
             {"rollback", {{"enabled", rollback}, {"lr_factor", rollback_factor}}},

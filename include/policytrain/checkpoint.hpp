@@ -12,6 +12,7 @@
 #include <policytrain/checkpoint/export.hpp>
 #include <policytrain/checkpoint/fingerprint.hpp>
 #include <policytrain/checkpoint/format.hpp>
+#include <policytrain/checkpoint/sharded.hpp>
 
 #include <policytrain/callbacks/divergence_rollback.hpp>
 #include <policytrain/io/digest.hpp>

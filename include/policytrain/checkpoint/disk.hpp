@@ -29,6 +29,8 @@
 /// A write that fails (a full disk, a file size limit, an I/O error) leaves the previous file intact (the atomic
 /// write) and names the file and the system's reason; the ranks agree on it, then by default every rank stops
 /// (CheckpointError); `on_write_error = retry_next_save` keeps training and tries again at the next save.
+/// Sharded (`sharded`): every rank writes its optimizer partition into a folder per checkpoint, rank 0 the rest and
+/// a manifest last; a resume reads only what this rank owns, at any world size (checkpoint/sharded.hpp).
 ///
 /// The pieces (docs/checkpoint.md, "Files"): the directory's file names, listing, rotation, set-aside and resume
 /// order: checkpoint/layout.hpp; run identity: checkpoint/run_identity.hpp; loading: checkpoint/load.hpp; the
@@ -64,6 +66,7 @@
 #include <policytrain/checkpoint/load.hpp>
 #include <policytrain/checkpoint/run_identity.hpp>
 #include <policytrain/checkpoint/run_lock.hpp>
+#include <policytrain/checkpoint/sharded.hpp>
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/monitor.hpp>
@@ -75,13 +78,22 @@
 
 namespace policytrain::checkpoint {
 
+namespace detail {
+/// The parameters whose optimizer state this rank keeps under the context's parallel policy (checkpoint/disk_save.hpp).
+template <class Ctx>
+OwnsParameter owned_parameters(Ctx& ctx, bool all);
+/// Disk's save steps that need its context (checkpoint/disk_save.hpp).
+template <class Ctx>
+struct DiskSave;
+}  // namespace detail
+
 /// Reads `file`, validates it against the live model, optimizer and Trainer state, and applies it (all or
 /// nothing). `ctx` is a Trainer context. Throws CheckpointError naming the file and the problem.
 template <class Ctx>
   requires(!std::same_as<std::remove_cv_t<Ctx>, LoadTarget>)
 nlohmann::json load(Ctx& ctx, const std::filesystem::path& file) {
   return load(LoadTarget{ctx.module(), ctx.optimizer(), [&ctx] { return ctx.state_dict(); },
-                         [&ctx](const StateDict& d) { ctx.load_state_dict(d); }},
+                         [&ctx](const StateDict& d) { ctx.load_state_dict(d); }, detail::owned_parameters(ctx, true)},
               file);
 }
 
@@ -133,6 +145,10 @@ class Disk {
     bool verbose = false;             ///< a line per file written
     OnWriteError on_write_error = OnWriteError::stop;  ///< a failed write: stop every rank, or retry at the next save
     std::FILE* log = stderr;          ///< where messages go (nullptr: nowhere)
+    /// Sharded checkpoints (checkpoint/sharded.hpp): every rank writes its optimizer partition (ZeRO-1/2), rank 0
+    /// the rest and the manifest last. Under a policy that does not partition the state, rank 0 writes one shard
+    /// holding all of it. Synchronous: not with `async`, nor with `save.half_optimizer`. Loading needs no option.
+    bool sharded = false;
   };
 
   Disk() = default;
@@ -329,6 +345,7 @@ class Disk {
     // Logs kept beside the run (callbacks::MetricsLog) hold every row up to this step before the file exists, so
     // that a resume from it finds no gap in them (rows written after it are dropped when they are reopened).
     if constexpr (requires { ctx.before_checkpoint(epoch_end); }) ctx.before_checkpoint(epoch_end);
+    if (o_.sharded) return detail::DiskSave<Ctx>::sharded(*this, ctx, files, epoch_end, std::move(after));
     std::string failure;
     {
       // Every rank: a sharded optimizer (parallel::ShardedDataParallel) gathers its whole state on the main rank
@@ -347,6 +364,8 @@ class Disk {
   }
 
  private:
+  template <class Ctx>
+  friend struct detail::DiskSave;
   using Clock = std::chrono::steady_clock;
 
   // The context as the non-template members see it (compiled once with separate compilation, whatever the
@@ -355,7 +374,7 @@ class Disk {
   template <class Ctx>
   static Access access(Ctx& ctx) {
     return {ctx.module(), ctx.optimizer(), [&ctx] { return ctx.state_dict(); },
-            [&ctx](const StateDict& d) { ctx.load_state_dict(d); }};
+            [&ctx](const StateDict& d) { ctx.load_state_dict(d); }, detail::owned_parameters(ctx, true)};
   }
 
   /// The main rank's part of save: the payload, then write_checkpoint. Returns the write's failure ("": none).
@@ -363,32 +382,14 @@ class Disk {
   std::string write_main(Ctx& ctx, const std::vector<std::pair<std::string, std::string>>& files, bool epoch_end,
                          std::function<void()> after) {
     const auto t0 = Clock::now();
-    StateDict st = ctx.state_dict();
-    const auto& s = ctx.state();
-    const int64_t epoch = epoch_end ? s.epoch + 1 : s.epoch;
-    const int64_t batch = epoch_end ? 0 : s.batch_in_epoch;
-    st["trainer/epoch"] = scalar_tensor(epoch);
-    st["trainer/batch_in_epoch"] = scalar_tensor(batch);
-    // A best file records the weights that scored: the validation's (callbacks::Ema swaps its average in), in
-    // the payload's "evaluated" section when they are not the trained ones, and exported as best.pt.
     std::string evaluated;
-    std::vector<std::pair<std::string, torch::Tensor>> evaluated_weights;
-    const bool best = std::any_of(files.begin(), files.end(), [](const auto& f) { return f.second == "best"; });
-    if (best) {
-      const bool export_best = o_.export_best && std::any_of(files.begin(), files.end(), [](const auto& f) {
-        return Layout::parse(f.first).kind == Layout::Kind::best;
-      });
-      evaluated = ctx.with_evaluated_weights([&] {
-        if (export_best) export_weights(ctx.module(), layout_.path(Layout::best_export()));
-        torch::NoGradGuard g;
-        for (const auto& [k, v] : detail::named_tensors(ctx.module())) evaluated_weights.emplace_back(k, v.detach().clone());
-      });
-      if (evaluated == "model") evaluated_weights.clear();  // the model section holds them
-    }
-    std::string payload = make_payload(ctx.module(), ctx.optimizer(), st, o_.save, evaluated_weights);
-    return write_checkpoint(files, epoch, batch, s, std::move(payload),
+    std::string payload = detail::DiskSave<Ctx>::main_payload(*this, ctx, files, epoch_end, evaluated, true);
+    const int64_t epoch = epoch_end ? ctx.state().epoch + 1 : ctx.state().epoch;
+    const int64_t batch = epoch_end ? 0 : ctx.state().batch_in_epoch;
+    return write_checkpoint(files, epoch, batch, ctx.state(), std::move(payload),
                             fingerprint_.is_null() ? fingerprint(ctx) : nlohmann::json(), std::move(after), t0, evaluated);
   }
+
 
   /// Every rank, after a save's write (`failure`: the main rank's, "" elsewhere) or at fit end: the ranks agree
   /// whether it failed; then on_write_error stops every rank (CheckpointError) or logs it and goes on.
@@ -407,6 +408,17 @@ class Disk {
   std::string write_checkpoint(const std::vector<std::pair<std::string, std::string>>& files, int64_t epoch, int64_t batch,
                                const TrainState& s, std::string payload, nlohmann::json fresh_fingerprint,
                                std::function<void()> after, Clock::time_point t0, const std::string& evaluated);
+
+  /// A save's metadata (every file's, and a sharded checkpoint's manifest).
+  nlohmann::json make_meta(int64_t epoch, int64_t batch, const TrainState& s, nlohmann::json fresh_fingerprint,
+                           const std::string& evaluated);
+  /// The main rank's common part of a sharded save into each folder of `files`; write_part's answers.
+  std::vector<nlohmann::json> write_common(const std::vector<std::pair<std::string, std::string>>& files,
+                                           const nlohmann::json& meta, const std::string& payload, int64_t step);
+  /// The main rank, once every rank's shard is written: each folder's manifest, then `after`. Returns the failure.
+  std::string finish_sharded(const std::vector<std::pair<std::string, std::string>>& files, const nlohmann::json& meta,
+                             const std::vector<nlohmann::json>& common, int64_t step, int64_t world, int64_t stage,
+                             const torch::optim::Optimizer& opt, std::function<void()> after, Clock::time_point t0);
 
   void write_files(const std::vector<std::pair<std::string, std::string>>& files, nlohmann::json& meta,
                    const std::string& payload, int64_t epoch, int64_t step, std::atomic<int64_t>* written) const;
@@ -465,3 +477,5 @@ class Disk {
 
 // Disk's non-template members: header-only here, in <policytrain/src.hpp> with separate compilation.
 #include <policytrain/checkpoint/disk_impl.hpp>
+// Disk's save steps that need its context.
+#include <policytrain/checkpoint/disk_save.hpp>

@@ -35,6 +35,14 @@ POLICYTRAIN_DECL Disk::Disk(Options o) : o_(std::move(o)), layout_(o_.directory)
     throw std::invalid_argument(policytrain::detail::format("policytrain::checkpoint::Disk: settings nests arrays and objects more "
                                             "than {} levels deep; a checkpoint reader refuses metadata deeper than {}",
                                             kMaxMetaDepth - 1, kMaxMetaDepth));
+  if (o_.sharded && o_.async)
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::checkpoint::Disk", "Options::sharded and Options::async are both set",
+        "one of them: sharded saves are synchronous", "unset async (or sharded)"));
+  if (o_.sharded && o_.save.half_optimizer)
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::checkpoint::Disk", "Options::sharded and Options::save.half_optimizer are both set",
+        "one of them: a shard stores the optimizer state as it is", "unset save.half_optimizer (or sharded)"));
 }
 
 POLICYTRAIN_DECL StateDict Disk::state_dict() const {
@@ -100,7 +108,7 @@ POLICYTRAIN_DECL bool Disk::same_fingerprint(const std::filesystem::path& file, 
 
 POLICYTRAIN_DECL void Disk::load_one(const Access& a, const std::filesystem::path& file, const nlohmann::json& meta) {
   if (o_.weights_only) {
-    load_weights(a.module, file, Weights::trained);
+    load_weights(a.module, Layout::is_sharded(file) ? verified_common(file) : file, Weights::trained);
     resumed_from_ = file;
     say("policytrain::checkpoint: loaded the weights of {} (step {}); a new run starts at step 0", file.string(),
         meta_int(file, meta, "global_step", 0));
@@ -124,8 +132,9 @@ POLICYTRAIN_DECL bool Disk::resume(const Access& a) {
         meta_int(file, meta, "epoch", 0), meta_int(file, meta, "batch_in_epoch", 0),
         meta_int(file, meta, "global_step", 0), fell_back ? ", the newest usable checkpoint" : "");
   };
-  if (fs::is_regular_file(target, ec)) {  // a named file: no fallback
-    const auto meta = read_meta(target);
+  // A named file, or a sharded checkpoint's folder: no fallback.
+  if (fs::is_regular_file(target, ec) || fs::exists(target / Layout::manifest(), ec)) {
+    const auto meta = Layout::read_checkpoint_meta(target);
     load_one(a, target, meta);
     resumed(target, meta, false);
     return !o_.weights_only;
@@ -138,6 +147,9 @@ POLICYTRAIN_DECL bool Disk::resume(const Access& a) {
   }
   const Candidates c = Layout(target).list();
   for (const auto& [file, why] : c.unreadable) say("{}; skipping it", why);
+  for (const auto& folder : c.incomplete)
+    say("policytrain::checkpoint: {} has no {}: a sharded save that did not finish, no checkpoint; skipping it",
+        folder.string(), Layout::manifest());
   std::vector<std::string> errors;
   for (const auto& [file, why] : c.unreadable) errors.push_back(why);
   // Files of another fingerprint go on to load_one, which reports how they differ.
@@ -208,29 +220,7 @@ POLICYTRAIN_DECL std::string Disk::write_checkpoint(const std::vector<std::pair<
                                              int64_t batch, const TrainState& s, std::string payload,
                                              nlohmann::json fresh_fingerprint, std::function<void()> after,
                                              Clock::time_point t0, const std::string& evaluated) {
-  nlohmann::json meta{{"library", "policytrain"},
-                      {"library_version", kLibraryVersion},
-                      {"torch_version", policytrain::detail::torch_version()},
-                      {"format", kFormatVersion},
-                      {"epoch", epoch},
-                      {"batch_in_epoch", batch},
-                      {"global_step", s.global_step},
-                      {"samples_seen", s.samples_seen},
-                      {"half_weights", o_.save.half_weights},
-                      {"half_optimizer", o_.save.half_optimizer},
-                      {"created_unix_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                              std::chrono::system_clock::now().time_since_epoch()).count()}};
-  nlohmann::json hist = nlohmann::json::array();
-  for (const auto& [l, a] : history_) hist.push_back({{"loss", l}, {"accuracy", a}});
-  meta["history"] = hist;
-  if (o_.best) meta["best"] = {{"metric", o_.monitor.metric}, {"mode", to_string(o_.monitor.effective_mode())},
-                               {"value", std::isfinite(best_metric_) ? nlohmann::json(best_metric_) : nlohmann::json()},
-                               {"epoch", best_epoch_}};
-  if (!evaluated.empty()) meta["evaluated"] = evaluated;  // "model", or the policy whose weights were evaluated
-  if (!o_.settings.empty()) meta["settings"] = nlohmann::json::parse(o_.settings);
-  if (run_id_.empty()) run_id_ = detail::new_run_id();  // a save outside fit
-  meta["run_id"] = run_id_;
-  meta["fingerprint"] = fingerprint_.is_null() ? std::move(fresh_fingerprint) : fingerprint_;
+  nlohmann::json meta = make_meta(epoch, batch, s, std::move(fresh_fingerprint), evaluated);
   std::string failure;
   if (!o_.async) {
     try {
@@ -259,6 +249,71 @@ POLICYTRAIN_DECL std::string Disk::write_checkpoint(const std::vector<std::pair<
   last_saved_step_ = s.global_step;
   last_save_seconds_ = std::chrono::duration<double>(last_write_ - t0).count();
   return failure;
+}
+
+POLICYTRAIN_DECL std::vector<nlohmann::json> Disk::write_common(const std::vector<std::pair<std::string, std::string>>& files,
+                                                                const nlohmann::json& meta, const std::string& payload,
+                                                                int64_t step) {
+  std::vector<nlohmann::json> out;
+  for (const auto& [file, kind] : files) {
+    nlohmann::json m = meta;
+    m["kind"] = kind;
+    m["sharded_part"] = "common";
+    out.push_back(write_part(layout_.path(file) / Layout::common(step), m, payload));
+  }
+  return out;
+}
+
+POLICYTRAIN_DECL std::string Disk::finish_sharded(const std::vector<std::pair<std::string, std::string>>& files,
+                                                  const nlohmann::json& meta, const std::vector<nlohmann::json>& common,
+                                                  int64_t step, int64_t world, int64_t stage,
+                                                  const torch::optim::Optimizer& opt, std::function<void()> after,
+                                                  Clock::time_point t0) {
+  try {
+    for (size_t i = 0; i < files.size(); ++i) {
+      nlohmann::json m = meta;
+      m["kind"] = files[i].second;
+      write_manifest(layout_.path(files[i].first), std::move(m), common.at(i), step, world, stage, opt);
+      ++files_written_;
+      if (o_.verbose)
+        say("policytrain::checkpoint: wrote {} ({} shard(s) and its manifest; epoch {}, step {})",
+            layout_.path(files[i].first).string(), world, meta.value("epoch", int64_t{0}), step);
+    }
+  } catch (const CheckpointError& e) {
+    return e.what();
+  }
+  if (after) after();
+  last_write_ = Clock::now();
+  last_save_seconds_ = std::chrono::duration<double>(last_write_ - t0).count();
+  return "";
+}
+
+POLICYTRAIN_DECL nlohmann::json Disk::make_meta(int64_t epoch, int64_t batch, const TrainState& s,
+                                                nlohmann::json fresh_fingerprint, const std::string& evaluated) {
+  nlohmann::json meta{{"library", "policytrain"},
+                      {"library_version", kLibraryVersion},
+                      {"torch_version", policytrain::detail::torch_version()},
+                      {"format", kFormatVersion},
+                      {"epoch", epoch},
+                      {"batch_in_epoch", batch},
+                      {"global_step", s.global_step},
+                      {"samples_seen", s.samples_seen},
+                      {"half_weights", o_.save.half_weights},
+                      {"half_optimizer", o_.save.half_optimizer},
+                      {"created_unix_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                              std::chrono::system_clock::now().time_since_epoch()).count()}};
+  nlohmann::json hist = nlohmann::json::array();
+  for (const auto& [l, a] : history_) hist.push_back({{"loss", l}, {"accuracy", a}});
+  meta["history"] = hist;
+  if (o_.best) meta["best"] = {{"metric", o_.monitor.metric}, {"mode", to_string(o_.monitor.effective_mode())},
+                               {"value", std::isfinite(best_metric_) ? nlohmann::json(best_metric_) : nlohmann::json()},
+                               {"epoch", best_epoch_}};
+  if (!evaluated.empty()) meta["evaluated"] = evaluated;  // "model", or the policy whose weights were evaluated
+  if (!o_.settings.empty()) meta["settings"] = nlohmann::json::parse(o_.settings);
+  if (run_id_.empty()) run_id_ = detail::new_run_id();  // a save outside fit
+  meta["run_id"] = run_id_;
+  meta["fingerprint"] = fingerprint_.is_null() ? std::move(fresh_fingerprint) : fingerprint_;
+  return meta;
 }
 #endif
 

@@ -17,6 +17,17 @@
 ///     final.pt             the weights at fit end, torch.load-able
 ///     run.lock             the job that holds the directory (checkpoint/run_lock.hpp)
 ///     .<name>.tmp-<pid>    an atomic write in progress (checkpoint/format.hpp, write_atomic)
+///
+/// A sharded checkpoint (checkpoint::Disk::Options::sharded, checkpoint/sharded.hpp) is a folder of the same name
+/// (`last.ckpt/`, `step-<NNNNNNNN>.ckpt/`, ...), which holds:
+///
+///     manifest.json                           written last (atomic rename): without it the folder is no checkpoint
+///     common-<step>.bin                       rank 0's part: model, Trainer state, generators, optimizer groups
+///     shard-<step>-r<rank>-of-<world>.bin     a rank's optimizer state, keyed by global parameter index
+///     shard-<step>-r<rank>-of-<world>.json    its digest, until the manifest holds it
+///
+/// Every listing, rotation, removal and set-aside below takes such a folder as one checkpoint; its metadata is the
+/// manifest's (read_checkpoint_meta).
 #include <algorithm>
 #include <cstdint>
 #include <ctime>
@@ -48,6 +59,8 @@ struct Candidates {
   std::vector<std::pair<std::filesystem::path, nlohmann::json>> readable;
   /// Unreadable files with the reason each could not be read.
   std::vector<std::pair<std::filesystem::path, std::string>> unreadable;
+  /// Sharded checkpoint folders without their manifest (a save that did not finish): no checkpoint, skipped.
+  std::vector<std::filesystem::path> incomplete;
 };
 
 /// A file in the order auto-resume tries it: `skip` says why it is not continued ("" when it is tried).
@@ -103,6 +116,44 @@ class Layout {
   /// The best checkpoint's evaluated weights, torch.load-able.
   static std::string best_export() { return "best.pt"; }
 
+  // --- the files of a sharded checkpoint's folder: built and parsed here only ---
+  /// What a file in a sharded checkpoint's folder is.
+  enum class PartKind { manifest, common, shard, shard_info, temporary, other };
+  /// A parsed part name: its kind, step, rank and world size (-1 where the kind has none).
+  struct Part {
+    PartKind kind = PartKind::other;  ///< what the file is
+    int64_t step = -1;                ///< the save's optimizer step (common, shard, shard_info)
+    int64_t rank = -1;                ///< the writing rank (shard, shard_info)
+    int64_t world = -1;               ///< the world size of the save (shard, shard_info)
+  };
+  /// The manifest, written last.
+  static std::string manifest() { return "manifest.json"; }
+  /// Rank 0's common part of the save at optimizer step `step`.
+  static std::string common(int64_t step) { return policytrain::detail::format("common-{:08d}.bin", step); }
+  /// Rank `rank`'s shard (of `world`) of the save at step `step`.
+  static std::string shard(int64_t step, int64_t rank, int64_t world) {
+    return policytrain::detail::format("shard-{:08d}-r{:05d}-of-{:05d}.bin", step, rank, world);
+  }
+  /// The digest of that shard, read by rank 0 to write the manifest, then removed.
+  static std::string shard_info(int64_t step, int64_t rank, int64_t world) {
+    return policytrain::detail::format("shard-{:08d}-r{:05d}-of-{:05d}.json", step, rank, world);
+  }
+  /// What `name` (a file name in a sharded checkpoint's folder) is.
+  static Part parse_part(std::string_view name);
+  /// Whether `p` is a sharded checkpoint's folder (a directory; complete or not).
+  static bool is_sharded(const std::filesystem::path& p) {
+    std::error_code ec;
+    return std::filesystem::is_directory(p, ec);
+  }
+  /// The manifest of the sharded checkpoint `folder`, parsed and bounded (kMaxMetaBytes, kMaxMetaDepth); its
+  /// files' digests are not checked here (checkpoint/sharded.hpp, verify_sharded). Throws CheckpointError naming
+  /// the folder when it has none (a save that did not finish) or it is malformed.
+  static nlohmann::json read_manifest(const std::filesystem::path& folder);
+  /// The metadata of a checkpoint: a file's (read_meta), or a sharded folder's manifest.
+  static nlohmann::json read_checkpoint_meta(const std::filesystem::path& p) {
+    return is_sharded(p) ? read_manifest(p) : read_meta(p);
+  }
+
   // --- names: parsed here only ---
   /// What `name` (a file name, no directory) is.
   static Name parse(std::string_view name);
@@ -128,10 +179,10 @@ class Layout {
   /// Keeps the newest `keep` periodic files (epoch-, step-) of run `run_id`; another run's files and unreadable
   /// ones stay. `keep` <= 0: keeps all.
   void rotate(const std::string& run_id, int64_t keep) const;
-  /// Removes `name` from the directory, if there.
+  /// Removes `name` from the directory (a file, or a sharded checkpoint's folder), if there.
   void remove(std::string_view name) const {
     std::error_code ec;
-    std::filesystem::remove(path(name), ec);
+    std::filesystem::remove_all(path(name), ec);
   }
   /// A fresh run's start: moves the run files (is_run_file) already in the directory to `previous-<run id>/` (the
   /// id of the newest readable one; a UTC time stamp when none records a usable id); `refuse`: throws
@@ -163,6 +214,55 @@ POLICYTRAIN_DECL Layout::Name Layout::parse(std::string_view name) {
   return {Kind::other, -1};
 }
 
+POLICYTRAIN_DECL Layout::Part Layout::parse_part(std::string_view name) {
+  if (name == manifest()) return {PartKind::manifest};
+  if (detail::is_temporary_name(name)) return {PartKind::temporary};
+  auto digits = [](std::string_view n) -> std::optional<int64_t> {
+    if (n.empty() || n.size() > 18 || !std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return std::nullopt;
+    return std::stoll(std::string(n));
+  };
+  if (name.starts_with("common-") && name.ends_with(".bin")) {
+    if (auto st = digits(name.substr(7, name.size() - 11))) return {PartKind::common, *st};
+    return {};
+  }
+  if (!name.starts_with("shard-")) return {};
+  const bool info = name.ends_with(".json");
+  if (!info && !name.ends_with(".bin")) return {};
+  // shard-<step>-r<rank>-of-<world>
+  const std::string_view body = name.substr(6, name.size() - 6 - (info ? 5 : 4));
+  const size_t r = body.find("-r"), of = body.find("-of-");
+  if (r == std::string_view::npos || of == std::string_view::npos || of < r) return {};
+  const auto st = digits(body.substr(0, r)), rk = digits(body.substr(r + 2, of - r - 2)), w = digits(body.substr(of + 4));
+  if (!st || !rk || !w) return {};
+  return {info ? PartKind::shard_info : PartKind::shard, *st, *rk, *w};
+}
+
+POLICYTRAIN_DECL nlohmann::json Layout::read_manifest(const std::filesystem::path& folder) {
+  namespace fs = std::filesystem;
+  const fs::path file = folder / manifest();
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec))
+    throw CheckpointError(policytrain::detail::error_message(
+        policytrain::detail::format("policytrain::checkpoint: {}", folder.string()),
+        policytrain::detail::format("has no {}: a sharded save that did not finish (its manifest is written last)",
+                                    manifest()),
+        "a sharded checkpoint folder with its manifest", "it is no checkpoint; resume from another one"));
+  const uint64_t size = detail::file_size_of(file);
+  if (size > kMaxMetaBytes) detail::fail(file, policytrain::detail::format("the manifest has {} bytes, more than the limit of {}", size, kMaxMetaBytes));
+  const std::string text = detail::read_bytes(file, 0, size, size, "the manifest");
+  detail::check_meta_bounds(file, text);
+  nlohmann::json m;
+  try {
+    m = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    detail::fail(file, policytrain::detail::format("the manifest is not valid JSON: {}", e.what()));
+  }
+  if (!m.is_object() || !m.contains("sharded") || !m["sharded"].is_object())
+    detail::fail(file, "the manifest has no \"sharded\" object; it was not written by a sharded checkpoint::Disk save");
+  return m;
+}
+
 POLICYTRAIN_DECL bool Layout::is_checkpoint(std::string_view name) {
   return !name.empty() && name.front() != '.' && name.ends_with(".ckpt") && name.size() > 5;
 }
@@ -173,8 +273,12 @@ POLICYTRAIN_DECL void Layout::prepare() const {
   fs::create_directories(dir_, ec);
   if (ec) throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: cannot create the directory {}: {}",
                                                             dir_.string(), ec.message()));
-  for (const auto& e : fs::directory_iterator(dir_, ec))
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
     if (parse(e.path().filename().string()).kind == Kind::temporary) fs::remove(e.path(), ec);
+    if (is_checkpoint(e.path().filename().string()) && is_sharded(e.path()))  // a killed sharded save's temporaries
+      for (const auto& f : fs::directory_iterator(e.path(), ec))
+        if (parse_part(f.path().filename().string()).kind == PartKind::temporary) fs::remove(f.path(), ec);
+  }
 }
 
 POLICYTRAIN_DECL Candidates Layout::list() const {
@@ -182,9 +286,13 @@ POLICYTRAIN_DECL Candidates Layout::list() const {
   Candidates c;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir_, ec)) {
-    if (!e.is_regular_file() || !is_checkpoint(e.path().filename().string())) continue;
+    if (!(e.is_regular_file() || e.is_directory()) || !is_checkpoint(e.path().filename().string())) continue;
+    if (e.is_directory() && !fs::exists(e.path() / manifest(), ec)) {
+      c.incomplete.push_back(e.path());  // a sharded save that did not finish: no checkpoint
+      continue;
+    }
     try {
-      auto meta = read_meta(e.path());
+      auto meta = read_checkpoint_meta(e.path());
       for (const char* k : {"global_step", "epoch", "batch_in_epoch", "created_unix_ns"}) (void)meta_int(e.path(), meta, k, 0);
       (void)meta_string(e.path(), meta, "run_id", "");
       c.readable.emplace_back(e.path(), std::move(meta));
@@ -239,7 +347,7 @@ POLICYTRAIN_DECL void Layout::rotate(const std::string& run_id, int64_t keep) co
     // Only this run's files count: another run's (left beside a resumed run, or copied in) neither outrank this
     // run's newest files nor go. An unreadable file is not known to be this run's (its writes are atomic): it stays.
     try {
-      const auto m = read_meta(e.path());
+      const auto m = read_checkpoint_meta(e.path());
       if (meta_string(e.path(), m, "run_id", "") != run_id) continue;
       periodic.push_back({{meta_int(e.path(), m, "global_step", 0), meta_int(e.path(), m, "epoch", 0)}, e.path()});
     } catch (const CheckpointError&) {
@@ -247,7 +355,7 @@ POLICYTRAIN_DECL void Layout::rotate(const std::string& run_id, int64_t keep) co
     }
   }
   std::sort(periodic.begin(), periodic.end(), [](auto& a, auto& b) { return a.first > b.first; });
-  for (size_t i = static_cast<size_t>(keep); i < periodic.size(); ++i) fs::remove(periodic[i].second, ec);
+  for (size_t i = static_cast<size_t>(keep); i < periodic.size(); ++i) fs::remove_all(periodic[i].second, ec);
 }
 
 POLICYTRAIN_DECL SetAside Layout::set_aside(bool refuse, const std::filesystem::path& resumed_from) const {
@@ -258,7 +366,9 @@ POLICYTRAIN_DECL SetAside Layout::set_aside(bool refuse, const std::filesystem::
   int64_t newest = std::numeric_limits<int64_t>::min();
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir_, ec))
-    if (e.is_regular_file() && is_run_file(e.path().filename().string())) files.push_back(e.path());
+    if ((e.is_regular_file() || (e.is_directory() && is_checkpoint(e.path().filename().string()))) &&
+        is_run_file(e.path().filename().string()))
+      files.push_back(e.path());
   std::sort(files.begin(), files.end());
   const Candidates c = list();
   for (const auto& [file, meta] : c.readable)

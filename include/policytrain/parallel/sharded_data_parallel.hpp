@@ -28,7 +28,9 @@
 /// c10d send/recv, loaded into rank 0's optimizer, which then holds the consolidated state as Python's
 /// consolidate_state_dict does), so the checkpoint has the whole optimizer state, in the format of an unsharded
 /// run; after_save lets rank 0 drop the other ranks' part again. A resume loads the whole state on every rank;
-/// each keeps its partition at the first step.
+/// each keeps its partition at the first step. A sharded checkpoint (checkpoint::Disk::Options::sharded) sets
+/// set_sharded_save around its save: nothing is gathered, each rank writes its own partition, and a resume
+/// loads only the state of the parameters this rank owns (owner(), known at fit begin, before the checkpoint's).
 ///
 /// Composition: detail::DataParallelCore (what DataParallel does, data_parallel_core.hpp), parallel::OptimizerPartition
 /// (optimizer_partition.hpp) and, at stage 2, detail::Zero2Sync (zero2_sync.hpp) in place of the core's Reducer;
@@ -235,8 +237,12 @@ class ShardedDataParallel {
     core_.group().at(ctx.state(), "a checkpoint");
     core_.note_save(ctx.state());
     core_.before_save(ctx.device(), ctx.module().is_training());
-    if (partition_.enabled()) partition_.consolidate(core_.group(), ctx.optimizer());
+    if (partition_.enabled() && !sharded_save_) partition_.consolidate(core_.group(), ctx.optimizer());
   }
+
+  /// Set by a sharded checkpoint around its save (checkpoint::Disk::Options::sharded): before_save gathers no
+  /// optimizer state, since each rank writes its own partition.
+  void set_sharded_save(bool on) { sharded_save_ = on; }
 
   /// After the checkpoint serialised the optimizer: rank 0 lets the other ranks' state go.
   template <class Ctx>
@@ -324,6 +330,7 @@ class ShardedDataParallel {
   std::shared_ptr<detail::Zero2Sync> z2_;  ///< stage 2's gradient synchronisation (null otherwise)
   int64_t z2_generation_ = -1;             ///< the Replica's generation when z2_ was built
   int64_t bytes_ = 0, bytes_total_ = 0, bytes_largest_ = 0;
+  bool sharded_save_ = false;  ///< set_sharded_save: a sharded checkpoint's save is under way
 };
 
 }  // namespace policytrain::parallel
