@@ -22,6 +22,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <policytrain/detail/format.hpp>
 #include <policytrain/checkpoint/disk.hpp>
 
 namespace policytrain::checkpoint {
@@ -29,12 +30,14 @@ namespace policytrain::checkpoint {
 #if POLICYTRAIN_DEFINE
 POLICYTRAIN_DECL Disk::Disk(Options o) : o_(std::move(o)), layout_(o_.directory) {
   if (!o_.settings.empty() && !nlohmann::json::accept(o_.settings))
-    throw std::invalid_argument("policytrain::checkpoint::Disk: settings is not valid JSON; pass a JSON object as text");
+    throw std::invalid_argument(policytrain::detail::error_message("policytrain::checkpoint::Disk", "settings is not valid JSON; pass a JSON object as text"));
   // The settings sit one level inside the metadata, whose depth a reader bounds (kMaxMetaDepth).
   if (detail::json_too_deep(o_.settings, kMaxMetaDepth - 1) != std::string_view::npos)
-    throw std::invalid_argument(policytrain::detail::format("policytrain::checkpoint::Disk: settings nests arrays and objects more "
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::checkpoint::Disk", policytrain::detail::format(
+            "settings nests arrays and objects more "
                                             "than {} levels deep; a checkpoint reader refuses metadata deeper than {}",
-                                            kMaxMetaDepth - 1, kMaxMetaDepth));
+                                            kMaxMetaDepth - 1, kMaxMetaDepth)));
   if (o_.sharded && o_.async)
     throw std::invalid_argument(policytrain::detail::error_message(
         "policytrain::checkpoint::Disk", "Options::sharded and Options::async are both set",
@@ -91,9 +94,10 @@ POLICYTRAIN_DECL std::string Disk::other_run(const std::filesystem::path& file, 
   check_fingerprint(file, meta["fingerprint"]);
   const auto diff = fingerprint_differences(meta["fingerprint"], fingerprint_);
   if (diff.empty()) return "";
-  return policytrain::detail::format("policytrain::checkpoint: {}: belongs to another run: {}; to start a new run from its weights, "
-                     "resume with weights only (checkpoint::Disk::Options::weights_only)",
-                     file.string(), fmt::join(diff, "; "));
+  return policytrain::detail::error_message(
+      "policytrain::checkpoint",
+      policytrain::detail::format("{}: belongs to another run: {}", file.string(), fmt::join(diff, "; ")), {},
+      "to start a new run from its weights, resume with weights only (checkpoint::Disk::Options::weights_only)");
 }
 
 POLICYTRAIN_DECL bool Disk::same_fingerprint(const std::filesystem::path& file, const nlohmann::json& meta) const {
@@ -141,7 +145,9 @@ POLICYTRAIN_DECL bool Disk::resume(const Access& a) {
   }
   if (!fs::is_directory(target, ec)) {
     if (o_.resume != "auto")
-      throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: {}: no such file or directory to resume from", target.string()));
+      throw CheckpointError(policytrain::detail::error_message(
+          "policytrain::checkpoint", policytrain::detail::format(
+              "{}: no such file or directory to resume from", target.string())));
     say("policytrain::checkpoint: no checkpoint in {}; starting from scratch", target.string());
     return false;
   }
@@ -173,8 +179,10 @@ POLICYTRAIN_DECL bool Disk::resume(const Access& a) {
     say("policytrain::checkpoint: no checkpoint in {}; starting from scratch", target.string());
     return false;
   }
-  throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: no usable checkpoint in {}:\n  {}", target.string(),
-                                    fmt::join(errors, "\n  ")));
+  throw CheckpointError(policytrain::detail::error_message(
+      "policytrain::checkpoint", policytrain::detail::format(
+          "no usable checkpoint in {}:\n  {}", target.string(),
+                                    fmt::join(errors, "\n  "))));
 }
 
 POLICYTRAIN_DECL void Disk::set_aside_other_runs() {
@@ -191,9 +199,11 @@ POLICYTRAIN_DECL void Disk::set_aside_other_runs() {
 }
 
 POLICYTRAIN_DECL void Disk::write_failed(const std::string& failure) {
-  const std::string what = failure.empty() ? std::string("policytrain::checkpoint: the main rank could not write a checkpoint "
-                                                         "(its error names the file and the reason)")
-                                           : failure;
+  const std::string what =
+      failure.empty() ? policytrain::detail::error_message("policytrain::checkpoint",
+                                                           "the main rank could not write a checkpoint (its error names "
+                                                           "the file and the reason)")
+                      : failure;
   last_saved_step_ = -1;  // the state since the last good save is on no disk: fit end saves again
   if (o_.on_write_error == OnWriteError::stop)
     throw CheckpointError(policytrain::detail::format("{}; every rank stops (checkpoint::Disk::Options::on_write_error = stop; "

@@ -151,8 +151,8 @@ POLICYTRAIN_DECL std::vector<std::string> fingerprint_differences(const nlohmann
 {
   std::vector<std::string> out;
   if (!saved.is_object() || !now.is_object())
-    throw std::invalid_argument("policytrain::checkpoint::fingerprint_differences: a fingerprint is not an object; "
-                                "check a checkpoint's with check_fingerprint first");
+    throw std::invalid_argument(policytrain::detail::error_message("policytrain::checkpoint::fingerprint_differences", "a fingerprint is not an object; "
+                                "check a checkpoint's with check_fingerprint first"));
   auto str = [](const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : detail::json_excerpt(v); };
   if (saved.contains("model") && now.contains("model") && saved["model"] != now["model"]) {
     std::string what = "model architecture (parameter names, shapes or dtypes)";

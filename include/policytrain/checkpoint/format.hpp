@@ -81,7 +81,9 @@ POLICYTRAIN_DECL uint64_t get_le(const char* p, int bytes)
 ;
 #endif
 [[noreturn]] inline void fail(const std::filesystem::path& file, const std::string& what) {
-  throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: {}: {}", file.string(), what));
+  throw CheckpointError(policytrain::detail::error_message(
+      "policytrain::checkpoint", policytrain::detail::format(
+          "{}: {}", file.string(), what)));
 }
 
 }  // namespace detail

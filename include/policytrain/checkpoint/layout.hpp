@@ -271,8 +271,10 @@ POLICYTRAIN_DECL void Layout::prepare() const {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir_, ec);
-  if (ec) throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: cannot create the directory {}: {}",
-                                                            dir_.string(), ec.message()));
+  if (ec) throw CheckpointError(policytrain::detail::error_message(
+      "policytrain::checkpoint", policytrain::detail::format(
+          "cannot create the directory {}: {}",
+                                                            dir_.string(), ec.message())));
   for (const auto& e : fs::directory_iterator(dir_, ec)) {
     if (parse(e.path().filename().string()).kind == Kind::temporary) fs::remove(e.path(), ec);
     if (is_checkpoint(e.path().filename().string()) && is_sharded(e.path()))  // a killed sharded save's temporaries
@@ -381,13 +383,14 @@ POLICYTRAIN_DECL SetAside Layout::set_aside(bool refuse, const std::filesystem::
     std::vector<std::string> names;
     for (size_t i = 0; i < files.size() && i < 5; ++i) names.push_back(files[i].filename().string());
     if (files.size() > 5) names.push_back(policytrain::detail::format("and {} more", files.size() - 5));
-    throw CheckpointError(policytrain::detail::format(
-        "policytrain::checkpoint: {} holds {} checkpoint file(s) of another run (run {}, newest step {}: {}), and "
+    throw CheckpointError(policytrain::detail::error_message(
+        "policytrain::checkpoint", policytrain::detail::format(
+            "{} holds {} checkpoint file(s) of another run (run {}, newest step {}: {}), and "
         "this run starts fresh{}; continue that run (resume = \"auto\"), choose another directory, remove them, or "
         "set checkpoint::Disk::Options::existing = Existing::rotate to move them to previous-<run id>/ "
         "(existing is refuse)", dir_.string(), files.size(), r.run_id.empty() ? "without id" : r.run_id,
         r.newest_step, fmt::join(names, ", "),
-        resumed_from.empty() ? std::string() : policytrain::detail::format(" from the weights of {}", resumed_from.string())));
+        resumed_from.empty() ? std::string() : policytrain::detail::format(" from the weights of {}", resumed_from.string()))));
   }
   if (files.empty()) return r;
   // The id names a folder: only letters, digits, '-' and '_' (a forged file's id could hold "../").
@@ -407,12 +410,16 @@ POLICYTRAIN_DECL SetAside Layout::set_aside(bool refuse, const std::filesystem::
   fs::path dest = dir_ / base;
   for (int i = 2; fs::exists(dest); ++i) dest = dir_ / policytrain::detail::format("{}-{}", base, i);
   fs::create_directories(dest, ec);
-  if (ec) throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: cannot create {} to move another run's files "
-                                                            "into: {}", dest.string(), ec.message()));
+  if (ec) throw CheckpointError(policytrain::detail::error_message(
+      "policytrain::checkpoint", policytrain::detail::format(
+          "cannot create {} to move another run's files "
+                                                            "into: {}", dest.string(), ec.message())));
   for (const auto& f : files) {
     fs::rename(f, dest / f.filename(), ec);
-    if (ec) throw CheckpointError(policytrain::detail::format("policytrain::checkpoint: cannot move {} to {}: {}", f.string(),
-                                                              dest.string(), ec.message()));
+    if (ec) throw CheckpointError(policytrain::detail::error_message(
+        "policytrain::checkpoint", policytrain::detail::format(
+            "cannot move {} to {}: {}", f.string(),
+                                                              dest.string(), ec.message())));
     if (!resumed_from.empty() &&
         fs::absolute(f, ec).lexically_normal() == fs::absolute(resumed_from, ec).lexically_normal()) {
       r.resumed_from = dest / f.filename();

@@ -141,14 +141,18 @@ class RunLock {
         const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && ::fsync(fd) == 0;
         ::close(fd);
         if (!ok)
-          throw std::runtime_error(policytrain::detail::format("policytrain::checkpoint: cannot write the lock {}: {}",
-                                                               file_.string(), std::strerror(errno)));
+          throw std::runtime_error(policytrain::detail::error_message(
+              "policytrain::checkpoint", policytrain::detail::format(
+                  "cannot write the lock {}: {}",
+                                                               file_.string(), std::strerror(errno))));
         owned_ = true;
         return;
       }
       if (errno != EEXIST)
-        throw std::runtime_error(policytrain::detail::format("policytrain::checkpoint: cannot create the lock {}: {}",
-                                                             file_.string(), std::strerror(errno)));
+        throw std::runtime_error(policytrain::detail::error_message(
+            "policytrain::checkpoint", policytrain::detail::format(
+                "cannot create the lock {}: {}",
+                                                             file_.string(), std::strerror(errno))));
       const Holder h = read(file_);
       if (h.pid <= 0) {  // being written by its creator, or left empty by a crash: look again, then take it
         if (attempt < 20) {
@@ -160,13 +164,14 @@ class RunLock {
       } else {
         std::string why;
         if (h.host != host || !gone(h, &why))
-          throw LockedError(policytrain::detail::format(
-              "policytrain::checkpoint: the run directory {} is in use by another job: host {}, pid {} (its lock: {}). "
+          throw LockedError(policytrain::detail::error_message(
+              "policytrain::checkpoint", policytrain::detail::format(
+                  "the run directory {} is in use by another job: host {}, pid {} (its lock: {}). "
               "Two jobs in one directory would overwrite each other's last.ckpt and best.ckpt; wait for that job to "
               "end or stop it, or choose another directory; if that job is gone{}, remove {}",
               dir.string(), h.host, h.pid, file_.string(),
               h.host != host ? policytrain::detail::format(" (it ran on {}, which this host ({}) cannot check)", h.host, host) : "",
-              file_.string()));
+              file_.string())));
         log(policytrain::detail::format(
             "policytrain::checkpoint: took over the lock {} of a job that is gone (host {}, pid {}: {})", file_.string(),
             h.host, h.pid, why));
@@ -181,9 +186,10 @@ class RunLock {
       if (moved.pid != h.pid || moved.host != h.host) ::link(aside.c_str(), file_.c_str());  // a fresh lock: put it back
       std::filesystem::remove(aside, ec);
     }
-    throw LockedError(policytrain::detail::format(
-        "policytrain::checkpoint: could not take the lock {} of the run directory {} after 50 attempts (other jobs "
-        "keep taking it); make sure one job uses the directory", file_.string(), dir.string()));
+    throw LockedError(policytrain::detail::error_message(
+        "policytrain::checkpoint", policytrain::detail::format(
+            "could not take the lock {} of the run directory {} after 50 attempts (other jobs "
+        "keep taking it); make sure one job uses the directory", file_.string(), dir.string())));
   }
 
   std::filesystem::path file_;

@@ -257,8 +257,9 @@ class DataParallelCore {
   /// backward): c10d's Reducer would count them unused, then ready again ("Expected to mark a variable ready
   /// only once"), as PyTorch's DDP does with reentrant checkpointing.
   [[noreturn]] void refuse_recompute(const std::string& where) const {
-    throw std::invalid_argument(policytrain::detail::format(
-        "policytrain::parallel::DataParallel: {}: find_unused_parameters = true (without static_graph) cannot "
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::parallel::DataParallel", policytrain::detail::format(
+            "{}: find_unused_parameters = true (without static_graph) cannot "
         "compose with memory::recompute, and {}: the search for unused parameters follows the graph from the "
         "forward's output and cannot see the parameters a recomputed segment uses (their gradients come from a "
         "nested backward), so the Reducer would count them unused and then ready again (PyTorch's DDP fails the "
@@ -266,7 +267,7 @@ class DataParallelCore {
         "LibTorch offers to Python only). Set static_graph = true in DataParallelOptions (the used parameters "
         "are then learnt in the first step, without a search; the same parameters must get gradients every "
         "step), or find_unused_parameters = false if every parameter gets a gradient every step, or do not "
-        "recompute", group_->who(), where));
+        "recompute", group_->who(), where)));
   }
 
   void broadcast_states(torch::nn::Module& m) {

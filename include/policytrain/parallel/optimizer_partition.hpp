@@ -123,10 +123,11 @@ class OptimizerPartition {
     drop_foreign_state(opt);  // a resume or a consolidation left the whole state here
     auto& groups = opt.param_groups();
     if (groups.size() != owned_.size())
-      throw std::logic_error(policytrain::detail::format(
-          "policytrain::parallel::ShardedDataParallel: {}: the optimizer has {} param groups, {} when the "
+      throw std::logic_error(policytrain::detail::error_message(
+          "policytrain::parallel::ShardedDataParallel", policytrain::detail::format(
+              "{}: the optimizer has {} param groups, {} when the "
           "parameters were partitioned at fit begin; add param groups before fit", group.who(), groups.size(),
-          owned_.size()));
+          owned_.size())));
     std::vector<std::vector<torch::Tensor>> all(groups.size());
     for (size_t g = 0; g < groups.size(); ++g) all[g] = std::exchange(groups[g].params(), owned_[g]);
     bool stepped = false;
@@ -215,9 +216,10 @@ class OptimizerPartition {
     try {
       opt.load(a);
     } catch (const std::exception& e) {
-      throw std::runtime_error(policytrain::detail::format(
-          "policytrain::parallel::ShardedDataParallel: {}: rank {}'s optimizer state could not be loaded here: {}; "
-          "every rank must build the same optimizer with the same param groups", group.who(), r, e.what()));
+      throw std::runtime_error(policytrain::detail::error_message(
+          "policytrain::parallel::ShardedDataParallel", policytrain::detail::format(
+              "{}: rank {}'s optimizer state could not be loaded here: {}; "
+          "every rank must build the same optimizer with the same param groups", group.who(), r, e.what())));
     }
   }
 

@@ -138,12 +138,13 @@ class ProcessGroup {
       shared.store = tcp;
     } catch (const std::exception& ex) {
       const std::string cause = ex.what();
-      throw std::runtime_error(policytrain::detail::format(
-          "policytrain::parallel::DataParallel: rank {} could not {} the store at MASTER_ADDR={} MASTER_PORT={} "
+      throw std::runtime_error(policytrain::detail::error_message(
+          "policytrain::parallel::DataParallel", policytrain::detail::format(
+              "rank {} could not {} the store at MASTER_ADDR={} MASTER_PORT={} "
           "within {} ms: {}; {}", e.rank, so.isServer ? "open" : "reach", e.master_addr, e.master_port,
           o_.timeout.count(), cause.substr(0, cause.find('\n')),
           so.isServer ? "is the port in use? choose another MASTER_PORT"
-                      : "is rank 0 running, and MASTER_ADDR reachable from this node?"));
+                      : "is rank 0 running, and MASTER_ADDR reachable from this node?")));
     }
     // A torchrun agent's store outlives restarts: keys of each attempt live under their own prefix.
     const int64_t generation = shared.groups++;
@@ -183,19 +184,21 @@ class ProcessGroup {
       }
     } catch (const std::exception& ex) {
       const std::string cause = ex.what();
-      throw std::runtime_error(policytrain::detail::format(
-          "policytrain::parallel::DataParallel: rank {} of {} could not form the {} process group (MASTER_ADDR={} "
+      throw std::runtime_error(policytrain::detail::error_message(
+          "policytrain::parallel::DataParallel", policytrain::detail::format(
+              "rank {} of {} could not form the {} process group (MASTER_ADDR={} "
           "MASTER_PORT={}, timeout {} ms): {}", e.rank, e.world_size, kind, e.master_addr, e.master_port,
-          o_.timeout.count(), cause.substr(0, cause.find('\n'))));
+          o_.timeout.count(), cause.substr(0, cause.find('\n')))));
     }
   }
 
   /// A collective before connect(): a named error instead of a null process group.
   void require_connected(const std::string& what) const {
     if (!backend_)
-      throw std::logic_error(policytrain::detail::format(
-          "policytrain::parallel::DataParallel: {}: {} before this rank joined the job; call connect() first (fit "
-          "and evaluate join by themselves)", who(), what));
+      throw std::logic_error(policytrain::detail::error_message(
+          "policytrain::parallel::DataParallel", policytrain::detail::format(
+              "{}: {} before this rank joined the job; call connect() first (fit "
+          "and evaluate join by themselves)", who(), what)));
   }
 
   /// Where this rank is, for the messages of failed collectives and for the heartbeat: the Trainer's global_step

@@ -82,16 +82,18 @@ class ShardedDataParallel {
         z_(z),
         partition_(core_.rank(), core_.active() && z.stage > 0) {
     if (z_.stage < 0 || z_.stage > 2)
-      throw std::invalid_argument(policytrain::detail::format(
-          "policytrain::parallel::ShardedDataParallel: stage {} is not supported; expected 0 (nothing sharded: "
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::parallel::ShardedDataParallel", policytrain::detail::format(
+              "stage {} is not supported; expected 0 (nothing sharded: "
           "DataParallel's behaviour), 1 (optimizer state sharded, gradients all-reduced) or 2 (optimizer state and "
-          "gradients sharded)", z_.stage));
+          "gradients sharded)", z_.stage)));
     if (z_.stage == 2) {
       // These options configure c10d::Reducer, which stage 2 replaces by its own reduce-scatter.
       const auto refuse = [](const char* option, const char* why) {
-        throw std::invalid_argument(policytrain::detail::format(
-            "policytrain::parallel::ShardedDataParallel: stage 2 does not support DataParallelOptions::{}: {}; "
-            "use stage 1 for it", option, why));
+        throw std::invalid_argument(policytrain::detail::error_message(
+            "policytrain::parallel::ShardedDataParallel", policytrain::detail::format(
+                "stage 2 does not support DataParallelOptions::{}: {}; "
+            "use stage 1 for it", option, why)));
       };
       const auto& o_ = core_.options();
       if (o_.find_unused_parameters)
