@@ -6,12 +6,18 @@
 // this binary with POLICYTRAIN_ZERO_WORKER set: a static initialiser runs it before doctest's main and exits.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -339,10 +345,58 @@ int run_defect(const std::string& scenario, const fs::path& dir, const std::stri
   return 0;
 }
 
+/// The save benchmark (POLICYTRAIN_ZERO_SAVE_BENCH, see kSaveBench): a rank of scenario "bench-save", ZeRO-1 AdamW
+/// on three 1024x1024 layers (12.6 MB of weights, 25.2 MB of optimizer state), kBenchSteps steps with a checkpoint
+/// after every step (POLICYTRAIN_ZERO_BENCH_MODE: consolidated or sharded; none: no checkpoint); writes the fit's
+/// wall time and the process's peak resident memory (VmHWM of /proc/self/status).
+struct BigTask {
+  torch::nn::Sequential net{torch::nn::Linear(1024, 1024), torch::nn::ReLU(), torch::nn::Linear(1024, 1024),
+                            torch::nn::ReLU(), torch::nn::Linear(1024, 1024)};
+  torch::nn::Module& module() { return *net; }
+  torch::Tensor training_step(const pt::Batch& b) { return torch::nn::functional::cross_entropy(net->forward(b.x), b.y); }
+};
+constexpr int kBenchSteps = 6;
+
+int64_t vm_hwm_kb() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with("VmHWM:")) return std::atoll(line.c_str() + 6);
+  return -1;
+}
+
+int run_save_bench(const fs::path& dir, const std::string& subdir) {
+  const std::string mode = std::getenv("POLICYTRAIN_ZERO_BENCH_MODE");
+  pt::parallel::ShardedDataParallel zero({.timeout = std::chrono::seconds(300)}, {.stage = 1});
+  const int world = zero.world_size(), rank = zero.rank();
+  torch::manual_seed(7);
+  BigTask task;
+  constexpr int kBatch = 8;
+  const auto x = torch::randn({kBenchSteps * kBatch * world, 1024});
+  const auto y = torch::randint(0, 1024, {kBenchSteps * kBatch * world});
+  pt::data::TensorLoader loader(x, y, {.batch_size = kBatch, .shuffle = false, .rank = rank, .world_size = world});
+  torch::optim::AdamW opt(task.net->parameters(), torch::optim::AdamWOptions(1e-3));
+  const auto t0 = std::chrono::steady_clock::now();
+  if (mode == "none") {
+    pt::Trainer trainer(task, opt, std::move(zero));
+    trainer.fit(loader, {.epochs = 1});
+  } else {
+    pt::checkpoint::Disk disk({.directory = dir / subdir / "ckpt", .last = false, .every_steps = 1,
+                               .export_final = false, .sharded = mode == "sharded"});
+    pt::Trainer trainer(task, opt, std::move(zero), std::move(disk));
+    trainer.fit(loader, {.epochs = 1});
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::ofstream(dir / subdir / fmt::format("bench{}.json", rank))
+      << nlohmann::json{{"seconds", seconds}, {"hwm_kb", vm_hwm_kb()}}.dump();
+  return 0;
+}
+
 int run_worker(const std::string& scenario, const fs::path& dir, const std::string& subdir) {
   if (scenario.starts_with("defect-")) return run_defect(scenario, dir, subdir);
   if (scenario.starts_with("tiny-")) return run_tiny(scenario, dir, subdir);
   if (scenario.starts_with("autobatch")) return run_autobatch(scenario, dir, subdir);
+  if (scenario == "bench-save") return run_save_bench(dir, subdir);
   const bool dp_only = scenario.starts_with("dp-");
   const bool ckpt = scenario.starts_with("ckpt-");
   const std::string base = dp_only ? scenario.substr(3) : ckpt ? "plain" : scenario;
@@ -400,8 +454,24 @@ int run_worker(const std::string& scenario, const fs::path& dir, const std::stri
                                .run = {.world_size = -1},  // may resume on another world size
                                .export_final = false,
                                .sharded = std::getenv("POLICYTRAIN_ZERO_SHARDED") != nullptr});
+    // POLICYTRAIN_ZERO_KILL=<step>:<rank>: that rank SIGKILLs itself in the sharded save of that step, once its
+    // shard is written and fsynced and before the ranks agree on the manifest.
+    auto& probe = pt::checkpoint::sharded_probe();
+    if (const char* kill = std::getenv("POLICYTRAIN_ZERO_KILL")) {
+      const int64_t ks = std::atoll(kill), kr = std::atoll(std::strchr(kill, ':') + 1);
+      probe.after_shard_written = [ks, kr](int64_t step, int64_t r) {
+        if (step == ks && r == kr) std::raise(SIGKILL);
+      };
+    }
     pt::Trainer trainer(task, opt, std::move(zero), std::move(clip), std::move(disk));
     trainer.fit(loader, {.epochs = scenario == "ckpt-half" || scenario == "ckpt-reshard" ? 1 : kEpochs});
+    // The shard files this rank deserialized while loading, and the global parameter indices it owns.
+    nlohmann::json owned = nlohmann::json::array();
+    const auto params = pt::checkpoint::global_parameters(opt);
+    for (size_t k = 0; k < params.size(); ++k)
+      if (trainer.policy<pt::Category::parallel>().owner(params[k]) == rank) owned.push_back(k);
+    std::ofstream(dir / subdir / fmt::format("reads{}.json", rank))
+        << nlohmann::json{{"shards", probe.shards_read}, {"owned", owned}}.dump();
     finish(trainer);
   } else {
     pt::Trainer trainer(task, opt, std::move(zero), std::move(clip), std::move(precision));
@@ -437,6 +507,59 @@ const int kWorkerHook = [] {
   testing::run_worker_and_exit([&] { return run_worker(scenario, dir, subdir); });
 }();
 
+/// The save benchmark's driver (bench/RESULTS.md, issue 41): `POLICYTRAIN_ZERO_SAVE_BENCH=<out.md> test_zero`
+/// runs, for 1, 2 and 3 ranks and 3 repetitions, the "bench-save" fit without checkpoints, with consolidated and
+/// with sharded ones, and writes rank 0's cost per save (the fit's extra wall time over the one without
+/// checkpoints, divided by the saves) and its extra peak resident memory (VmHWM over the one without), medians of
+/// the repetitions. Not a test: it runs only when asked.
+const int kSaveBench = [] {
+  const char* out = std::getenv("POLICYTRAIN_ZERO_SAVE_BENCH");
+  if (!out || std::getenv("POLICYTRAIN_ZERO_WORKER")) return 0;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("policytrain-save-bench-{}", ::getpid());
+  fs::create_directories(dir);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::string table =
+      "| ranks | consolidated: s / save | sharded: s / save | ratio | consolidated: rank 0 extra peak MB | sharded: rank 0 "
+      "extra peak MB |\n|---|---|---|---|---|---|\n";
+  for (int world = 1; world <= 3; ++world) {
+    std::map<std::string, std::vector<double>> sec, mb;
+    for (int rep = 0; rep < 3; ++rep) {
+      std::map<std::string, nlohmann::json> got;
+      for (const std::string mode : {"none", "consolidated", "sharded"}) {
+        const std::string subdir = fmt::format("w{}-{}-{}", world, mode, rep);
+        const int rc = pt::parallel::launch_local({.nproc = world, .program = "/proc/self/exe",
+                                                   .env = {{"POLICYTRAIN_ZERO_WORKER", "bench-save"},
+                                                           {"POLICYTRAIN_ZERO_DIR", dir.string()},
+                                                           {"POLICYTRAIN_ZERO_SUBDIR", subdir},
+                                                           {"POLICYTRAIN_ZERO_BENCH_MODE", mode},
+                                                           {"OMP_NUM_THREADS", "1"}},
+                                                   .deadline = std::chrono::seconds(600)});
+        if (rc != 0) {
+          std::fprintf(stderr, "save bench: %s failed (%d); see %s\n", subdir.c_str(), rc, dir.c_str());
+          std::exit(1);
+        }
+        got[mode] = nlohmann::json::parse(testing::read_text(dir / subdir / "bench0.json"));
+        fs::remove_all(dir / subdir / "ckpt");
+      }
+      for (const std::string mode : {"consolidated", "sharded"}) {
+        sec[mode].push_back((got[mode]["seconds"].get<double>() - got["none"]["seconds"].get<double>()) / kBenchSteps);
+        mb[mode].push_back((got[mode]["hwm_kb"].get<double>() - got["none"]["hwm_kb"].get<double>()) / 1024.0);
+      }
+      std::fprintf(stderr, "save bench: %d rank(s), repetition %d: %s\n", world, rep, nlohmann::json(got).dump().c_str());
+    }
+    table += fmt::format("| {} | {:.3f} | {:.3f} | {:.2f} | {:.1f} | {:.1f} |\n", world, median(sec["consolidated"]),
+                         median(sec["sharded"]), median(sec["sharded"]) / median(sec["consolidated"]),
+                         median(mb["consolidated"]), median(mb["sharded"]));
+  }
+  std::ofstream(out) << table;
+  std::fputs(table.c_str(), stdout);
+  fs::remove_all(dir);
+  std::exit(0);
+}();
+
 using testing::read_text;
 
 int sh(const std::string& cmd, const fs::path& log) {
@@ -457,8 +580,9 @@ void run_python(const std::string& scenario, int world, const fs::path& dir) {
 }
 
 /// Our side: `world` ranks of this binary on one node (launch_local).
+/// `expect_rc`: the exit code launch_local must return (0: every rank succeeded).
 void run_ours(const std::string& scenario, int world, const fs::path& dir, const std::string& subdir, int stage = 1,
-              double bucket_mb = 25, std::map<std::string, std::string> extra = {}) {
+              double bucket_mb = 25, std::map<std::string, std::string> extra = {}, int expect_rc = 0) {
   extra.insert({{"POLICYTRAIN_ZERO_WORKER", scenario},
                 {"POLICYTRAIN_ZERO_DIR", dir.string()},
                 {"POLICYTRAIN_ZERO_SUBDIR", subdir},
@@ -472,7 +596,7 @@ void run_ours(const std::string& scenario, int world, const fs::path& dir, const
   std::string logs;
   for (int r = 0; r < world; ++r) logs += fmt::format("\nrank {}: {}", r, read_text(dir / fmt::format("{}-stderr{}.txt", subdir, r)));
   INFO(logs);
-  REQUIRE(rc == 0);
+  REQUIRE(rc == expect_rc);
 }
 
 /// Compares every tensor of `got` with `want` (the same names on both sides).
@@ -731,6 +855,30 @@ void reshard_equal(const fs::path& dir, const std::string& from, int world, int 
   const std::string log = read_text(dir / (tag + "-s-stderr0.txt"));
   INFO(log);
   CHECK(log.find("resumed from " + (dir / (from + "-s") / "last.ckpt").string()) != std::string::npos);
+  // Each rank deserialized exactly the shard files that hold a parameter it owns now (the manifest's indices
+  // against the rank's partition), no other; on the same world size and stage, its own file alone.
+  const auto man = nlohmann::json::parse(read_text(dir / (from + "-s") / "last.ckpt" / "manifest.json"));
+  std::set<int64_t> owned_union;
+  for (int r = 0; r < world && stage > 0; ++r) {
+    const auto reads = nlohmann::json::parse(read_text(dir / (tag + "-s") / fmt::format("reads{}.json", r)));
+    INFO("rank " << r << ": " << reads.dump());
+    const auto owned = reads["owned"].get<std::set<int64_t>>();
+    owned_union.insert(owned.begin(), owned.end());
+    std::vector<std::string> want;
+    for (const auto& s : man["sharded"]["shards"])
+      for (const auto& k : s["indices"])
+        if (owned.count(k.get<int64_t>())) {
+          want.push_back(s["file"].get<std::string>());
+          break;
+        }
+    CHECK(reads["shards"].get<std::vector<std::string>>() == want);
+    if (man["sharded"]["world_size"] == world && man["sharded"]["stage"] == stage)
+      CHECK(want == std::vector<std::string>{man["sharded"]["shards"][r]["file"].get<std::string>()});
+    if (world > 1) CHECK(want.size() < man["sharded"]["shards"].size());  // no rank reads every shard
+  }
+  for (const auto& s : man["sharded"]["shards"])  // together the ranks own every parameter with state
+    for (const auto& k : s["indices"])
+      if (stage > 0) CHECK(owned_union.count(k.get<int64_t>()) == 1);
   for (int r = 0; r < world; ++r) {
     const auto c = load_tensors(dir / (tag + "-c") / fmt::format("rank{}", r));
     CHECK(c.size() > (r == 0 ? 30u : 12u));  // parameters, buffers, and (rank 0) the consolidated state
@@ -744,6 +892,7 @@ TEST_CASE("sharded checkpoints (issue 41): 3 ranks resumed on 2 and 1 (ZeRO-1, Z
   run_ours("ckpt-half", 3, dir, "w3c", 1, 25, sharded_env("w3-c", false));
   run_ours("ckpt-half", 3, dir, "w3s", 1, 25, sharded_env("w3-s"));
   CHECK(nlohmann::json::parse(read_text(dir / "w3-s" / "last.ckpt" / "manifest.json"))["sharded"]["shards"].size() == 3);
+  reshard_equal(dir, "w3", 3, 1);  // the same world size and stage: each rank reads its own shard alone
   reshard_equal(dir, "w3", 2, 1);
   reshard_equal(dir, "w3", 2, 2);
   reshard_equal(dir, "w3", 1, 1);
@@ -830,6 +979,42 @@ TEST_CASE("sharded checkpoints (issue 41): a flipped byte, a truncated, missing 
     CHECK(log.find("resumed from " + (sh / "step-00000005.ckpt").string()) != std::string::npos);
     compare(dir / "full" / fmt::format("rank{}", r), dir / "resumed" / fmt::format("rank{}", r), 0.0);
   }
+}
+
+TEST_CASE("sharded checkpoints (issue 41): kill -9 of one rank during a sharded save (its shard written, before the manifest) leaves the previous checkpoint the newest complete one, which auto-resume takes, ending bit-identical") {
+  const auto dir = testing::temp_dir("zero-sharded-kill");
+  run_python("plain", 2, dir);
+  run_ours("ckpt-full", 2, dir, "full");  // uninterrupted
+  // step-5 is written; in the save of step 10, rank 1 writes its shard and SIGKILLs itself before the agreement.
+  auto env = sharded_env("sh", true, 5);
+  env["POLICYTRAIN_ZERO_KILL"] = "10:1";
+  run_ours("ckpt-half", 2, dir, "killed", 1, 25, env, 128 + SIGKILL);
+  const fs::path sh = dir / "sh";
+  REQUIRE(fs::exists(sh / "step-00000005.ckpt" / "manifest.json"));
+  // The cut save: rank 1's shard is on disk, the manifest is not; the folder is no checkpoint.
+  const fs::path cut = sh / "step-00000010.ckpt";
+  REQUIRE(fs::is_directory(cut));
+  CHECK(fs::exists(cut / pt::checkpoint::Layout::shard(10, 1, 2)));
+  CHECK(!fs::exists(cut / "manifest.json"));
+  CHECK(!fs::exists(sh / "last.ckpt"));
+  const auto listed = pt::checkpoint::list_checkpoints(sh);
+  REQUIRE(listed.readable.size() == 1);
+  CHECK(listed.readable[0].first == sh / "step-00000005.ckpt");
+  CHECK(listed.readable[0].second["global_step"] == 5);
+  REQUIRE(listed.incomplete.size() == 1);
+  CHECK(listed.incomplete[0] == cut);
+  // Auto-resume skips the cut folder, resumes step 5, writes step 10 again over the leftovers, and ends
+  // bit-identical to the uninterrupted run.
+  run_ours("ckpt-resume", 2, dir, "resumed", 1, 25, sharded_env("sh", true, 5));
+  for (int r = 0; r < 2; ++r) {
+    const std::string log = read_text(dir / fmt::format("resumed-stderr{}.txt", r));
+    INFO(log);
+    CHECK(log.find("step-00000010.ckpt has no manifest.json") != std::string::npos);
+    CHECK(log.find("resumed from " + (sh / "step-00000005.ckpt").string()) != std::string::npos);
+    compare(dir / "full" / fmt::format("rank{}", r), dir / "resumed" / fmt::format("rank{}", r), 0.0);
+  }
+  CHECK(checkpoint_error([&] { pt::checkpoint::verify_sharded(cut); }) == "");
+  CHECK(std::distance(fs::directory_iterator(cut), fs::directory_iterator()) == 4);  // manifest, common, 2 shards
 }
 
 TEST_CASE("sharded checkpoints (issue 41): the folder's names are built and parsed by Layout alone, and async or half_optimizer with sharded are refused by name") {

@@ -119,6 +119,7 @@ struct DiskSave {
       }
     }
     d.last_write_ = Disk::Clock::now();
+    if (const auto& hook = sharded_probe().after_shard_written) hook(step, rank);
     if (ctx.agree_any(!failure.empty())) {  // no manifest: the previous checkpoint of each name stays the newest
       d.write_failed(failure.empty() ? std::string("policytrain::checkpoint: another rank could not write its shard (its "
                                                  "error names the file and the reason)") : failure);

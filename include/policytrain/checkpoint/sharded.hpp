@@ -65,6 +65,23 @@ inline std::vector<torch::Tensor> global_parameters(const torch::optim::Optimize
   return out;
 }
 
+/// Observation points of sharded saves and loads, per process, for tests (tests/unit/test_zero.cpp) and the save
+/// benchmark; nothing in the library sets them.
+struct ShardedProbe {
+  /// Called by a rank's sharded save once its shard files (and, on rank 0, the common part) are written and
+  /// fsynced, before the ranks agree on the manifest: a test SIGKILLs a rank there, a save cut between the shards
+  /// and the manifest.
+  std::function<void(int64_t step, int64_t rank)> after_shard_written;
+  /// The shard files whose contents this process read and deserialized (merge_optimizer), by name, in order. The
+  /// digest pass (verify_sharded) streams every listed file through a 1 MiB buffer on every rank and is not counted.
+  std::vector<std::string> shards_read;
+};
+/// This process's probe.
+inline ShardedProbe& sharded_probe() {
+  static ShardedProbe p;
+  return p;
+}
+
 /// One rank's shard payload: the state of the parameters `owns` accepts that the optimizer holds state for, each
 /// under "state/<global index>", and their indices (appended to `indices`) under "indices".
 POLICYTRAIN_DECL std::string shard_payload(const torch::optim::Optimizer& opt, const OwnsParameter& owns,
@@ -313,6 +330,7 @@ POLICYTRAIN_DECL std::string merge_optimizer(const std::filesystem::path& folder
       if (wanted(k.get<int64_t>())) take.push_back(k.get<int64_t>());
     if (take.empty()) continue;  // holds nothing this rank owns: not read
     const fs::path file = folder / s.at("file").get<std::string>();
+    sharded_probe().shards_read.push_back(s.at("file").get<std::string>());
     const RawFile raw = read_file(file);
     if (meta_int(file, raw.meta, "global_step", -1) != step)
       detail::fail_error(file, policytrain::detail::format("belongs to step {}", meta_int(file, raw.meta, "global_step", -1)),
