@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <fstream>
+#include <future>
 #include <random>
 #include <thread>
 
@@ -423,8 +424,12 @@ struct PreemptTask {
   int64_t forwards = 0, validations = 0, val_batches_per_epoch = 0;
   bool armed = false;  // this rank injects
   torch::nn::Module& module() { return inner.module(); }
+  int step_sleep_ms = 0;  // slows each forward (the launcher-kill test kills mid-run)
+  std::string progress;   // if set, each forward writes the count of forwards there
   torch::Tensor training_step(const pt::Batch& b) {
     ++forwards;
+    if (step_sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_sleep_ms));
+    if (!progress.empty()) std::ofstream(progress) << forwards << "\n";
     if (armed && (inj.moment == Moment::forward || inj.moment == Moment::twice) && forwards == inj.at) std::raise(inj.sig);
     return inner.training_step(b);
   }
@@ -633,12 +638,16 @@ int kill_rank(const fs::path& out, const fs::path& dir, Injection inj, int rank,
   task.inj = inj;
   task.armed = inj.at >= 0 && inj.rank == rank && attempt == 0;
   task.val_batches_per_epoch = static_cast<int64_t>(val.size());
+  if (const char* ms = std::getenv("PT_STEP_SLEEP_MS")) task.step_sleep_ms = std::atoi(ms);
+  if (std::getenv("PT_PROGRESS") && rank == 0) task.progress = (out / "progress.txt").string();
+  if (std::getenv("PT_PROGRESS")) std::ofstream(out / ("pid" + std::to_string(rank) + ".txt")) << ::getpid() << "\n";
   torch::optim::SGD opt(task.module().parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   int64_t start = -1;
   pt::Trainer<PreemptTask, pt::checkpoint::Disk, Injector, StartStep, pt::parallel::DataParallel> t(
       task, opt,
       pt::checkpoint::Disk({.directory = dir, .every_steps = 2, .resume = "auto",
-                            .async = inj.moment == Moment::async_write, .export_final = false, .log = nullptr}),
+                            .async = inj.moment == Moment::async_write, .export_final = false,
+                            .log = std::getenv("PT_PROGRESS") ? stderr : nullptr}),
       Injector{inj, task.armed, nullptr}, StartStep{&start}, pt::parallel::DataParallel());
   const auto r = t.fit(train, val, {.epochs = kPreemptEpochs});
   std::ofstream(out / ("outcome" + std::to_string(rank) + ".txt")) << attempt << " " << start << " " << r.global_steps << "\n";
@@ -661,6 +670,25 @@ const int kKillWorker = [] {
     inj.sig = SIGKILL;
     inj.rank = std::atoi(std::getenv("PT_RANK"));
     return kill_rank(out, std::getenv("PT_DIR"), inj, rank, std::atoi(std::getenv("WORLD_SIZE")));
+  });
+}();
+
+/// A launcher process (the `--nproc` path): writes its pid, then runs launch_local of 3 kill-harness ranks, slowed to
+/// 150 ms a forward and reporting their progress and pids into `ranks/`.
+const int kTrainLauncher = [] {
+  const char* scenario = std::getenv("POLICYTRAIN_TEST_WORKER");
+  if (!scenario || std::string(scenario) != "train-launcher") return 0;
+  const fs::path out = std::getenv("POLICYTRAIN_TEST_OUT");
+  std::freopen((out / "stderr_launcher.txt").c_str(), "a", stderr);
+  testing::run_worker_and_exit([&] {
+    fs::create_directories(out / "ranks");
+    std::ofstream(out / "launcher.txt") << ::getpid() << "\n";
+    return pt::parallel::launch_local(
+        {.nproc = 3,
+         .env = {{"POLICYTRAIN_TEST_WORKER", "kill-restart"}, {"POLICYTRAIN_TEST_OUT", (out / "ranks").string()},
+                 {"OMP_NUM_THREADS", "1"}, {"PT_MOMENT", "0"}, {"PT_AT", "-1"}, {"PT_RANK", "0"},
+                 {"PT_DIR", std::getenv("PT_DIR")}, {"PT_STEP_SLEEP_MS", "150"}, {"PT_PROGRESS", "1"}},
+         .deadline = std::chrono::seconds(300)});
   });
 }();
 
@@ -852,4 +880,88 @@ TEST_CASE("Preemption refuses an uncatchable signal and a check interval below 1
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(pt::callbacks::Preemption({.check_every_steps = 0}), doctest::Contains("check_every_steps is 0"),
                        std::invalid_argument);
+}
+
+TEST_CASE("launch_local: a SIGKILLed launcher leaves no rank behind, and resume = \"auto\" in its run directory takes over the stale lock and ends bit-identical") {
+  const auto base = testing::temp_dir("launcher-kill-resume");
+  constexpr int64_t spe = 3;
+  const auto whole = kill_group(base / "out-whole", base / "whole", {}, 3, 0);
+  REQUIRE_MESSAGE(whole.rc == 0, std::string(whole.launcher_log + whole.ranks_log));
+  REQUIRE(whole.steps[0] == kPreemptEpochs * spe);
+  // The launcher, itself a process (launch_local of 1), runs the same fit on 3 ranks; SIGKILL it once rank 0 is in
+  // its 4th forward (so step 2's checkpoint is complete) and before the end (9 steps of >= 150 ms).
+  const fs::path out = base / "out-cut", dir = base / "run";
+  fs::create_directories(out);
+  auto launcher = std::async(std::launch::async, [&] {
+    return pt::parallel::launch_local({.nproc = 1,
+                                       .env = {{"POLICYTRAIN_TEST_WORKER", "train-launcher"},
+                                               {"POLICYTRAIN_TEST_OUT", out.string()}, {"PT_DIR", dir.string()}},
+                                       .deadline = std::chrono::seconds(300)});
+  });
+  auto read_int = [](const fs::path& p) {
+    std::ifstream f(p);
+    long long v = -1;
+    f >> v;
+    return v;
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  while (read_int(out / "ranks" / "progress.txt") < 4 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(240))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const long long at_kill = read_int(out / "ranks" / "progress.txt");
+  REQUIRE(at_kill >= 4);
+  std::vector<pid_t> ranks;
+  for (int r = 0; r < 3; ++r) ranks.push_back(static_cast<pid_t>(read_int(out / "ranks" / ("pid" + std::to_string(r) + ".txt"))));
+  const auto lpid = static_cast<pid_t>(read_int(out / "launcher.txt"));
+  REQUIRE(lpid > 0);
+  REQUIRE(::kill(lpid, SIGKILL) == 0);
+  CHECK(launcher.get() == 128 + SIGKILL);
+  // No rank outlives it (the parent-death signal), checked by pid within 5 s.
+  std::vector<pid_t> left;
+  for (int i = 0; i < 250; ++i) {
+    left.clear();
+    for (pid_t p : ranks)
+      if (p > 0 && ::kill(p, 0) == 0) {
+        std::ifstream st("/proc/" + std::to_string(p) + "/stat");
+        std::string pid, comm, state;
+        st >> pid >> comm >> state;
+        if (state != "Z") left.push_back(p);
+      }
+    if (left.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK_MESSAGE(left.empty(), "a rank still runs 5 s after its launcher was SIGKILLed");
+  for (pid_t p : left) ::kill(p, SIGKILL);
+  CHECK(read_int(out / "ranks" / "progress.txt") < kPreemptEpochs * spe);  // killed mid-run
+  // The dead job's lock is left behind, naming rank 0's pid.
+  std::string lock;
+  {
+    std::ifstream f(dir / "run.lock");
+    lock.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  CAPTURE(lock);
+  CHECK(lock.find(std::to_string(ranks[0])) != std::string::npos);
+  // Resume in the same directory: the stale lock is taken over (said in rank 0's log), the run continues from the
+  // newest complete checkpoint and ends with the uninterrupted run's parameters on every rank.
+  const fs::path out2 = base / "out-resumed";
+  fs::create_directories(out2);
+  const auto resumed = [&] {
+    setenv("PT_PROGRESS", "1", 1);
+    auto k = kill_group(out2, dir, {}, 3, 0);
+    unsetenv("PT_PROGRESS");
+    return k;
+  }();
+  INFO(std::string(resumed.launcher_log + resumed.ranks_log));
+  REQUIRE(resumed.rc == 0);
+  CHECK(resumed.ranks_log.find("took over the lock " + (dir / "run.lock").string() + " of a job that is gone") != std::string::npos);
+  CHECK(resumed.ranks_log.find("pid " + std::to_string(ranks[0])) != std::string::npos);
+  for (int r = 0; r < 3; ++r) {
+    INFO("rank " << r);
+    CHECK(resumed.start[r] >= 2);                 // from a checkpoint, not from scratch
+    CHECK(resumed.start[r] < kPreemptEpochs * spe);
+    CHECK(resumed.steps[r] == whole.steps[0]);
+    REQUIRE(resumed.params[r].size() == whole.params[0].size());
+    CHECK(same_params(resumed.params[r], whole.params[0]));
+  }
+  CHECK_FALSE(fs::exists(dir / "run.lock"));  // released at the end
+  fs::remove_all(base);
 }

@@ -80,7 +80,9 @@ std::vector<torch::Tensor> params_of(torch::nn::Module& m) {
 /// One rank of a scenario. Writes its parameters and counters under POLICYTRAIN_TEST_OUT.
 int run_worker(const std::string& scenario, const fs::path& out) {
   const int64_t accumulate = scenario == "accumulate" ? 2 : 1;
-  const bool fail = scenario == "kill" || scenario == "hang";
+  // kill, hang: rank 1 is SIGKILLed or SIGSTOPped; kill0, hang0: rank 0 (the host of the TCPStore).
+  const bool fail = scenario.starts_with("kill") || scenario.starts_with("hang");
+  const int fail_rank = scenario.ends_with("0") ? 0 : 1;
   // A failure scenario's collective timeout is 5 s (the test bounds the survivors' exit by it).
   pt::parallel::DataParallel dp({.timeout = std::chrono::milliseconds(fail ? 5000 : 4000), .bucket_mb = kBucketMb});
   const int world = dp.world_size(), rank = dp.rank();
@@ -94,7 +96,7 @@ int run_worker(const std::string& scenario, const fs::path& out) {
   std::vector<int64_t> per_step;
   pt::Trainer<MlpTask, pt::parallel::DataParallel, AccumulateEvery, CountPerStep, FailAt> trainer(
       task, opt, std::move(dp), AccumulateEvery{accumulate}, CountPerStep{&per_step},
-      FailAt{fail ? 1 : -1, 3, scenario == "hang" ? SIGSTOP : SIGKILL, out});
+      FailAt{fail ? fail_rank : -1, 3, scenario.starts_with("hang") ? SIGSTOP : SIGKILL, out});
   trainer.fit(loader, {.epochs = fail ? 1000 : kEpochs});
   auto& p = trainer.policy<pt::Category::parallel>();
   // Evaluation on this rank's shard; reduce_metrics makes it the evaluation of the whole set.
@@ -410,7 +412,7 @@ const int kWorkerHook = [] {
     if (sc == "pieces") return run_pieces(out);
     if (sc == "elastic") return run_elastic(out);
     if (sc == "exit7") return std::getenv("SLURM_PROCID") || !std::getenv("RANK") ? 1 : 7;
-    return sc == "plain" || sc == "accumulate" || sc == "kill" || sc == "hang" ? run_worker(sc, out) : run_worker2(sc, out);
+    return sc == "plain" || sc == "accumulate" || sc.starts_with("kill") || sc.starts_with("hang") ? run_worker(sc, out) : run_worker2(sc, out);
   });
 }();
 
@@ -565,8 +567,13 @@ bool ended(pid_t pid) {
 TEST_CASE("a rank that dies or hangs among 3: the others exit within timeout + 10 s naming the collective, the step and the rank") {
   using namespace std::chrono;
   constexpr auto kTimeout = seconds(5);  // run_worker's timeout in the kill and hang scenarios
-  for (const std::string scenario : {"kill", "hang"}) {
+  // kill, hang: rank 1; kill0, hang0: rank 0, the host of the TCPStore (the survivors lose the store too).
+  for (const std::string scenario : {"kill", "hang", "kill0", "hang0"}) {
     CAPTURE(scenario);
+    const int dead = scenario.ends_with("0") ? 0 : 1;
+    std::vector<int> others;
+    for (int r = 0; r < 3; ++r)
+      if (r != dead) others.push_back(r);
     const auto out = testing::temp_dir("dp3-" + scenario);
     // Nobody stops the survivors: they must end by themselves.
     auto launched = std::async(std::launch::async, [&] { return launch(scenario, out, 3, /*stop_others=*/false); });
@@ -579,24 +586,30 @@ TEST_CASE("a rank that dies or hangs among 3: the others exit within timeout + 1
     const auto stopped = steady_clock::time_point(nanoseconds(std::stoll(read_text(out / "stopped.txt"))));
     std::vector<pid_t> pid;
     for (int r = 0; r < 3; ++r) pid.push_back(static_cast<pid_t>(std::stol(read_text(out / fmt::format("pid{}.txt", r)))));
-    while (!(ended(pid[0]) && ended(pid[2])) && steady_clock::now() < stopped + seconds(120))
+    while (!(ended(pid[static_cast<size_t>(others[0])]) && ended(pid[static_cast<size_t>(others[1])])) &&
+           steady_clock::now() < stopped + seconds(120))
       std::this_thread::sleep_for(milliseconds(20));
     const double took = duration<double>(steady_clock::now() - stopped).count();
-    if (scenario == "hang") ::kill(pid[1], SIGKILL);  // ours (launch_local's child); SIGKILL ends a stopped process
+    if (scenario.starts_with("hang")) ::kill(pid[static_cast<size_t>(dead)], SIGKILL);  // ours (launch_local's child); SIGKILL ends a stopped process
     const int code = launched.get();
-    MESSAGE(scenario << ": the other ranks ended " << took << " s after rank 1 stopped (timeout 5 s)");
+    MESSAGE(scenario << ": the other ranks ended " << took << " s after rank " << dead << " stopped (timeout 5 s)");
     CHECK(code != 0);
     CHECK(code != 124);  // not the launcher's deadline
     CHECK(took < duration<double>(kTimeout + seconds(10)).count());
-    if (scenario == "hang") CHECK(took >= 4.0);  // a stopped rank is only noticed by the timeout
-    for (int r : {0, 2}) {
+    if (scenario.starts_with("hang")) CHECK(took >= 4.0);  // a stopped rank is only noticed by the timeout
+    for (int r : others) {
       const std::string err = read_text(out / fmt::format("stderr{}.txt", r));
       INFO("rank " << r << ": " << err);
       CHECK(err.find(fmt::format("rank {} of 3", r)) != std::string::npos);
       CHECK(err.find("all-reduce of gradient bucket") != std::string::npos);
       CHECK(err.find("training at global_step 3, epoch 0") != std::string::npos);
-      CHECK(err.find("rank 1 did not answer") != std::string::npos);
-      CHECK(err.find("last heartbeat: rank 1: ") != std::string::npos);  // its phase, step and epoch, at most 1 s old
+      if (dead == 1) {
+        CHECK(err.find("rank 1 did not answer") != std::string::npos);
+        CHECK(err.find("last heartbeat: rank 1: ") != std::string::npos);  // its phase, step and epoch, at most 1 s old
+      } else {
+        // The store lives in rank 0: it is gone (killed) or silent (stopped), and the message says which.
+        CHECK(err.find(scenario == "kill0" ? "is gone too: rank 0 is dead" : "does not answer either (no answer within 5000 ms): rank 0 is stopped or hung") != std::string::npos);
+      }
       CHECK(err.find("expected every rank to join each collective within the timeout") != std::string::npos);
       CHECK(!fs::exists(out / fmt::format("params{}.pt", r)));
     }

@@ -4,8 +4,8 @@
 /// holding the holder's host name, pid and process start time, is held while a fit runs (checkpoint::Disk takes
 /// it on the main rank at fit begin and gives it back at fit end, or when it is destroyed after an exception).
 /// A second job on a held directory is refused by name (LockedError: the directory, the holder's host and pid, the
-/// fix). A stale lock — its holder on this host is gone (no such pid, or a pid reused by a process started at
-/// another time) — is taken over, and that is said in the log. A holder on another host cannot be checked: its
+/// fix). A stale lock — its holder on this host is gone (no such pid, an exited process not yet reaped: a zombie,
+/// or a pid reused by a process started at another time) — is taken over, and that is said in the log. A holder on another host cannot be checked: its
 /// lock is respected until removed by hand. Within one process, every Disk on one directory shares the lock.
 /// POSIX; the start-time check reads /proc (Linux; elsewhere a live pid is trusted). Cost: a few file operations
 /// per fit.
@@ -59,6 +59,16 @@ inline std::string process_start(long pid) {
   for (int i = 3; i <= 22 && (fields >> f); ++i)
     if (i == 22) return f;
   return "";
+}
+
+/// The state letter of process `pid` from /proc/<pid>/stat ('R', 'S', 'Z' a zombie: exited, not yet reaped; ...),
+/// 0 when unknown.
+inline char process_state(long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size()) return 0;
+  return stat[close + 2];
 }
 
 }  // namespace detail
@@ -120,6 +130,12 @@ class RunLock {
   static bool gone(const Holder& h, std::string* why) {
     if (::kill(static_cast<pid_t>(h.pid), 0) != 0 && errno == ESRCH) {
       *why = "no such process";
+      return true;
+    }
+    // A holder that exited but is not reaped yet (its parent was killed too, and the new parent, often a container's
+    // PID 1, reaps late or never) still answers kill(pid, 0): it is gone all the same.
+    if (const char st = detail::process_state(h.pid); st == 'Z' || st == 'X') {
+      *why = policytrain::detail::format("it has exited (state {}: not yet reaped by its parent)", st);
       return true;
     }
     const std::string start = detail::process_start(h.pid);

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <future>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -238,9 +240,40 @@ class ProcessGroup {
   /// placed them. Returns a sentence for the error message.
   std::string diagnose() {
     if (!store_) return "";
+    if (store_silent_) return store_silent_message();
+    // The store's check and get wait for its answer without a timeout of their own: a stopped (SIGSTOP) rank 0,
+    // which hosts it, kept them waiting for ever (seen: ranks 1 and 2 hung until rank 0 was killed). The diagnosis
+    // runs on a thread of its own, holding the store, and is given up after its longest normal duration (the grace
+    // period, twice on rank 0) + 2 s; that thread is left waiting, and this rank says that the store is silent.
+    const auto grace = std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(3));
+    const auto bound = grace * (env_.rank == 0 ? 2 : 1) + std::chrono::seconds(2);
+    auto result = std::make_shared<std::promise<std::string>>();
+    auto answer = result->get_future();
+    std::thread([result, env = env_, timeout = o_.timeout, store = store_] {
+      result->set_value(diagnose_on_store(env, timeout, store));
+    }).detach();
+    if (answer.wait_for(bound) == std::future_status::ready) return answer.get();
+    store_silent_ = true;
+    heartbeat_failed_ = true;
+    silent_after_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(bound).count();
+    return store_silent_message();
+  }
+
+  /// The diagnosis's sentence when the store did not answer (see diagnose()).
+  std::string store_silent_message() const {
+    return policytrain::detail::format(
+        "the store at MASTER_ADDR={} MASTER_PORT={} does not answer either (no answer within {} ms): {} (it lives in "
+        "rank 0's process unless torchrun's agent hosts it)", env_.master_addr, env_.master_port, silent_after_ms_,
+        env_.agent_store ? "the torchrun agent is stopped or hung" : "rank 0 is stopped or hung");
+  }
+
+  /// diagnose()'s work on the store (on a thread of its own: it uses copies, never this object, which may be gone
+  /// when a silent store answers at last).
+  static std::string diagnose_on_store(const Environment& env_, std::chrono::milliseconds timeout,
+                                       const c10::intrusive_ptr<c10d::Store>& store_) {
     try {
       store_->set(policytrain::detail::format("policytrain/failed/{}", env_.rank), std::vector<uint8_t>{1});
-      const auto grace = std::min<std::chrono::milliseconds>(o_.timeout, std::chrono::seconds(3));
+      const auto grace = std::min<std::chrono::milliseconds>(timeout, std::chrono::seconds(3));
       const auto until = std::chrono::steady_clock::now() + grace;
       std::vector<int> missing;
       do {
@@ -370,6 +403,8 @@ class ProcessGroup {
   const char* phase_ = "training";
   int64_t last_beat_ns_ = 0;
   bool heartbeat_failed_ = false;
+  bool store_silent_ = false;     // a diagnosis found the store silent: no further store operation
+  int64_t silent_after_ms_ = 0;
 
   /// Milliseconds since the Unix epoch (heartbeats compare across processes, and hosts).
   static int64_t wall_ms() {
