@@ -384,8 +384,11 @@ int run_save_bench(const fs::path& dir, const std::string& subdir) {
   torch::manual_seed(7);
   BigTask task;
   constexpr int kBatch = 8;
-  const auto x = torch::randn({kBenchSteps * kBatch * world, 1024});
-  const auto y = torch::randint(0, 1024, {kBenchSteps * kBatch * world});
+  // POLICYTRAIN_ZERO_BENCH_STEPS / _EVERY: the steps and the save interval (kSaveBench: kBenchSteps and 1).
+  const int steps = std::getenv("POLICYTRAIN_ZERO_BENCH_STEPS") ? std::atoi(std::getenv("POLICYTRAIN_ZERO_BENCH_STEPS")) : kBenchSteps;
+  const int every = std::getenv("POLICYTRAIN_ZERO_BENCH_EVERY") ? std::atoi(std::getenv("POLICYTRAIN_ZERO_BENCH_EVERY")) : 1;
+  const auto x = torch::randn({steps * kBatch * world, 1024});
+  const auto y = torch::randint(0, 1024, {steps * kBatch * world});
   pt::data::TensorLoader loader(x, y, {.batch_size = kBatch, .shuffle = false, .rank = rank, .world_size = world});
   torch::optim::AdamW opt(task.net->parameters(), torch::optim::AdamWOptions(1e-3));
   const auto t0 = std::chrono::steady_clock::now();
@@ -393,8 +396,9 @@ int run_save_bench(const fs::path& dir, const std::string& subdir) {
     pt::Trainer trainer(task, opt, std::move(zero));
     trainer.fit(loader, {.epochs = 1});
   } else {
-    pt::checkpoint::Disk disk({.directory = dir / subdir / "ckpt", .last = false, .every_steps = 1,
-                               .export_final = false, .sharded = mode == "sharded"});
+    pt::checkpoint::Disk disk({.directory = dir / subdir / "ckpt", .last = false, .every_steps = every,
+                               .async = mode == "sharded-async", .export_final = false,
+                               .sharded = mode.starts_with("sharded")});
     pt::Trainer trainer(task, opt, std::move(zero), std::move(disk));
     trainer.fit(loader, {.epochs = 1});
   }
@@ -593,6 +597,57 @@ const int kSaveBench = [] {
     table += fmt::format("| {} | {:.3f} | {:.3f} | {:.2f} | {:.1f} | {:.1f} |\n", world, median(sec["consolidated"]),
                          median(sec["sharded"]), median(sec["sharded"]) / median(sec["consolidated"]),
                          median(mb["consolidated"]), median(mb["sharded"]));
+  }
+  std::ofstream(out) << table;
+  std::fputs(table.c_str(), stdout);
+  fs::remove_all(dir);
+  std::exit(0);
+}();
+
+/// The asynchronous sharded save benchmark (bench/RESULTS.md, issue 41): `POLICYTRAIN_ZERO_ASYNC_BENCH=<out.md>
+/// test_zero` runs the "bench-save" fit (ZeRO-1, 40 steps) on 2 and 3 ranks, 3 repetitions each, without
+/// checkpoints, with synchronous sharded saves and with asynchronous ones every 5 steps (fit end included: it waits
+/// for the last write), and writes rank 0's wall time per step, medians of the repetitions, and the ratios to no
+/// checkpoint. Not a test: it runs only when asked.
+const int kAsyncSaveBench = [] {
+  const char* out = std::getenv("POLICYTRAIN_ZERO_ASYNC_BENCH");
+  if (!out || std::getenv("POLICYTRAIN_ZERO_WORKER")) return 0;
+  constexpr int kSteps = 40, kEvery = 5;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("policytrain-async-bench-{}", ::getpid());
+  fs::create_directories(dir);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::string table = fmt::format(
+      "| ranks | no checkpoint: ms / step | sharded sync, every {0}: ms / step | sharded async, every {0}: ms / step | "
+      "sync / none | async / none | async / sync |\n|---|---|---|---|---|---|---|\n", kEvery);
+  for (int world = 2; world <= 3; ++world) {
+    std::map<std::string, std::vector<double>> ms;
+    for (int rep = 0; rep < 3; ++rep)
+      for (const std::string mode : {"none", "sharded", "sharded-async"}) {
+        const std::string subdir = fmt::format("w{}-{}-{}", world, mode, rep);
+        const int rc = pt::parallel::launch_local({.nproc = world, .program = "/proc/self/exe",
+                                                   .env = {{"POLICYTRAIN_ZERO_WORKER", "bench-save"},
+                                                           {"POLICYTRAIN_ZERO_DIR", dir.string()},
+                                                           {"POLICYTRAIN_ZERO_SUBDIR", subdir},
+                                                           {"POLICYTRAIN_ZERO_BENCH_MODE", mode},
+                                                           {"POLICYTRAIN_ZERO_BENCH_STEPS", std::to_string(kSteps)},
+                                                           {"POLICYTRAIN_ZERO_BENCH_EVERY", std::to_string(kEvery)},
+                                                           {"OMP_NUM_THREADS", "1"}},
+                                                   .deadline = std::chrono::seconds(600)});
+        if (rc != 0) {
+          std::fprintf(stderr, "async save bench: %s failed (%d); see %s\n", subdir.c_str(), rc, dir.c_str());
+          std::exit(1);
+        }
+        const auto got = nlohmann::json::parse(testing::read_text(dir / subdir / "bench0.json"));
+        ms[mode].push_back(1000.0 * got["seconds"].get<double>() / kSteps);
+        std::fprintf(stderr, "async save bench: %s: %.1f ms / step\n", subdir.c_str(), ms[mode].back());
+        fs::remove_all(dir / subdir / "ckpt");
+      }
+    const double none = median(ms["none"]), sync = median(ms["sharded"]), async = median(ms["sharded-async"]);
+    table += fmt::format("| {} | {:.1f} | {:.1f} | {:.1f} | {:.2f} | {:.2f} | {:.2f} |\n", world, none, sync, async,
+                         sync / none, async / none, async / sync);
   }
   std::ofstream(out) << table;
   std::fputs(table.c_str(), stdout);
