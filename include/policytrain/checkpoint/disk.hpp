@@ -30,7 +30,9 @@
 /// write) and names the file and the system's reason; the ranks agree on it, then by default every rank stops
 /// (CheckpointError); `on_write_error = retry_next_save` keeps training and tries again at the next save.
 /// Sharded (`sharded`): every rank writes its optimizer partition into a folder per checkpoint, rank 0 the rest and
-/// a manifest last; a resume reads only what this rank owns, at any world size (checkpoint/sharded.hpp).
+/// a manifest last; a resume reads only what this rank owns, at any world size (checkpoint/sharded.hpp). With
+/// `async` too, every rank stages its part into bytes at the step and writes it in the background; the manifest
+/// comes at the next save or fit end, once the ranks agree that every part is on disk (checkpoint/disk_save.hpp).
 ///
 /// The pieces (docs/checkpoint.md, "Files"): the directory's file names, listing, rotation, set-aside and resume
 /// order: checkpoint/layout.hpp; run identity: checkpoint/run_identity.hpp; loading: checkpoint/load.hpp; the
@@ -85,6 +87,8 @@ OwnsParameter owned_parameters(Ctx& ctx, bool all);
 /// Disk's save steps that need its context (checkpoint/disk_save.hpp).
 template <class Ctx>
 struct DiskSave;
+/// An asynchronous sharded save in flight (checkpoint/disk_save.hpp).
+struct ShardedPending;
 }  // namespace detail
 
 /// Reads `file`, validates it against the live model, optimizer and Trainer state, and applies it (all or
@@ -147,7 +151,10 @@ class Disk {
     std::FILE* log = stderr;          ///< where messages go (nullptr: nowhere)
     /// Sharded checkpoints (checkpoint/sharded.hpp): every rank writes its optimizer partition (ZeRO-1/2), rank 0
     /// the rest and the manifest last. Under a policy that does not partition the state, rank 0 writes one shard
-    /// holding all of it. Synchronous: not with `async`, nor with `save.half_optimizer`. Loading needs no option.
+    /// holding all of it. With `async`: every rank serializes its part at the step (a staged copy the next steps
+    /// cannot change) and its background thread writes it, one save in flight; the manifest is written at the next
+    /// save or at fit end (the settle point), once the ranks agree every part is on disk: until then the folder is
+    /// no checkpoint. Not with `save.half_optimizer`. Loading needs no option.
     bool sharded = false;
   };
 
@@ -171,7 +178,8 @@ class Disk {
   int64_t best_epoch() const { return best_epoch_; }
   /// Wall time of the last save (serialization and every file written), in seconds.
   double last_save_seconds() const { return last_save_seconds_; }
-  /// Waits for the asynchronous write in flight, if any; rethrows its failure (a CheckpointError).
+  /// Waits for the asynchronous write in flight, if any; rethrows its failure (a CheckpointError). A sharded
+  /// save's manifest is not written here (no collective): at the next save or at fit end.
   void wait() {
     if (writer_) writer_->wait();
   }
@@ -211,6 +219,7 @@ class Disk {
   void on_fit_begin(Ctx& ctx) {
     last_write_ = Clock::now();
     if (!enabled()) return;
+    if (pending_) { (void)finish_async_write(); pending_.reset(); }  // a sharded save of a fit that threw
     if (ctx.is_main()) {
       // One job per run directory: `run.lock` is held until fit end (or this policy's end, after an exception),
       // taken before anything in the directory is touched.
@@ -317,8 +326,10 @@ class Disk {
       ~Finished() { f = false; }
     } finished{finishing_};
     if (o_.last && last_saved_step_ != ctx.state().global_step) save(ctx, {{Layout::last(), "last"}}, false);
-    // The last asynchronous write is on disk (or its failure agreed and raised) when fit returns.
-    settle_write(ctx, ctx.is_main() ? finish_async_write() : std::string());
+    // The last asynchronous write is on disk (or its failure agreed and raised) when fit returns; a sharded one
+    // has its manifest.
+    if (o_.sharded) detail::DiskSave<Ctx>::settle(*this, ctx);
+    else settle_write(ctx, ctx.is_main() ? finish_async_write() : std::string());
     if (!ctx.is_main()) return;
     struct Release {
       std::shared_ptr<RunLock>& lock;
@@ -415,10 +426,11 @@ class Disk {
   /// The main rank's common part of a sharded save into each folder of `files`; write_part's answers.
   std::vector<nlohmann::json> write_common(const std::vector<std::pair<std::string, std::string>>& files,
                                            const nlohmann::json& meta, const std::string& payload, int64_t step);
-  /// The main rank, once every rank's shard is written: each folder's manifest, then `after`. Returns the failure.
+  /// The main rank, once every rank's shard is written: each folder's manifest (`params`: param_layout's), then
+  /// `after`. Returns the failure.
   std::string finish_sharded(const std::vector<std::pair<std::string, std::string>>& files, const nlohmann::json& meta,
                              const std::vector<nlohmann::json>& common, int64_t step, int64_t world, int64_t stage,
-                             const torch::optim::Optimizer& opt, std::function<void()> after, Clock::time_point t0);
+                             nlohmann::json params, std::function<void()> after);
 
   void write_files(const std::vector<std::pair<std::string, std::string>>& files, nlohmann::json& meta,
                    const std::string& payload, int64_t epoch, int64_t step, std::atomic<int64_t>* written) const;
@@ -470,6 +482,7 @@ class Disk {
                                                     // declared first of these: released after the writer ends
   std::shared_ptr<detail::AsyncWriter> writer_;             // asynchronous mode: the background writer (made on first save)
   std::shared_ptr<std::atomic<int64_t>> written_;   // files the writer has written
+  std::shared_ptr<detail::ShardedPending> pending_;  // an asynchronous sharded save awaiting its settle point
   double last_save_seconds_ = 0;
 };
 

@@ -38,10 +38,6 @@ POLICYTRAIN_DECL Disk::Disk(Options o) : o_(std::move(o)), layout_(o_.directory)
             "settings nests arrays and objects more "
                                             "than {} levels deep; a checkpoint reader refuses metadata deeper than {}",
                                             kMaxMetaDepth - 1, kMaxMetaDepth)));
-  if (o_.sharded && o_.async)
-    throw std::invalid_argument(policytrain::detail::error_message(
-        "policytrain::checkpoint::Disk", "Options::sharded and Options::async are both set",
-        "one of them: sharded saves are synchronous", "unset async (or sharded)"));
   if (o_.sharded && o_.save.half_optimizer)
     throw std::invalid_argument(policytrain::detail::error_message(
         "policytrain::checkpoint::Disk", "Options::sharded and Options::save.half_optimizer are both set",
@@ -277,13 +273,12 @@ POLICYTRAIN_DECL std::vector<nlohmann::json> Disk::write_common(const std::vecto
 POLICYTRAIN_DECL std::string Disk::finish_sharded(const std::vector<std::pair<std::string, std::string>>& files,
                                                   const nlohmann::json& meta, const std::vector<nlohmann::json>& common,
                                                   int64_t step, int64_t world, int64_t stage,
-                                                  const torch::optim::Optimizer& opt, std::function<void()> after,
-                                                  Clock::time_point t0) {
+                                                  nlohmann::json params, std::function<void()> after) {
   try {
     for (size_t i = 0; i < files.size(); ++i) {
       nlohmann::json m = meta;
       m["kind"] = files[i].second;
-      write_manifest(layout_.path(files[i].first), std::move(m), common.at(i), step, world, stage, opt);
+      write_manifest(layout_.path(files[i].first), std::move(m), common.at(i), step, world, stage, params);
       ++files_written_;
       if (o_.verbose)
         say("policytrain::checkpoint: wrote {} ({} shard(s) and its manifest; epoch {}, step {})",
@@ -293,8 +288,6 @@ POLICYTRAIN_DECL std::string Disk::finish_sharded(const std::vector<std::pair<st
     return e.what();
   }
   if (after) after();
-  last_write_ = Clock::now();
-  last_save_seconds_ = std::chrono::duration<double>(last_write_ - t0).count();
   return "";
 }
 

@@ -71,7 +71,11 @@ struct ShardedProbe {
   /// Called by a rank's sharded save once its shard files (and, on rank 0, the common part) are written and
   /// fsynced, before the ranks agree on the manifest: a test SIGKILLs a rank there, a save cut between the shards
   /// and the manifest.
+  /// With Options::async, it is called by the background thread once the shard is written.
   std::function<void(int64_t step, int64_t rank)> after_shard_written;
+  /// Called by an asynchronous sharded save's background write before it writes anything (training goes on
+  /// meanwhile): a test holds the write while steps train, makes it fail, or SIGKILLs the rank with it in flight.
+  std::function<void(int64_t step, int64_t rank)> async_write_begin;
   /// The shard files whose contents this process read and deserialized (merge_optimizer), by name, in order. The
   /// digest pass (verify_sharded) streams every listed file through a 1 MiB buffer on every rank and is not counted.
   std::vector<std::string> shards_read;
@@ -97,12 +101,16 @@ POLICYTRAIN_DECL nlohmann::json write_part(const std::filesystem::path& file, co
 POLICYTRAIN_DECL void write_shard(const std::filesystem::path& folder, int64_t step, int64_t rank, int64_t world,
                                   std::string_view payload, const std::vector<int64_t>& indices);
 
+/// The manifest's "params" without their files: every parameter of `opt` by global index, its group, position,
+/// shape and dtype (taken when a save is staged: an asynchronous save's manifest is written steps later).
+POLICYTRAIN_DECL nlohmann::json param_layout(const torch::optim::Optimizer& opt);
+
 /// Rank 0, once every rank's shard of step `step` is written (agreed): reads the ranks' digests, writes the
 /// manifest (`meta` plus "sharded", see the file comment) last by atomic rename, then removes the folder's files of
-/// earlier saves and the digests the manifest now holds. `common`: write_part's answer for the common part.
-/// Throws CheckpointError naming the file.
+/// earlier saves and the digests the manifest now holds. `common`: write_part's answer for the common part;
+/// `params`: param_layout's. Throws CheckpointError naming the file.
 POLICYTRAIN_DECL void write_manifest(const std::filesystem::path& folder, nlohmann::json meta, const nlohmann::json& common,
-                                     int64_t step, int64_t world, int64_t stage, const torch::optim::Optimizer& opt);
+                                     int64_t step, int64_t world, int64_t stage, nlohmann::json params);
 
 /// SHA-256 of a file, streamed (a bounded buffer). Throws CheckpointError naming the file.
 POLICYTRAIN_DECL std::string file_sha256(const std::filesystem::path& file);
@@ -193,10 +201,20 @@ POLICYTRAIN_DECL void write_shard(const std::filesystem::path& folder, int64_t s
   write_atomic(folder / Layout::shard_info(step, rank, world), {info.dump()});
 }
 
+POLICYTRAIN_DECL nlohmann::json param_layout(const torch::optim::Optimizer& opt) {
+  nlohmann::json ps = nlohmann::json::array();
+  size_t k = 0;
+  for (size_t g = 0; g < opt.param_groups().size(); ++g)
+    for (size_t i = 0; i < opt.param_groups()[g].params().size(); ++i, ++k) {
+      const auto& p = opt.param_groups()[g].params()[i];
+      ps.push_back({{"index", k}, {"group", g}, {"position", i}, {"shape", p.sizes().vec()}, {"dtype", detail::dtype_str(p)}});
+    }
+  return ps;
+}
+
 POLICYTRAIN_DECL void write_manifest(const std::filesystem::path& folder, nlohmann::json meta, const nlohmann::json& common,
-                                     int64_t step, int64_t world, int64_t stage, const torch::optim::Optimizer& opt) {
+                                     int64_t step, int64_t world, int64_t stage, nlohmann::json params) {
   namespace fs = std::filesystem;
-  const auto params = global_parameters(opt);
   std::vector<nlohmann::json> file_of(params.size());
   nlohmann::json shards = nlohmann::json::array();
   for (int64_t r = 0; r < world; ++r) {
@@ -220,16 +238,9 @@ POLICYTRAIN_DECL void write_manifest(const std::filesystem::path& folder, nlohma
     shards.push_back({{"rank", r}, {"file", info["file"]}, {"sha256", info["sha256"]}, {"bytes", info["bytes"]},
                       {"indices", info["indices"]}});
   }
-  nlohmann::json ps = nlohmann::json::array();
-  size_t k = 0;
-  for (size_t g = 0; g < opt.param_groups().size(); ++g)
-    for (size_t i = 0; i < opt.param_groups()[g].params().size(); ++i, ++k) {
-      const auto& p = params[k];
-      ps.push_back({{"index", k}, {"group", g}, {"position", i}, {"shape", p.sizes().vec()}, {"dtype", detail::dtype_str(p)},
-                    {"file", file_of[k]}});
-    }
+  for (size_t k = 0; k < params.size(); ++k) params[k]["file"] = file_of[k];
   meta["sharded"] = {{"version", kShardedVersion}, {"world_size", world}, {"stage", stage}, {"common", common},
-                     {"shards", shards}, {"params", ps}};
+                     {"shards", shards}, {"params", std::move(params)}};
   const std::string text = meta.dump();
   detail::check_meta_bounds(folder / Layout::manifest(), text);
   write_atomic(folder / Layout::manifest(), {text});  // the checkpoint exists from here on
