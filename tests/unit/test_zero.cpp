@@ -1191,7 +1191,7 @@ void check_same(const Contents& want, const Contents& got, const std::string& wh
 }
 }  // namespace
 
-TEST_CASE("asynchronous sharded checkpoints (issue 41): 3 ranks, ZeRO-1 and ZeRO-2, write every tensor and the partition the synchronous saves of the same steps write, though 2 steps train during each write (the staged copy); a resume from them ends bit-identical") {
+TEST_CASE("asynchronous sharded checkpoints (issue 41): 3 ranks, ZeRO-1 and ZeRO-2, write every tensor and the partition the synchronous saves of the same steps write, though 2 steps train during each write (the staged copy), and a resume from them ends bit-identical") {
   const auto dir = testing::temp_dir("zero-async-sharded");
   run_python("plain", 2, dir);  // the data and the initial weights
   for (const int stage : {1, 2}) {
@@ -1241,7 +1241,7 @@ TEST_CASE("asynchronous sharded checkpoints (issue 41): 3 ranks, ZeRO-1 and ZeRO
   }
 }
 
-TEST_CASE("asynchronous sharded checkpoints (issue 41): kill -9 of a rank while its write is in flight leaves the previous checkpoint the newest complete one; auto-resume takes it and ends bit-identical") {
+TEST_CASE("asynchronous sharded checkpoints (issue 41): kill -9 of a rank while its write is in flight leaves the previous checkpoint the newest complete one, and auto-resume takes it and ends bit-identical") {
   const auto dir = testing::temp_dir("zero-async-sharded-kill");
   run_python("plain", 2, dir);
   run_ours("ckpt-full", 2, dir, "full");  // uninterrupted
