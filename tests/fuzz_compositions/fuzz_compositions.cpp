@@ -700,17 +700,21 @@ std::pair<double, std::string> max_diff(const std::vector<torch::Tensor>& a, con
 /// normalised update turns a gradient element near zero, whose bf16 rounding differs with the batch split, into a
 /// step of +-lr, so summation orders alone move a weight by a few lr; those comparisons allow 3 lr. fp32 stays strict,
 /// and so do the checks that compare the same summation order (ranks equal, stop + resume).
-/// In fp32, an AdamW case is allowed 5e-6 (5e-4 lr) where the ranks, the layout or the optimizer family change the
+/// In fp32, an AdamW case is allowed 2e-4 (0.02 lr) where the ranks, the layout or the optimizer family change the
 /// summation order (seed 974398: 1.21e-6, LibTorch's own AdamW 5.36e-7 with the layout alone; seed 638501: 1.19e-6
-/// from one process on 3 ranks, the same with torch::optim, 1.49e-8 with SGD); SGD cases stay at 1e-6.
+/// from one process on 3 ranks, the same with torch::optim, 1.49e-8 with SGD; seed 498199, tied weights and a
+/// channels_last conv: 1.25e-4 from the contiguous case with torch::optim::AdamW, 5.96e-8 with SGD, so the gradients
+/// agree and AdamW's normalised update turned a near-zero element's rounding into a fraction of a step of lr); SGD
+/// cases stay at 1e-6, and the defects of issue 37 moved weights by lr or more (0.04 to 0.29).
 double tolerance(const Case& c, const std::string& reference) {
   double t = 0;
   auto add = [&](double fp32, double bf16) { t = std::max(t, c.bf16 ? bf16 : fp32); };
   const double kBf16 = c.opt == Opt::sgd ? 2e-3 : 3 * 0.01;  // 0.01: the AdamW lr of make_optimizer
-  // AdamW in fp32: its normalised update turns another summation order's rounding into up to ~1e-4 lr (seed 974398,
+  // AdamW in fp32: its normalised update turns another summation order's rounding into up to ~0.01 lr (seed 974398,
   // BatchNorm: torch::optim's own channels_last vs contiguous 5.36e-7, FusedAdamW's 1.21e-6; seed 638501, 3 ranks,
-  // accumulation 4: 1.19e-6 from one process with FusedAdamW and with torch::optim alike, 1.49e-8 with SGD)
-  const double kOtherOrder = c.opt != Opt::sgd ? 5e-6 : 1e-6;
+  // accumulation 4: 1.19e-6 from one process with FusedAdamW and with torch::optim alike, 1.49e-8 with SGD; seed
+  // 498199, tied weights, channels_last: 1.25e-4 with torch::optim::AdamW, 5.96e-8 with SGD)
+  const double kOtherOrder = c.opt != Opt::sgd ? 2e-4 : 1e-6;
   if (reference == "one-process") add(c.sparse ? 1e-5 : kOtherOrder, kBf16);
   // ZeRO on 2 ranks: the same elementwise update of the same averaged gradient, bit for bit (docs/parallel.md); on
   // 3 ranks Gloo's reduce-scatter adds in another order than its all-reduce (ZeRO-2)
