@@ -4,6 +4,9 @@
 # doctestAddTests.cmake, whose listing filter is the case name only.
 # Variables: TEST_EXECUTABLE, TEST_SOURCE (the file's name, test_core.cpp), TEST_PREFIX, TEST_PROPERTIES (name value
 # pairs), TEST_FIXTURES (the fixtures the tests require, separated by commas), TEST_WORKING_DIR, CTEST_FILE.
+# A case of doctest's test suite "extended" (`TEST_CASE("..." * doctest::test_suite("extended"))`: the cases that
+# take the longest, tests/CMakeLists.txt "Two tiers") gets the CTest label `extended`: .ci/run runs it, scripts/test
+# leaves it out.
 set(script "")
 function(add_command NAME)
   set(_args "")
@@ -24,6 +27,12 @@ execute_process(COMMAND "${TEST_EXECUTABLE}" "${filter}" --list-test-cases
 if(NOT result EQUAL 0)
   message(FATAL_ERROR "listing the test cases of ${TEST_SOURCE} in ${TEST_EXECUTABLE} failed (${result}):\n${output}")
 endif()
+execute_process(COMMAND "${TEST_EXECUTABLE}" "${filter}" --test-suite=extended --list-test-cases
+                OUTPUT_VARIABLE extended_output RESULT_VARIABLE result WORKING_DIRECTORY "${TEST_WORKING_DIR}")
+if(NOT result EQUAL 0)
+  message(FATAL_ERROR "listing the extended test cases of ${TEST_SOURCE} in ${TEST_EXECUTABLE} failed (${result}):\n${extended_output}")
+endif()
+string(REPLACE "\n" ";" extended_cases "${extended_output}")
 string(REPLACE "\n" ";" output "${output}")
 set(count 0)
 foreach(line ${output})
@@ -34,6 +43,9 @@ foreach(line ${output})
   add_command(add_test "${TEST_PREFIX}${line}" "${TEST_EXECUTABLE}" "${filter}" "--test-case=${case_filter}")
   add_command(set_tests_properties "${TEST_PREFIX}${line}" PROPERTIES WORKING_DIRECTORY "${TEST_WORKING_DIR}"
               ${TEST_PROPERTIES})
+  if(line IN_LIST extended_cases)
+    add_command(set_tests_properties "${TEST_PREFIX}${line}" PROPERTIES LABELS extended)
+  endif()
   if(fixtures)  # one argument holding the list
     string(APPEND script "set_tests_properties([==[${TEST_PREFIX}${line}]==] PROPERTIES FIXTURES_REQUIRED \"${fixtures}\")\n")
   endif()

@@ -753,7 +753,7 @@ int64_t steps_done_at_kill(const Injection& inj, int64_t spe) {
 
 }  // namespace
 
-TEST_CASE("Preemption: a signal at any moment stops every rank at the same step, and the resumed run is bit-identical") {
+TEST_CASE("Preemption: a signal at any moment stops every rank at the same step, and the resumed run is bit-identical" * doctest::test_suite("extended")) {
   SUBCASE("1 process: SIGTERM and SIGUSR1 at 20 seeded moments") {
     const auto base = testing::temp_dir("preempt-1");
     const auto whole = preempt_run(base / "whole", {}, false, 0, 1);
@@ -824,7 +824,7 @@ TEST_CASE("Preemption: a signal at any moment stops every rank at the same step,
   }
 }
 
-TEST_CASE("SIGKILL of one of 3 ranks at 10 seeded moments: the restarting launcher resumes every rank from the newest complete checkpoint, bit-identical") {
+TEST_CASE("SIGKILL of one of 3 ranks at 10 seeded moments: the restarting launcher resumes every rank from the newest complete checkpoint, bit-identical" * doctest::test_suite("extended")) {
   const auto base = testing::temp_dir("kill-restart");
   constexpr int64_t spe = 3, k = 2;  // steps per epoch on 3 ranks; a checkpoint every k steps
   const auto whole = kill_group(base / "out-whole", base / "whole", {}, 3, 1);

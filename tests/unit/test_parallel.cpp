@@ -564,7 +564,7 @@ bool ended(pid_t pid) {
 // (measured here, from the time rank 1 wrote just before the signal to the time both processes are gone), each
 // naming itself, the collective, where the job was (global_step 3, epoch 0) and rank 1. Nothing hangs: the
 // launcher's deadline (300 s) bounds the whole test, and the stopped rank is killed here once the others ended.
-TEST_CASE("a rank that dies or hangs among 3: the others exit within timeout + 10 s naming the collective, the step and the rank") {
+TEST_CASE("a rank that dies or hangs among 3: the others exit within timeout + 10 s naming the collective, the step and the rank" * doctest::test_suite("extended")) {
   using namespace std::chrono;
   constexpr auto kTimeout = seconds(5);  // run_worker's timeout in the kill and hang scenarios
   // kill, hang: rank 1; kill0, hang0: rank 0, the host of the TCPStore (the survivors lose the store too).
