@@ -7,6 +7,7 @@
 # A case of doctest's test suite "extended" (`TEST_CASE("..." * doctest::test_suite("extended"))`: the cases that
 # take the longest, tests/CMakeLists.txt "Two tiers") gets the CTest label `extended`: .ci/run runs it, scripts/test
 # leaves it out.
+cmake_policy(SET CMP0057 NEW)  # if(IN_LIST) in script mode
 set(script "")
 function(add_command NAME)
   set(_args "")
