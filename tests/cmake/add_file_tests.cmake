@@ -3,7 +3,8 @@
 # writes one CTest test per case, named <prefix><case>, that runs that case only. Adapted from doctest's
 # doctestAddTests.cmake, whose listing filter is the case name only.
 # Variables: TEST_EXECUTABLE, TEST_SOURCE (the file's name, test_core.cpp), TEST_PREFIX, TEST_PROPERTIES (name value
-# pairs), TEST_FIXTURES (the fixtures the tests require, separated by commas), TEST_WORKING_DIR, CTEST_FILE.
+# pairs), TEST_FIXTURES (the fixtures the tests require, separated by commas), TEST_WORKING_DIR, CTEST_FILE, TEST_HAS_EXTENDED
+# (1 where the file marks a case extended).
 # A case of doctest's test suite "extended" (`TEST_CASE("..." * doctest::test_suite("extended"))`: the cases that
 # take the longest, tests/CMakeLists.txt "Two tiers") gets the CTest label `extended`: .ci/run runs it, scripts/test
 # leaves it out.
@@ -28,12 +29,15 @@ execute_process(COMMAND "${TEST_EXECUTABLE}" "${filter}" --list-test-cases
 if(NOT result EQUAL 0)
   message(FATAL_ERROR "listing the test cases of ${TEST_SOURCE} in ${TEST_EXECUTABLE} failed (${result}):\n${output}")
 endif()
-execute_process(COMMAND "${TEST_EXECUTABLE}" "${filter}" --test-suite=extended --list-test-cases
-                OUTPUT_VARIABLE extended_output RESULT_VARIABLE result WORKING_DIRECTORY "${TEST_WORKING_DIR}")
-if(NOT result EQUAL 0)
-  message(FATAL_ERROR "listing the extended test cases of ${TEST_SOURCE} in ${TEST_EXECUTABLE} failed (${result}):\n${extended_output}")
+set(extended_cases "")
+if(TEST_HAS_EXTENDED)  # the file marks a case extended (tests/CMakeLists.txt reads it)
+  execute_process(COMMAND "${TEST_EXECUTABLE}" "${filter}" --test-suite=extended --list-test-cases
+                  OUTPUT_VARIABLE extended_output RESULT_VARIABLE result WORKING_DIRECTORY "${TEST_WORKING_DIR}")
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "listing the extended test cases of ${TEST_SOURCE} in ${TEST_EXECUTABLE} failed (${result}):\n${extended_output}")
+  endif()
+  string(REPLACE "\n" ";" extended_cases "${extended_output}")
 endif()
-string(REPLACE "\n" ";" extended_cases "${extended_output}")
 string(REPLACE "\n" ";" output "${output}")
 set(count 0)
 foreach(line ${output})

@@ -256,7 +256,7 @@ TEST_CASE("FusedAdamW equals torch.optim.AdamW(fused=True) step for step") {
   check_against_python(cases, "adamw");
 }
 
-TEST_CASE("FusedAdam equals torch.optim.Adam(fused=True) step for step") {
+TEST_CASE("FusedAdam equals torch.optim.Adam(fused=True) step for step" * doctest::test_suite("extended")) {
   std::vector<Case> cases;
   for (bool amsgrad : {false, true})
     for (auto c : {adam_case("adam", amsgrad, 0.0), adam_case("adam", amsgrad, 0.01), scaled(adam_case("adam", amsgrad, 0.01))})
@@ -274,7 +274,7 @@ TEST_CASE("FusedSgd equals torch.optim.SGD(fused=True) step for step") {
   check_against_python(cases, "sgd");
 }
 
-TEST_CASE("FusedSgd: a first step skipped by found_inf leaves zero buffers, then equals Python started a step later") {
+TEST_CASE("FusedSgd: a first step skipped by found_inf leaves zero buffers, then equals Python started a step later" * doctest::test_suite("extended")) {
   if (!python_available()) {
     MESSAGE("python3 with torch is not installed; skipped");
     return;

@@ -510,7 +510,7 @@ std::pair<double, int64_t> train_cnn(Precision&&... precision) {
 
 }  // namespace
 
-TEST_CASE("Fashion-MNIST CNN: bf16 autocast reaches the accuracy of fp32 within 1 point on the same short run") {
+TEST_CASE("Fashion-MNIST CNN: bf16 autocast reaches the accuracy of fp32 within 1 point on the same short run" * doctest::test_suite("extended")) {
   const auto [fp32, fp32_skipped] = train_cnn();  // the Trainer's default, precision::Fp32
   const auto [bf16, bf16_skipped] = train_cnn(Autocast({.dtype = torch::kBFloat16}));
   MESSAGE("test accuracy after ", kSteps, " steps: fp32 ", fp32, ", bf16 ", bf16);
@@ -520,7 +520,7 @@ TEST_CASE("Fashion-MNIST CNN: bf16 autocast reaches the accuracy of fp32 within 
   CHECK(bf16_skipped == 0);
 }
 
-TEST_CASE("Fashion-MNIST CNN: fp16 autocast with loss scaling on the CPU reaches the accuracy of fp32 within 1 point") {
+TEST_CASE("Fashion-MNIST CNN: fp16 autocast with loss scaling on the CPU reaches the accuracy of fp32 within 1 point" * doctest::test_suite("extended")) {
   // LibTorch 2.13's CPU autocast has fp16 kernels (matmul and convolution run in fp16, see the guard's test).
   const auto [fp32, fp32_skipped] = train_cnn();
   const auto [fp16, fp16_skipped] = train_cnn(Autocast({.dtype = torch::kHalf}));

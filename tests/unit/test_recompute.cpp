@@ -442,7 +442,7 @@ TEST_CASE("through the Trainer with accumulation, training with recompute ends w
   for (auto& buf : b.module().named_buffers()) CHECK(torch::equal(buf.value(), ba[buf.key()]));
 }
 
-TEST_CASE("activation memory of a 24-layer MLP (width 2048, batch 256) with recompute of every block: counted exactly") {
+TEST_CASE("activation memory of a 24-layer MLP (width 2048, batch 256) with recompute of every block: counted exactly" * doctest::test_suite("extended")) {
   // Blocks Linear(2048, 2048) -> GELU. Without recompute each block keeps two tensors of S = 256 x 2048 x 4 bytes
   // = 2 MiB for backward: the Linear's input (the previous block's output) and the GELU's input. With recompute
   // of every block it keeps only its input; of every second block, only every second input. Counted after the
