@@ -7,8 +7,8 @@
 ///
 /// The handlers only set a flag (a lock-free atomic: async-signal-safe); nothing is written from inside a handler
 /// (a checkpoint written there fails now and then: Lightning #20347, #20542, #21406). At each step's end
-/// (on_step_end, every `check_every_steps` steps) the ranks agree on the flag (`ctx.agree_any`: one all-reduce of one
-/// integer under data parallelism; nothing on one process); once any rank saw a signal, every rank sets
+/// (on_step_end, every `check_every_steps` steps) the ranks agree on the signal (`ctx.agree_min` of its negated
+/// number: one all-reduce of one integer under data parallelism; nothing on one process); once any rank saw a signal, every rank sets
 /// TrainState::stop_at_step at that same step, the Trainer cuts the epoch there (no validation, no epoch-end hook)
 /// and the checkpoint policy's fit end writes last.ckpt mid-epoch (checkpoint::Disk with `last`, the default). `fit`
 /// returns with FitResult::stopped_at_step; the program then exits with Preemption::exit_code (75, EX_TEMPFAIL) and,
@@ -88,7 +88,8 @@ class Preemption {
 
   /// The settings.
   const Options& options() const { return o_; }
-  /// The signal that stopped the last fit (0: none).
+  /// The signal that stopped the last fit (0: none), on every rank (the largest number when ranks saw different
+  /// ones), whichever ranks it reached.
   int stopped_by() const { return stopped_by_; }
   /// The optimizer step at which the last fit stopped (-1: it did not).
   int64_t stopped_at() const { return stopped_at_; }
@@ -112,17 +113,22 @@ class Preemption {
   template <class Ctx>
   void on_step_end(Ctx& ctx) {
     if (!o_.enabled || ctx.state().global_step % o_.check_every_steps != 0) return;
-    const int sig = detail::preemption_signal.load(std::memory_order_relaxed);
-    if (!ctx.agree_any(sig != 0)) return;
+    const int here = detail::preemption_signal.load(std::memory_order_relaxed);
+    // One all-reduce: the smallest negated signal number is the largest signal any rank saw (0: none), so that
+    // every rank records and says the signal, not only the ranks it reached first (a launcher forwards it to each
+    // rank in turn; the agreement may come between two of them).
+    const int sig = static_cast<int>(-ctx.agree_min(-static_cast<int64_t>(here)));
+    if (sig == 0) return;
     ctx.state().stop_at_step = true;
-    stopped_by_ = sig;  // 0 on a rank that did not see it itself
+    stopped_by_ = sig;
     stopped_at_ = ctx.state().global_step;
     if (o_.log && ctx.is_main()) {
       std::fprintf(o_.log,
                    "policytrain::callbacks::Preemption: %s at optimizer step %lld (epoch %lld, batch %lld): stopping "
                    "there on every rank; the checkpoint policy saves the run mid-epoch\n",
-                   sig ? policytrain::detail::format("signal {} ({})", sig, signal_name(sig)).c_str()
-                       : "a signal on another rank",
+                   policytrain::detail::format("signal {} ({}){}", sig, signal_name(sig),
+                                               here ? "" : " on another rank")
+                       .c_str(),
                    static_cast<long long>(stopped_at_), static_cast<long long>(ctx.state().epoch),
                    static_cast<long long>(ctx.state().batch_in_epoch));
       std::fflush(o_.log);

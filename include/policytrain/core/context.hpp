@@ -85,6 +85,8 @@ class Context {
   bool is_main() { return t_->is_main(); }
   /// True on every rank when `b` is true on any rank (identity on one process).
   bool agree_any(bool b) { return t_->agree_any(b); }
+  /// The smallest `v` over the ranks, on every rank (identity on one process): a collective, as agree_any.
+  int64_t agree_min(int64_t v) { return t_->agree_min(v); }
   /// Whether each rank keeps only its own partition's gradients after the backward (parallel::ShardedDataParallel
   /// at stage 2): a hook that computes a statistic over every gradient (a total norm, an inf check) then computes
   /// its rank's part and reduces it with reduce_gradient_statistic, on every rank (a collective).

@@ -11,7 +11,7 @@
 /// | `bool is_main()` | whether this process logs, prints and writes files (rank 0) | Context::is_main: loggers, checkpoints |
 /// | `int64_t world_size()` | the number of processes training together (1 alone) | checkpoint::Disk's fingerprint, accumulate::NominalBatch, fit_auto_batch |
 /// | `bool agree_any(ctx, b)` | true on every rank when `b` is true on any rank (a collective) | Context::agree_any: stop, save, rollback decisions |
-/// | `int64_t agree_min(ctx, v)` | the smallest `v` over the ranks (a collective) | accumulate::fit_auto_batch (the micro-batch) |
+/// | `int64_t agree_min(ctx, v)` | the smallest `v` over the ranks (a collective) | accumulate::fit_auto_batch (the micro-batch), Context::agree_min: callbacks::Preemption (the signal) |
 /// | `bool gradients_sharded()` | whether each rank keeps only its partition's gradients after the backward (ZeRO-2) | Context::gradients_sharded: grad clipping, loss scaling, TensorBoard's norms |
 /// | `void reduce_gradient_statistic(ctx, t, op)` | reduces `t` in place (GradientReduce::sum or max) over the ranks when gradients are sharded; otherwise leaves it | Context::reduce_gradient_statistic |
 /// | `void reduce_metrics(ctx, acc)` | sums an evaluation's MetricsAccumulator over the ranks, in place (a collective) | Trainer::evaluate |

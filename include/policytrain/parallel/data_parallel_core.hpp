@@ -234,7 +234,7 @@ class DataParallelCore {
     if (!active()) return v;
     group_->connect(device);
     auto t = torch::tensor({v}, torch::kLong);
-    group_->all_reduce(t, c10d::ReduceOp::MIN, "agreement on the micro-batch (auto batch size)");
+    group_->all_reduce(t, c10d::ReduceOp::MIN, "agreement on a smallest value (the auto batch size's micro-batch, a preemption signal)");
     return t.item<int64_t>();
   }
   void reduce_metrics(torch::Device device, MetricsAccumulator& acc) {

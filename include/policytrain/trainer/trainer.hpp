@@ -180,6 +180,8 @@ class Trainer {
   bool is_main() { return policy<Category::parallel>().is_main(); }
   /// True on every rank when `b` is true on any rank (the parallel policy decides; identity on one process).
   bool agree_any(bool b) { return policy<Category::parallel>().agree_any(ctx_, b); }
+  /// The smallest `v` over the ranks (the parallel policy decides; identity on one process).
+  int64_t agree_min(int64_t v) { return policy<Category::parallel>().agree_min(ctx_, v); }
   /// Whether each rank keeps only its own partition's gradients after the backward (ZeRO-2: the parallel policy's
   /// gradients_sharded()); then a statistic over every gradient (a norm, an inf flag) needs
   /// reduce_gradient_statistic.
