@@ -762,7 +762,11 @@ TEST_CASE("Preemption: a signal at any moment stops every rank at the same step,
     constexpr int64_t spe = 8;
     REQUIRE(whole.global_steps == kPreemptEpochs * spe);
     int n = 0;
-    const auto cases = draws(2026, 20, spe, 1);
+    auto cases = draws(2026, 20, spe, 1);
+    // The last step of an epoch, and the run's last: the stop there leaves the epoch unvalidated, and the resumed run
+    // validates and ends it (no step left to train).
+    cases.push_back({Moment::forward, spe, SIGTERM, 0});
+    cases.push_back({Moment::backward, kPreemptEpochs * spe, SIGUSR1, 0});
     // Both signals, every moment (drawn in turn), each more than once.
     CHECK(std::count_if(cases.begin(), cases.end(), [](const Injection& i) { return i.sig == SIGTERM; }) >= 3);
     CHECK(std::count_if(cases.begin(), cases.end(), [](const Injection& i) { return i.sig == SIGUSR1; }) >= 3);
