@@ -218,7 +218,7 @@ std::string describe(const Case& c) {
 const std::vector<std::string> kSimplifications = {
     "script", "resume_world", "switch_layout", "swap_family", "sparse", "unused", "tied", "bn", "frozen", "groups",
     "recompute", "channels_last", "graph", "bf16", "accumulate", "schedule", "clip", "ema", "rollback", "shuffle",
-    "fused", "adamw", "world", "static_graph", "find_unused", "bucket_view", "bucket_mb"};
+    "fused", "adamw", "world", "zero", "static_graph", "find_unused", "bucket_view", "bucket_mb"};
 
 /// The case with one thing made plain ("bn": no BatchNorm; "world": 2 ranks; "script": one fit; ...); unchanged when
 /// it is plain already.
@@ -249,6 +249,7 @@ Case simplify(Case c, const std::string& what) {
   else if (what == "fused") c.fused = false;
   else if (what == "adamw") c.opt = Opt::sgd;
   else if (what == "world") c.world = std::min(c.world, 2);
+  else if (what == "zero") c.par = c.par == Par::zero1 || c.par == Par::zero2 ? Par::dp : c.par;
   else if (what == "static_graph") c.static_graph = false;
   else if (what == "find_unused") c.find_unused = c.unused && c.multi_rank() && !c.static_graph;
   else if (what == "bucket_view") c.bucket_view = false;

@@ -108,7 +108,11 @@ class DataParallelCore {
     if (active()) {
       sync_parameters(m);
       torch::Tensor order = std::exchange(loaded_buckets_, torch::Tensor());
-      if (reducer_ && rank_state_.saved_world_size() == world_size()) reducer_->apply_order(order);
+      const bool learn = std::exchange(loaded_learn_, false);
+      if (reducer_ && rank_state_.saved_world_size() == world_size()) {
+        reducer_->apply_order(order);
+        reducer_->learn_order = learn && !order.defined();  // ReducerSync::learn_static_order
+      }
     }
     rank_state_.verify_start(*group_, st, m);
     rank_state_.restore_rng(*group_, device);
@@ -125,16 +129,22 @@ class DataParallelCore {
   /// done now (the same collective, in the same state), so that the checkpoint has the order the uninterrupted
   /// run goes on with; a resume that started from one bucket would sum 3 or more ranks' gradients in another order
   /// (found by the Preemption harness: a stop at step 1 on 3 ranks, 1 ulp off). Not with sparse gradients: their
-  /// buckets have no flat view until a backward fills them.
+  /// buckets have no flat view until a backward fills them. A static graph's Reducer learns the order only from its
+  /// second synchronised backward: a save after the first records that the order is pending, and the resumed run
+  /// learns it from its own first backward (ReducerSync::learn_static_order; composition fuzzer seed 169497).
   void before_save(torch::Device device, bool training) {
     if (!active()) return;
     rank_state_.gather_rng(*group_, device);
     if (!reducer_) return;
     const auto& sparse = reducer_->rep->sparse;
-    if (training && reducer_->reducer && std::find(sparse.begin(), sparse.end(), true) == sparse.end())
+    if (training && reducer_->reducer && std::find(sparse.begin(), sparse.end(), true) == sparse.end()) {
+      reducer_->learn_static_order();
       group_->guarded("rebuild of the gradient buckets (a broadcast of rank 0's bucket order)",
                       [&] { reducer_->reducer->rebuild_buckets(); });
+    }
     if (auto order = reducer_->rebuilt_bucket_order(); order.defined()) bucket_order_ = order;
+    order_pending_ = reducer_->static_order_pending();
+    if (order_pending_) bucket_order_ = torch::Tensor();  // the initial buckets: no rebuilt order yet
   }
 
   /// Builds the gradient synchronisation's parameter list from the live trainable parameters, or rebuilds it when
@@ -163,6 +173,7 @@ class DataParallelCore {
   decltype(auto) forward(torch::nn::Module& m, int64_t micro_step, F&& fn) {
     if (!active() || !m.is_training() || !torch::GradMode::is_enabled()) return fn();
     if (o_.broadcast_buffers && micro_step == 1) broadcast_buffers(m);
+    if (reducer_ && micro_step == 1) reducer_->learn_static_order();  // a window's start, as c10d's rebuild
     if (reducer_ && reducer_->reducer)
       group_->guarded("rebuild of the gradient buckets (a broadcast of rank 0's bucket order)",
                       [&] { reducer_->reducer->rebuild_buckets(); });
@@ -201,11 +212,13 @@ class DataParallelCore {
     if (active() && reducer_) reducer_->before_step();
   }
 
-  /// The world size, the ranks' generator states, the Reducer's bucket order (see before_save).
+  /// The world size, the ranks' generator states, the Reducer's bucket order, or that a static graph's is still
+  /// to be learned (see before_save).
   StateDict state_dict() const {
     StateDict d;
     rank_state_.save(d, world_size());
     if (bucket_order_.defined()) d["bucket_order"] = bucket_order_;
+    if (order_pending_) d["bucket_order_pending"] = torch::tensor(int64_t{1});
     return d;
   }
   /// Before a checkpoint: the position in the epoch's global order it records (RankState::note_save).
@@ -218,6 +231,7 @@ class DataParallelCore {
   void load_state_dict(const StateDict& d) {
     rank_state_.load(d);
     loaded_buckets_ = d.count("bucket_order") ? d.at("bucket_order") : torch::Tensor();
+    loaded_learn_ = d.count("bucket_order_pending") > 0;
   }
 
   /// The services of core/parallel_services.hpp that both policies offer alike; each collective joins the job
@@ -287,6 +301,8 @@ class DataParallelCore {
   int64_t buffer_broadcasts_ = 0;  ///< broadcasts of rank 0's buffers so far
   torch::Tensor loaded_buckets_;   ///< bucket_order of the checkpoint loaded, until epoch_begin applies it
   torch::Tensor bucket_order_;     ///< the Reducer's rebuilt bucket order at the latest checkpoint (before_save)
+  bool order_pending_ = false;     ///< static graph: the latest checkpoint came before c10d could learn the order
+  bool loaded_learn_ = false;      ///< the checkpoint loaded says so: the resumed Reducer learns it (epoch_begin)
 };
 
 }  // namespace policytrain::parallel::detail

@@ -33,6 +33,7 @@
 
 #include <policytrain/detail/format.hpp>
 #include <policytrain/detail/torch_compat.hpp>
+#include <policytrain/parallel/bucket_order.hpp>
 #include <policytrain/parallel/options.hpp>
 #include <policytrain/parallel/process_group.hpp>
 #include <policytrain/parallel/replica.hpp>
@@ -86,6 +87,10 @@ struct ReducerSync : std::enable_shared_from_this<ReducerSync> {
   bool in_backward = false;
   std::atomic<int64_t> failed_bucket{-1};
   std::vector<char> ready;  ///< gradient accumulated for the parameter in this synchronised backward
+  std::vector<size_t> ready_order;  ///< the parameters in the order their gradients came, in that backward
+  int64_t synced_backwards = 0;     ///< synchronised backwards of this Reducer
+  bool built_with_order = false;    ///< built with a given bucket order (apply_order, learn_static_order)
+  bool learn_order = false;         ///< resumed after a static graph's first backward (learn_static_order)
   std::mutex mu;
 
   /// find_unused_parameters' graph search from the forward's output runs each step (no static graph).
@@ -103,6 +108,7 @@ struct ReducerSync : std::enable_shared_from_this<ReducerSync> {
     std::lock_guard<std::mutex> lock(mu);
     if (ready[i]) rep->throw_ready_twice(i, "DataParallel", "it was counted for its bucket");
     ready[i] = 1;
+    ready_order.push_back(i);
   }
 
   /// Static graph: backward reached the forward's output (a hook on it, see forward_output). In the first
@@ -220,47 +226,60 @@ struct ReducerSync : std::enable_shared_from_this<ReducerSync> {
   /// element's place in the bucket, so a resumed run whose first step used the initial buckets (one bucket in
   /// parameter order) would differ from the uninterrupted one in the last bits. A resume builds its Reducer with
   /// the saved order (apply_order), and the rebuild after its first backward gives that order again.
+  /// A Reducer built with a given order (apply_order, learn_static_order) has that order until its own rebuild
+  /// gives it again: a checkpoint before that rebuild keeps it too.
   torch::Tensor rebuilt_bucket_order() const {
-    if (!reducer || reducer->should_rebuild_buckets()) return {};
+    if (!reducer || (reducer->should_rebuild_buckets() && !built_with_order)) return {};
     if (searches_unused()) return {};  // never rebuilt: the initial order stands
-    std::unordered_map<const c10::TensorImpl*, int64_t> index;
-    for (size_t i = 0; i < rep->params.size(); ++i) index[rep->params[i].unsafeGetTensorImpl()] = static_cast<int64_t>(i);
-    std::vector<int64_t> param, bucket;
-    int64_t b = 0;
-    for (const auto& gb : reducer->get_grad_buckets(/*return_zero_tensors=*/true)) {
-      for (const auto& p : gb.getParameters()) {
-        auto it = index.find(p.unsafeGetTensorImpl());
-        if (it == index.end()) return {};
-        param.push_back(it->second);
-        bucket.push_back(b);
-      }
-      ++b;
-    }
-    if (param.size() != rep->params.size()) return {};
-    return torch::stack({torch::tensor(param, torch::kLong), torch::tensor(bucket, torch::kLong)});
+    return encode_bucket_order(*reducer, rep->params);
   }
 
   /// Rebuilds the Reducer with a saved bucket order, when it is a complete order of this run's parameters;
   /// otherwise keeps the initial order, as a fresh start.
   void apply_order(const torch::Tensor& order) {
-    if (!order.defined() || !reducer) return;
-    const auto n = static_cast<int64_t>(rep->params.size());
-    if (order.dim() != 2 || order.size(0) != 2 || order.size(1) != n) return;
-    auto param = order[0].contiguous(), bucket = order[1].contiguous();
-    const int64_t* pi = param.data_ptr<int64_t>();
-    const int64_t* bi = bucket.data_ptr<int64_t>();
-    std::vector<bool> seen(static_cast<size_t>(n), false);
-    std::vector<std::vector<size_t>> indices;
-    for (int64_t k = 0; k < n; ++k) {
-      if (pi[k] < 0 || pi[k] >= n || seen[static_cast<size_t>(pi[k])] || bi[k] < 0) return;
-      seen[static_cast<size_t>(pi[k])] = true;
-      if (bi[k] >= static_cast<int64_t>(indices.size())) indices.resize(static_cast<size_t>(bi[k]) + 1);
-      indices[static_cast<size_t>(bi[k])].push_back(static_cast<size_t>(pi[k]));
-    }
-    for (const auto& b : indices)
-      if (b.empty()) return;
+    if (!reducer) return;
+    if (auto indices = decode_bucket_order(order, rep->params.size())) rebuild_with(std::move(*indices));
+  }
+
+  /// Static graph: whether this Reducer has done exactly one synchronised backward from its initial order and not
+  /// rebuilt. c10d's Reducer learns the order from its second backward (the first only counts the hooks) and
+  /// rebuilds before the third, so a checkpoint now has no order to keep: it records that one is pending, and the
+  /// resumed run learns it (learn_order, learn_static_order). Not with sparse gradients (no rebuild in before_save).
+  bool static_order_pending() const {
+    return reducer && opt.static_graph && !built_with_order && synced_backwards == 1 &&
+           reducer->should_rebuild_buckets() && std::find(rep->sparse.begin(), rep->sparse.end(), true) == rep->sparse.end();
+  }
+
+  /// A run resumed from a checkpoint with static_order_pending (learn_order): its first synchronised backward ran
+  /// on the initial buckets, as the uninterrupted run's second; the uninterrupted run's third all-reduced the
+  /// buckets c10d rebuilt from its second backward's order, which this Reducer would rebuild only before its third
+  /// (one step late: on 3 or more ranks Gloo's ring sums those steps in another order, 1 ulp off; composition
+  /// fuzzer seed 169497). So after that first backward, before the next window, this rebuilds the Reducer with the
+  /// buckets c10d's rebuild_buckets computes from a backward's order: the parameters in the order their gradients
+  /// came, then those that got none in index order (its finalize appends the unused ones), assigned by
+  /// compute_bucket_assignment_by_size with the first bucket's and the other buckets' caps (reversed around it
+  /// under DDP_SET_LAST_BUCKET_CAP=1, as there). A static graph has the same order in every backward and on every
+  /// rank (c10d broadcasts rank 0's; here each rank computes the same). Returns whether it rebuilt.
+  bool learn_static_order() {
+    if (!learn_order || !reducer || synced_backwards < 1) return false;
+    learn_order = false;
+    auto buckets = buckets_in_ready_order(rep->params, ready_order, rep->sparse, static_cast<size_t>(first_bucket_bytes()),
+                                          static_cast<size_t>(bucket_bytes()));
+    rebuild_with(std::move(buckets));
+    return true;
+  }
+
+  /// The first bucket's cap and the others' in bytes, as the Reducer is given them (build).
+  int64_t bucket_bytes() const { return static_cast<int64_t>(opt.bucket_mb * 1024 * 1024); }
+  int64_t first_bucket_bytes() const {
+    return opt.first_bucket_mb ? static_cast<int64_t>(*opt.first_bucket_mb * 1024 * 1024)
+                               : opt.bucket_mb == 25 ? int64_t{1024 * 1024} : bucket_bytes();
+  }
+
+  /// Drops the Reducer and builds it again with the bucket order `indices`.
+  void rebuild_with(std::vector<std::vector<size_t>> indices) {
     for (auto& p : rep->params) torch::autograd::impl::set_post_acc_grad_hooks(p, nullptr);
-    reducer.reset();  // removes the Reducer's hooks; build sets both again, with the saved order
+    reducer.reset();  // removes the Reducer's hooks; build sets both again, with the given order
     build(std::move(indices));
   }
 
@@ -288,6 +307,7 @@ struct ReducerSync : std::enable_shared_from_this<ReducerSync> {
     failed_bucket = -1;
     rep->last_launch_ns = 0;
     std::fill(ready.begin(), ready.end(), 0);
+    ready_order.clear();
     reducer->prepare_for_forward();
     reducer->prepare_for_backward(outputs);
     outputs.clear();
@@ -301,6 +321,7 @@ struct ReducerSync : std::enable_shared_from_this<ReducerSync> {
       rethrow_backward_error(e);
     }
     in_backward = false;
+    ++synced_backwards;
     if (keep_local) restore_local_grads();
     else rep->synced = true;
     if (static_first_pending)
@@ -379,9 +400,8 @@ struct GradAccumulated : torch::autograd::PostAccumulateGradHook {
 };
 
 inline void ReducerSync::build(std::optional<std::vector<std::vector<size_t>>> given) {
-  const auto mib = [](double mb) { return static_cast<int64_t>(mb * 1024 * 1024); };
-  const int64_t cap = mib(opt.bucket_mb);
-  const int64_t first = opt.first_bucket_mb ? mib(*opt.first_bucket_mb) : opt.bucket_mb == 25 ? mib(1) : cap;
+  const int64_t cap = bucket_bytes();
+  const int64_t first = first_bucket_bytes();
   std::vector<size_t> limits;
   if (opt.static_graph || !opt.find_unused_parameters) limits = {std::numeric_limits<size_t>::max()};
   else if (first < cap) limits = {static_cast<size_t>(first), static_cast<size_t>(cap)};
@@ -389,7 +409,9 @@ inline void ReducerSync::build(std::optional<std::vector<std::vector<size_t>>> g
   const std::vector<bool>& sparse = rep->sparse;  // each sparse gradient in a bucket of its own, as DDP's
   auto [indices, per_bucket] = c10d::compute_bucket_assignment_by_size(rep->params, limits, sparse);
   std::reverse(indices.begin(), indices.end());  // as DDP: roughly the order backward produces gradients
-  if (given) indices = std::move(*given);        // a resumed run's saved order (apply_order)
+  built_with_order = given.has_value();
+  synced_backwards = 0;
+  if (given) indices = std::move(*given);        // a resumed run's saved order (apply_order), or a learned one
   std::unordered_map<size_t, std::string> names;
   for (size_t i = 0; i < rep->names.size(); ++i) names[i] = rep->names[i];
   rep->group->guarded("construction of c10d::Reducer", [&] {
