@@ -11,10 +11,17 @@ JPEG: Pillow's encoder (its libjpeg-turbo): grey, colour at 4:4:4, 4:2:2 and 4:2
 transform (keep_rgb), CMYK, baseline or progressive, optimised Huffman tables or not, restart markers every few
 blocks or rows, quality 1 to 100.
 Content: noise, gradients, flat areas and stripes, at sizes 1 to 64 mostly and up to 320."""
+import argparse
+import contextlib
 import io
+import os
 import random
+import shutil
 import struct
 import subprocess
+import sys
+import tempfile
+import time
 import zlib
 
 from PIL import Image, ImageCms, PngImagePlugin
@@ -217,6 +224,19 @@ def _pillow_png(rng, w, h, depth, mode, rows, palette, trns, pre):
     return out.getvalue()
 
 
+@contextlib.contextmanager
+def _quiet_stderr():
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(os.devnull, "w") as null:
+        os.dup2(null.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def random_jpeg(rng):
     """(bytes, description) of a random JPEG written by Pillow."""
     w, h = random_size(rng)
@@ -235,7 +255,8 @@ def random_jpeg(rng):
         kw["restart_marker_rows"] = rng.randint(1, 3)
     out = io.BytesIO()
     try:
-        im.save(out, format="JPEG", **kw)
+        with _quiet_stderr():  # libjpeg's own message of the failure below
+            im.save(out, format="JPEG", **kw)
     except OSError:
         # Pillow's buffer for optimised or progressive files is a guess (width x height bytes) that noise at a high
         # quality overflows ("Suspension not allowed here"): such a file is written baseline.
@@ -267,3 +288,45 @@ def run_probe(probe, mode, listing, outdir):
 def seed_range(text):
     a, _, b = text.partition("-")
     return range(int(a), int(b or a) + 1)
+
+
+def drive(name, doc, script, compare, stats, summary):
+    """The drivers' common part. Command line: --probe IMAGE_PROBE, --seeds A-B or --random SECONDS --start N (seeds
+    from N in batches of 20 until SECONDS have passed), --keep DIR (write the files there and keep them). For each
+    batch, compare(seeds, probe, directory, stats) returns None or (seed, message) of its first difference: printed
+    with the command that reproduces it, exit 1. At the end, "differential.NAME: " + summary(stats) and the time."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--probe", required=True)
+    ap.add_argument("--seeds")
+    ap.add_argument("--random", type=float)
+    ap.add_argument("--start", type=int, default=0)
+    ap.add_argument("--keep", help="write the files here and keep them (default: a temporary directory)")
+    a = ap.parse_args()
+    if (a.seeds is None) == (a.random is None):
+        ap.error("give --seeds A-B or --random SECONDS")
+    t0 = time.time()
+    batches = [list(seed_range(a.seeds))] if a.seeds else None
+    next_seed = a.start
+    while True:
+        if batches is not None:
+            if not batches:
+                break
+            batch = batches.pop()
+        else:
+            if time.time() - t0 >= a.random:
+                break
+            batch = list(range(next_seed, next_seed + 20))
+            next_seed += 20
+        work = a.keep or tempfile.mkdtemp(prefix=f"differential_{name}_")
+        os.makedirs(work, exist_ok=True)
+        found = compare(batch, a.probe, work, stats)
+        if found:
+            seed, message = found
+            print(f"differential.{name}: difference at seed {seed}: {message}")
+            print(f"reproduce: {sys.executable} {os.path.abspath(script)} --probe {os.path.abspath(a.probe)} "
+                  f"--seeds {seed}-{seed} --keep /tmp/differential_{name}_{seed}")
+            sys.exit(1)
+        if not a.keep:
+            shutil.rmtree(work)
+    print(f"differential.{name}: {summary(stats)}, {time.time() - t0:.1f} s "
+          f"(seeds {a.seeds or f'{a.start}-{next_seed - 1}'})")

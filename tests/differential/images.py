@@ -9,13 +9,8 @@ difference).
 Usage: images.py --probe IMAGE_PROBE (--seeds A-B | --random SECONDS --start N) [--keep DIR]
 On a difference: prints the first one, the seed and the command that reproduces it, and exits 1. At the end: how many
 inputs were compared, and the JPEG differences seen."""
-import argparse
 import os
 import random
-import shutil
-import sys
-import tempfile
-import time
 import warnings
 
 import image_files as gen
@@ -90,47 +85,14 @@ def compare(seeds, probe, work, stats):
     return None
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--probe", required=True)
-    ap.add_argument("--seeds")
-    ap.add_argument("--random", type=float)
-    ap.add_argument("--start", type=int, default=0)
-    ap.add_argument("--keep", help="write the files here and keep them (default: a temporary directory)")
-    a = ap.parse_args()
-    if (a.seeds is None) == (a.random is None):
-        ap.error("give --seeds A-B or --random SECONDS")
-    stats = dict(compared=0, png=0, jpeg=0, jpeg_exact=0, jpeg_worst=0, jpeg_bytes=0, jpeg_bytes_off=0, refused=0)
-    t0 = time.time()
-    batches = [list(gen.seed_range(a.seeds))] if a.seeds else None
-    next_seed = a.start
-    while True:
-        if batches is not None:
-            if not batches:
-                break
-            batch = batches.pop()
-        else:
-            if time.time() - t0 >= a.random:
-                break
-            batch = list(range(next_seed, next_seed + 20))
-            next_seed += 20
-        work = a.keep or tempfile.mkdtemp(prefix="differential_images_")
-        os.makedirs(work, exist_ok=True)
-        found = compare(batch, a.probe, work, stats)
-        if found:
-            seed, message = found
-            print(f"differential.images: difference at seed {seed}: {message}")
-            print(f"reproduce: {sys.executable} {os.path.abspath(__file__)} --probe {os.path.abspath(a.probe)} --seeds {seed}-{seed}"
-                  f" --keep /tmp/differential_images_{seed}")
-            sys.exit(1)
-        if not a.keep:
-            shutil.rmtree(work)
+def summary(stats):
     jpeg_rate = stats["jpeg_bytes_off"] / max(1, stats["jpeg_bytes"])
-    print(f"differential.images: {stats['compared']} inputs compared ({stats['png']} PNG equal, {stats['jpeg']} JPEG: "
-          f"{stats['jpeg_exact']} equal, largest difference {stats['jpeg_worst']}, {100 * jpeg_rate:.3f}% of bytes off"
-          f"), {stats['refused']} refused by both, 0 differences, {time.time() - t0:.1f} s (seeds "
-          f"{a.seeds or f'{a.start}-{next_seed - 1}'})")
+    return (f"{stats['compared']} inputs compared ({stats['png']} PNG equal, {stats['jpeg']} JPEG: "
+            f"{stats['jpeg_exact']} equal, largest difference {stats['jpeg_worst']}, {100 * jpeg_rate:.3f}% of bytes "
+            f"off), {stats['refused']} refused by both, 0 differences")
 
 
 if __name__ == "__main__":
-    main()
+    gen.drive("images", __doc__, __file__, compare,
+              dict(compared=0, png=0, jpeg=0, jpeg_exact=0, jpeg_worst=0, jpeg_bytes=0, jpeg_bytes_off=0, refused=0),
+              summary)

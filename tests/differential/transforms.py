@@ -18,13 +18,8 @@ Two departures, documented (docs/your-data.md, "Departures from the reference") 
   2.13 and 2.14.1); ImageFolder resizes a contiguous tensor, and equals torchvision's functions on x.contiguous().
 Usage: transforms.py --probe IMAGE_PROBE (--seeds A-B | --random SECONDS --start N) [--keep DIR]
 On a difference: prints the first one, the seed and the command that reproduces it, and exits 1."""
-import argparse
 import os
 import random
-import shutil
-import sys
-import tempfile
-import time
 
 import numpy as np
 import torch
@@ -98,7 +93,7 @@ def compare(seeds, probe, work, stats):
         if shape != list(want.shape):
             return s, f"{where}: we give {shape}, torchvision {list(want.shape)}"
         got = torch.from_numpy(np.fromfile(os.path.join(work, f"{i}.f32"), dtype=np.float32)).reshape(shape)
-        if not torch.equal(got, want) and shape[2] == 1 and shape[1] > 1 and resize:
+        if not torch.equal(got, want) and resize and resized(w, h, resize)[0] == 1 < resized(w, h, resize)[1]:
             if torch.equal(got, reference(path, resize, crop, mean, std, contiguous=True)):
                 stats["width_one"] += 1
                 continue
@@ -122,48 +117,14 @@ def resized(w, h, resize):
     return (resize, int(resize * h / w)) if w <= h else (int(resize * w / h), resize)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--probe", required=True)
-    ap.add_argument("--seeds")
-    ap.add_argument("--random", type=float)
-    ap.add_argument("--start", type=int, default=0)
-    ap.add_argument("--keep", help="write the files here and keep them (default: a temporary directory)")
-    a = ap.parse_args()
-    if (a.seeds is None) == (a.random is None):
-        ap.error("give --seeds A-B or --random SECONDS")
-    torch.set_num_threads(1)
-    stats = dict(compared=0, refused=0, values=0, half_to_even=0, width_one=0)
-    t0 = time.time()
-    batches = [list(gen.seed_range(a.seeds))] if a.seeds else None
-    next_seed = a.start
-    while True:
-        if batches is not None:
-            if not batches:
-                break
-            batch = batches.pop()
-        else:
-            if time.time() - t0 >= a.random:
-                break
-            batch = list(range(next_seed, next_seed + 20))
-            next_seed += 20
-        work = a.keep or tempfile.mkdtemp(prefix="differential_transforms_")
-        os.makedirs(work, exist_ok=True)
-        found = compare(batch, a.probe, work, stats)
-        if found:
-            seed, message = found
-            print(f"differential.transforms: difference at seed {seed}: {message}")
-            print(f"reproduce: {sys.executable} {os.path.abspath(__file__)} --probe {os.path.abspath(a.probe)} "
-                  f"--seeds {seed}-{seed} --keep /tmp/differential_transforms_{seed}")
-            sys.exit(1)
-        if not a.keep:
-            shutil.rmtree(work)
-    print(f"differential.transforms: {stats['compared']} inputs compared ({stats['values']} values equal, "
-          f"{stats['half_to_even']} crops at a corner rounded half to even, {stats['refused']} crops larger than "
-          f"the image refused and {stats['width_one']} resizes to a width of 1 correct, as documented), 0 differences, "
-          f"{time.time() - t0:.1f} s (seeds {a.seeds or f'{a.start}-{next_seed - 1}'}; torch {torch.__version__}, "
-          f"torchvision {torchvision.__version__})")
+def summary(stats):
+    return (f"{stats['compared']} inputs compared ({stats['values']} values equal, {stats['half_to_even']} crops at a "
+            f"corner rounded half to even, {stats['refused']} crops larger than the image refused and "
+            f"{stats['width_one']} resizes to a width of 1 correct, as documented), 0 differences "
+            f"(torch {torch.__version__}, torchvision {torchvision.__version__})")
 
 
 if __name__ == "__main__":
-    main()
+    torch.set_num_threads(1)
+    gen.drive("transforms", __doc__, __file__, compare,
+              dict(compared=0, refused=0, values=0, half_to_even=0, width_one=0), summary)
