@@ -1,4 +1,4 @@
-// libFuzzer target: the PNG and JPEG decoders (data/image_decode.hpp: libpng's simplified API, libjpeg). The only
+// libFuzzer target: the PNG and JPEG decoders (data/image_decode.hpp: libpng's classic API, libjpeg). The only
 // allowed failure is ImageError; what comes back is height * width * 3 bytes. -malloc_limit_mb bounds what a header
 // may make it allocate (decode_image refuses images above its max_pixels, here 4 Mpx).
 // With POLICYTRAIN_FUZZ_SEEDS=<dir> set, writes a seed corpus (small PNGs and JPEGs, made by libpng's and libjpeg's
@@ -39,7 +39,7 @@ std::string jpeg_of(int components, int w, int h) {
   c.image_width = static_cast<JDIMENSION>(w);
   c.image_height = static_cast<JDIMENSION>(h);
   c.input_components = components;
-  c.in_color_space = components == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  c.in_color_space = components == 1 ? JCS_GRAYSCALE : components == 4 ? JCS_CMYK : JCS_RGB;
   jpeg_set_defaults(&c);
   jpeg_start_compress(&c, TRUE);
   std::string row(static_cast<size_t>(w * components), '\0');
@@ -58,8 +58,11 @@ void make_seeds(const std::string& dir) {
   spit(dir + "/rgb.png", png_of(PNG_FORMAT_RGB, 5, 3));
   spit(dir + "/rgba.png", png_of(PNG_FORMAT_RGBA, 4, 4));
   spit(dir + "/gray.png", png_of(PNG_FORMAT_GRAY, 3, 7));
+  spit(dir + "/rgba16.png", png_of(PNG_FORMAT_LINEAR_RGB_ALPHA, 3, 2));
+  spit(dir + "/gray16.png", png_of(PNG_FORMAT_LINEAR_Y, 2, 5));
   spit(dir + "/rgb.jpg", jpeg_of(3, 16, 9));
   spit(dir + "/gray.jpg", jpeg_of(1, 8, 8));
+  spit(dir + "/cmyk.jpg", jpeg_of(4, 9, 5));
 }
 }  // namespace
 

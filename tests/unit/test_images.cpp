@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -97,8 +98,17 @@ TEST_CASE("ImageFolder: classes and samples in torchvision's ImageFolder order, 
   const std::vector<int64_t> to = h <= w ? std::vector<int64_t>{24, 24 * w / h} : std::vector<int64_t>{24 * h / w, 24};
   auto resized = F::interpolate(raw.unsqueeze(0), F::InterpolateFuncOptions().size(to).mode(torch::kBilinear)
                                                       .align_corners(false).antialias(true)).squeeze(0);
-  const auto top = std::lround((to[0] - 20) / 2.0), left = std::lround((to[1] - 20) / 2.0);
+  // torchvision's corner, int(round((size - 20) / 2.0)): Python rounds a half to even, as nearbyint does.
+  const auto top = static_cast<int64_t>(std::nearbyint((to[0] - 20) / 2.0));
+  const auto left = static_cast<int64_t>(std::nearbyint((to[1] - 20) / 2.0));
   CHECK(torch::allclose(r.data, resized.slice(1, top, top + 20).slice(2, left, left + 20).flip({2}), 0, 1e-6));
+}
+
+TEST_CASE("ImageFolder::crop_start: torchvision's centre crop corner, a half rounded to even") {
+  // A 640x480 photo resized to 256 (341x256) and cropped to 224: 117 / 2 = 58.5, column 58 (not 59); 32 / 2 = 16.
+  CHECK(pt::data::ImageFolder::crop_start(341, 224) == 58);
+  CHECK(pt::data::ImageFolder::crop_start(256, 224) == 16);
+  for (int64_t d = 0; d < 40; ++d) CHECK(pt::data::ImageFolder::crop_start(100 + d, 100) == static_cast<int64_t>(std::nearbyint(d / 2.0)));
 }
 
 TEST_CASE("decode_image: a corrupt or truncated file is an ImageError naming the file") {

@@ -15,7 +15,6 @@
 /// A file that cannot be decoded is an ImageError naming it (never a crash, never a silent skip).
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -92,12 +91,15 @@ class ImageFolder : public torch::data::datasets::Dataset<ImageFolder> {
   torch::data::Example<> get(size_t i) override {
     const auto& [file, label] = samples_.at(i);
     RgbImage img = read_image(file);
+    // Channels first and contiguous: LibTorch's antialiased bilinear resize of a channels-last tensor to a width of
+    // 1 is wrong (up to 0.48 off, in 2.13 and 2.14; torchvision's resize meets it: docs/your-data.md, "Departures").
+    // Then x / 255 as torchvision's to_dtype computes it (x * (1 / 255)), to the bit.
     auto x = torch::from_blob(img.pixels.data(), {img.height, img.width, 3}, torch::kUInt8)
-                 .permute({2, 0, 1}).to(torch::kFloat32).div_(255.0);
-    if (o_.resize > 0) {
-      const int64_t h = img.height, w = img.width;
-      const int64_t nh = h <= w ? o_.resize : std::max<int64_t>(1, o_.resize * h / w);
-      const int64_t nw = h <= w ? std::max<int64_t>(1, o_.resize * w / h) : o_.resize;
+                 .permute({2, 0, 1}).contiguous().to(torch::kFloat32).mul_(1.0 / 255.0);
+    const int64_t h = img.height, w = img.width;
+    const int64_t nh = h <= w ? o_.resize : std::max<int64_t>(1, o_.resize * h / w);
+    const int64_t nw = h <= w ? std::max<int64_t>(1, o_.resize * w / h) : o_.resize;
+    if (o_.resize > 0 && (nh != h || nw != w)) {  // torchvision's resize leaves an image of that size as it is
       namespace F = torch::nn::functional;
       x = F::interpolate(x.unsqueeze(0), F::InterpolateFuncOptions()
                                              .size(std::vector<int64_t>{nh, nw})
@@ -113,9 +115,7 @@ class ImageFolder : public torch::data::datasets::Dataset<ImageFolder> {
             "policytrain::data::ImageFolder", policytrain::detail::format("{}: {}x{} after resizing, smaller "
                                                                           "than the crop {}x{}; set resize >= crop",
                                                                           file, h, w, o_.crop, o_.crop)));
-      // torchvision's center_crop: the top-left corner at round((size - crop) / 2).
-      const auto top = static_cast<int64_t>(std::lround(static_cast<double>(h - o_.crop) / 2.0));
-      const auto left = static_cast<int64_t>(std::lround(static_cast<double>(w - o_.crop) / 2.0));
+      const int64_t top = crop_start(h, o_.crop), left = crop_start(w, o_.crop);
       x = x.slice(1, top, top + o_.crop).slice(2, left, left + o_.crop);
     }
     const auto mean = torch::tensor(o_.mean, torch::kFloat32).view({3, 1, 1});
@@ -130,6 +130,13 @@ class ImageFolder : public torch::data::datasets::Dataset<ImageFolder> {
   const std::vector<std::string>& classes() const { return classes_; }
   /// (file, class index) of every sample, in order.
   const std::vector<std::pair<std::string, int64_t>>& samples() const { return samples_; }
+
+  /// Where a centre crop of `crop` starts in a side of `size` (>= crop): torchvision's center_crop,
+  /// int(round((size - crop) / 2.0)), Python's round taking a half to the even neighbour (117 / 2 gives 58, not 59).
+  static int64_t crop_start(int64_t size, int64_t crop) {
+    const int64_t d = size - crop, half = d / 2;
+    return half + (d % 2 == 1 && half % 2 == 1 ? 1 : 0);
+  }
 
   /// Whether torchvision's ImageFolder would take a file of this name as an image of the formats decoded here.
   static bool is_image_name(const std::string& name) {
