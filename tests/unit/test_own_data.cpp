@@ -298,6 +298,9 @@ TEST_CASE("read_csv: a numeric table into tensors, and every malformed file is a
   CHECK(error_of("twice.csv", "a,b,a\n1,2,3\n") ==
         "policytrain::data::read_csv: " + f + "twice.csv: header (line 1), columns 1 and 3 are both named 'a'; expected "
         "a different name for every column");
+  CHECK(error_of("latin1.csv", "a,caf\xe9\n1,2\n") ==  // pandas refuses the file (UnicodeDecodeError)
+        "policytrain::data::read_csv: " + f + "latin1.csv: header (line 1), column 2: the name 'caf?' is not UTF-8; "
+        "expected a name in UTF-8 (pandas reads a file as UTF-8)");
   CHECK(error_of("multiline.csv", "a,b\n\"1\n\",2\n3,x\n") ==  // a quoted line break: the row starts on line 2
         "policytrain::data::read_csv: " + f + "multiline.csv: row 2 (line 4), column 2 ('b'): 'x' is not a number; "
         "expected a number");

@@ -2,21 +2,21 @@
 /// \file
 /// The CSV reader's torch-free layer (data::parse_csv; data/csv.hpp makes tensors of it): a numeric table, read as
 /// pandas.read_csv reads it with its defaults, or refused. Records and fields are pandas' (its C tokenizer, quoting
-/// on): fields are separated by the delimiter (',' by default); a field whose first character is '"' is quoted: it
-/// may hold delimiters, line breaks and doubled quotes ("" is one "), and what follows its closing quote up to the
+/// on): fields are separated by the delimiter (',' by default); a field whose first character is '"' is quoted: it may
+/// hold delimiters, line breaks and doubled quotes ("" is one "), and what follows its closing quote up to the
 /// delimiter is appended to it; a quote elsewhere is an ordinary character. Lines end in "\n", "\r\n" or "\r"; a last
 /// line may lack its end; lines of spaces and tabs only are skipped; a UTF-8 byte order mark starting the file is not
-/// part of it. The first line names the columns (CsvOptions::header), without the spaces and tabs around each name.
-/// A value is what pandas reads as a float: a decimal or scientific number, correctly rounded to the nearest double
-/// (as pandas 3.1's parser, and std::from_chars), optionally signed and surrounded by white space; with
-/// CsvOptions::non_finite, pandas' missing-value spellings (an empty field, "NaN", "NA", "null", ...: kMissingSpellings)
-/// are NaN and its infinities ("inf", "-Infinity", any case; a number beyond the range of a double) are +-inf.
-/// Everything else is a CsvError that names the file, the line, the row and the column: text in a column (pandas
-/// would make it a column of text), a missing or non-finite value without non_finite, a row with more or fewer fields
-/// than the header (pandas fills or shifts it), a quote not closed, a column without a name or with another's name
-/// (pandas would rename it), an empty file, a header without rows. docs/your-data.md, "Departures from the
-/// reference", lists where a file read differs from pandas; tests/differential/csv.py compares the two on generated
-/// files. Fuzzed: fuzz/fuzz_csv.cpp.
+/// part of it. The first line names the columns (CsvOptions::header), without the spaces and tabs around each name. A
+/// value is what pandas reads as a float: a decimal or scientific number, correctly rounded to the nearest double (as
+/// pandas 3.1's parser, and std::from_chars), optionally signed and surrounded by white space; with
+/// CsvOptions::non_finite, pandas' missing-value spellings (an empty field, "NaN", "NA", "null", ...:
+/// kMissingSpellings) are NaN and its infinities ("inf", "-Infinity", any case; a number beyond the range of a double)
+/// are +-inf. Everything else is a CsvError that names the file, the line, the row and the column: text in a column
+/// (pandas would make it a column of text), a missing or non-finite value without non_finite, a row with more or fewer
+/// fields than the header (pandas fills or shifts it), a quote not closed, a column without a name or with another's
+/// name (pandas would rename it), a name that is not UTF-8 (pandas refuses the file), an empty file, a header without
+/// rows. docs/your-data.md, "Departures from the reference", lists where a file read differs from pandas;
+/// tests/differential/csv.py compares the two on generated files. Fuzzed: fuzz/fuzz_csv.cpp.
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -81,6 +81,31 @@ inline bool iequals(std::string_view a, std::string_view b) {
            auto low = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
            return low(x) == low(y);
          });
+}
+/// Whether `s` is UTF-8 as Python's strict codec (pandas' default encoding) reads it: no overlong form, no surrogate,
+/// nothing past U+10FFFF.
+inline bool is_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;                    // continuation bytes
+    unsigned char lo = 0x80, hi = 0xBF;  // the range of the first of them
+    if (c < 0x80) n = 0;
+    else if (c >= 0xC2 && c <= 0xDF) n = 1;
+    else if (c == 0xE0) n = 2, lo = 0xA0;
+    else if (c == 0xED) n = 2, hi = 0x9F;
+    else if (c >= 0xE1 && c <= 0xEF) n = 2;
+    else if (c == 0xF0) n = 3, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) n = 3;
+    else if (c == 0xF4) n = 3, hi = 0x8F;
+    else return false;
+    if (s.size() - i <= n) return false;
+    for (size_t k = 1; k <= n; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return false;
+    }
+    i += n + 1;
+  }
+  return true;
 }
 /// A short, printable form of a field for a message.
 inline std::string shown(std::string_view s) {
@@ -160,7 +185,8 @@ inline CsvData parse_csv(std::string_view text, const std::string& file, const C
   };
   if (delim == '"' || delim == '\n' || delim == '\r')
     throw CsvError(policytrain::detail::error_message(
-        "policytrain::data::read_csv", policytrain::detail::format("the delimiter is character {}", static_cast<int>(delim)),
+        "policytrain::data::read_csv",
+        policytrain::detail::format("the delimiter is character {}", static_cast<int>(delim)),
         "a delimiter other than '\"', '\\n' and '\\r'"));
   CsvData d;
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // pandas leaves a UTF-8 BOM out too
@@ -243,8 +269,13 @@ inline CsvData parse_csv(std::string_view text, const std::string& file, const C
       for (size_t c = 0; c < n_fields; ++c) {
         const std::string_view name = detail::trim(fields[c]);
         if (name.empty())
-          fail(policytrain::detail::format("header (line {}), column {}: the column has no name", field_lines[c], c + 1),
+          fail(policytrain::detail::format("header (line {}), column {}: the column has no name", field_lines[c],
+                                           c + 1),
                "a name for every column");
+        if (!detail::is_utf8(name))
+          fail(policytrain::detail::format("header (line {}), column {}: the name '{}' is not UTF-8", field_lines[c],
+                                           c + 1, detail::shown(name)),
+               "a name in UTF-8 (pandas reads a file as UTF-8)");
         for (size_t o = 0; o < c; ++o)
           if (d.names[o] == name)
             fail(policytrain::detail::format("header (line {}), columns {} and {} are both named '{}'", field_lines[c],
