@@ -254,7 +254,8 @@ def make_input(rng):
     data = text.encode("utf-8")
     if data and rng.random() < 0.03:  # bytes that are not UTF-8 (pandas refuses the file: UnicodeDecodeError)
         at = rng.randrange(len(data))
-        data = data[:at] + rng.choice([b"\xff", b"\xc3(", b"\xed\xa0\x80", b"\xc0\xaf", b"\xf4\x90\x80\x80"]) + data[at:]
+        bad = rng.choice([b"\xff", b"\xc3(", b"\xed\xa0\x80", b"\xc0\xaf", b"\xf4\x90\x80\x80"])  # a surrogate, overlong, ...
+        data = data[:at] + bad + data[at:]
     return dict(data=data, header=header, non_finite=rng.random() < 0.5,
                 dtype=rng.choice(["f64", "f64", "f32"]), sep=sep, refusable=refusable, kind=kind)
 
@@ -615,7 +616,7 @@ def main():
         batches = None
     else:
         ap.error("give --seeds A-B or --random SECONDS")
-    seed = a.start
+    seed, first, last = a.start, None, None
     while True:
         if batches is not None:
             if not batches:
@@ -626,6 +627,8 @@ def main():
                 break
             seeds = range(seed, seed + 20)
             seed += 20
+        first = seeds[0] if first is None else first
+        last = seeds[-1]
         found = run_seeds(a.probe, seeds, a.keep)
         if found:
             s, k, path, inp, diff = found
@@ -638,8 +641,8 @@ def main():
             return 1
     elapsed = time.time() - t0
     detail = ", ".join(f"{k}: {v}" for k, v in STATS.items() if k != "inputs")
-    print(f"differential.csv: {STATS['inputs']} inputs compared, 0 differences ({detail}; pandas {pd.__version__}, "
-          f"{elapsed:.1f} s)")
+    print(f"differential.csv: {STATS['inputs']} inputs compared, 0 differences ({detail}; seeds {first}-{last}, "
+          f"pandas {pd.__version__}, {elapsed:.1f} s)")
     return 0
 
 
