@@ -435,6 +435,41 @@ def repaired(path, inp):
     return path + ".pandas"
 
 
+def record_lines(inp):
+    """Python's csv module's reading of the file (an independent tokenizer): per record that pandas does not skip as
+    blank, its first line and its fields. None where the two may disagree on what is blank (a record of one field
+    of spaces and tabs, which pandas skips unquoted and keeps quoted)."""
+    text = inp["data"].decode("utf-8-sig")
+    reader = pycsv.reader(io.StringIO(text, newline=""), delimiter=inp["sep"], quotechar='"', doublequote=True,
+                          strict=False)
+    out, prev = [], 0
+    for rec in reader:
+        start, prev = prev + 1, reader.line_num
+        if not rec:
+            continue
+        if len(rec) == 1 and rec[0] and not rec[0].strip(" \t"):
+            return None
+        out.append((start, rec))
+    return out
+
+
+def check_line(msg, inp, row, col=None):
+    """None where the line the refusal names is the line (Python's csv module says) where that row, or its cell,
+    starts; else the difference."""
+    named = int(re.search(r"\(line (\d+)\)", msg).group(1))
+    try:
+        records = record_lines(inp)
+    except (pycsv.Error, UnicodeDecodeError):
+        return None
+    index = row + (1 if inp["header"] else 0)
+    if records is None or index >= len(records):
+        return None
+    start, rec = records[index]
+    line = start + (len(re.findall(r"\r\n|\r|\n", "".join(rec[:col]))) if col is not None else 0)
+    STATS["refusals whose line was checked"] += 1
+    return None if line == named else f"the refusal names line {named}; Python's csv module starts it on {line}: {msg!r}"
+
+
 def compare(path, inp, ours):
     """None where read_csv agrees with pandas, else the difference in words. Counts what it checked in STATS."""
     pandas_path = repaired(path, inp)
@@ -453,8 +488,8 @@ def compare(path, inp, ours):
             STATS["refused, pandas shifts the rows"] += 1
             return None
         cell = re.search(r"row (\d+) \(line \d+\), column (\d+) \(", msg)
-        why = re.match(r".*: ('.*' (is not a number|is a missing value|is not finite|is out of the range of a double)"
-                       r"|the value is missing)", msg, re.S)
+        why = re.match(r".*: ('.*' (is not a number|is a missing value|is not finite|is out of the range of a double"
+                       r"|is out of the range of float32)|the value is missing)", msg, re.S)
         if cell and why:  # the cell named is one pandas reads as text, NaN or an infinity
             r, c, why = int(cell.group(1)) - 1, int(cell.group(2)) - 1, why.group(1)
             if r >= table["rows"] or c >= len(table["columns"]):
@@ -474,17 +509,20 @@ def compare(path, inp, ours):
                 if isinstance(raw, str) and f"'{shown(raw)}' is not a number" != why:
                     return f"the refusal quotes another cell than pandas' {raw!r}: {msg!r}"
                 STATS["refused, text (pandas: a text column)"] += 1
-                return None
+                return check_line(msg, inp, r, c)
             if nonfinite_ok:
                 return f"non_finite is on, yet a non-finite value is refused: {msg!r}"
             if "missing" in why and not (value is not None and math.isnan(value)):
                 return f"the refusal calls row {r + 1}, column {c + 1} missing, pandas reads {value!r}: {msg!r}"
             if "out of the range" in why and col is not None and signed_spaced(raw_cells(pandas_path, inp).iloc[r, c]):
                 value = float(raw_cells(pandas_path, inp).iloc[r, c])  # pandas may round it to the largest double
-            if ("not finite" in why or "out of the range" in why) and not (value is not None and math.isinf(value)):
+            if "of float32" in why:  # a double that float32 rounds to an infinity
+                if inp["dtype"] != "f32" or value is None or not math.isinf(f32(value)):
+                    return f"the refusal calls row {r + 1}, column {c + 1} past float32, pandas reads {value!r}: {msg!r}"
+            elif ("not finite" in why or "out of the range" in why) and not (value is not None and math.isinf(value)):
                 return f"the refusal calls row {r + 1}, column {c + 1} infinite, pandas reads {value!r}: {msg!r}"
             STATS["refused, NaN or infinity without non_finite"] += 1
-            return None
+            return check_line(msg, inp, r, c)
         # A refusal of the file as a whole, or of a row or header: allowed where the input has what it names.
         if "fields, but the" in msg and ("ragged row" in inp["refusable"] or "header option flipped" in inp["refusable"]
                                          or "header broken" in inp["refusable"]
@@ -545,8 +583,8 @@ def compare(path, inp, ours):
                 raw = table["df"].iloc[i, j]
                 return (f"row {i + 1}, column {j + 1} ({names[j]!r}): read_csv {bits(got)}, pandas {bits(want_v)} "
                         f"(pandas' cell {raw!r})")
-            if not nonfinite_ok and not math.isfinite(col[i]) and not departed:
-                return f"row {i + 1}, column {j + 1}: read_csv reads {got!r} without non_finite"
+            if not nonfinite_ok and (not math.isfinite(got) or (not math.isfinite(col[i]) and not departed)):
+                return f"row {i + 1}, column {j + 1}: read_csv reads {got!r} without non_finite (pandas {col[i]!r})"
             STATS["values compared"] += 1
         if table["big"][j]:
             STATS["departures: integers past 64 bits"] += 1
@@ -607,7 +645,8 @@ def main():
                                  "refused, ragged row", "refused, duplicate or empty name", "refused, no rows",
                                  "departures: -0 among integers", "departures: integers past 64 bits",
                                  "departures: pandas drops a delimiter after a blank '\\r' line",
-                                 "departures: pandas not correctly rounded ('+' and white space)"]})
+                                 "departures: pandas not correctly rounded ('+' and white space)",
+                                 "refusals whose line was checked"]})
     t0 = time.time()
     if a.seeds:
         lo, hi = (int(x) for x in a.seeds.split("-"))

@@ -302,6 +302,11 @@ TEST_CASE("read_csv: a numeric table into tensors, and every malformed file is a
                "file as UTF-8)");
   expect_error("multiline.csv", "a,b\n\"1\n\",2\n3,x\n",  // a quoted line break: the row starts on line 2
                "row 2 (line 4), column 2 ('b'): 'x' is not a number; expected a number");
+  // float32 (the default dtype) rounds 1e39 to an infinity: refused as one, unless read as float64.
+  expect_error("past_float32.csv", "a,b\n1,2\n3,\"1e39\"\n",
+               "row 2 (line 3), column 2 ('b'): '1e39' is out of the range of float32; expected a finite number (read "
+               "the file as float64, or with CsvOptions::non_finite, which reads it as an infinity)");
+  CHECK(pt::data::read_csv(write("f64.csv", "a\n1e39\n"), torch::kFloat64).values.item<double>() == 1e39);
   CHECK_THROWS_WITH_AS(pt::data::read_csv((dir / "absent.csv").string()),
                        ("policytrain::data::read_csv: " + f + "absent.csv: cannot be opened; expected a readable CSV file").c_str(),
                        pt::data::CsvError);

@@ -53,7 +53,17 @@ struct CsvTable {
 /// the values pandas.read_csv(file) reads, each rounded to `dtype` as `torch.tensor(df.values, dtype=...)` does.
 /// Throws CsvError naming the file, the line, the row and the column of a malformed value.
 inline CsvTable read_csv(const std::string& file, const CsvOptions& options, torch::Dtype dtype = torch::kFloat32) {
-  CsvData d = read_csv_data(file, options);
+  // A finite double past the dtype's range rounds to an infinity (as torch.tensor(df.values, dtype=...) does);
+  // without non_finite, that is refused as an infinity in the file is. c10's conversions, as .to(dtype)'s.
+  detail::Narrowing narrowing;
+  if (dtype == torch::kFloat32) {
+    narrowing = {[](double v) { return static_cast<double>(static_cast<float>(v)); }, "float32"};
+  } else if (dtype == torch::kFloat16) {
+    narrowing = {[](double v) { return static_cast<double>(c10::Half(static_cast<float>(v))); }, "float16"};
+  } else if (dtype == torch::kBFloat16) {
+    narrowing = {[](double v) { return static_cast<double>(c10::BFloat16(static_cast<float>(v))); }, "bfloat16"};
+  }
+  CsvData d = read_csv_data(file, options, narrowing);
   CsvTable t;
   t.names = std::move(d.names);
   t.values = torch::tensor(d.values, torch::kFloat64).view({d.rows, static_cast<int64_t>(t.names.size())}).to(dtype);

@@ -117,6 +117,13 @@ inline std::string shown(std::string_view s) {
 /// What a field holds, read as pandas reads a float.
 enum class Cell { number, missing, infinite, out_of_range, text };
 
+/// The dtype the values become (data/csv.hpp): `round` gives a double as that dtype rounds it, `name` names it. A
+/// finite number it rounds to an infinity is refused as out of its range without CsvOptions::non_finite. None: double.
+struct Narrowing {
+  double (*round)(double) = nullptr;
+  const char* name = "";
+};
+
 /// Reads one field (quotes already removed) as pandas' C parser does: a missing-value spelling exactly, an infinity
 /// spelling in any case, else a number with white space around it allowed. A number beyond the range of a double is
 /// +-inf (out_of_range); one too small for a subnormal is +-0, as in pandas.
@@ -178,7 +185,8 @@ inline Cell read_cell(std::string_view f, double& v) {
 }  // namespace detail
 
 /// Parses CSV text (`file` names it in messages) as `options` say; see the file's description. Throws CsvError.
-inline CsvData parse_csv(std::string_view text, const std::string& file, const CsvOptions& options = {}) {
+inline CsvData parse_csv(std::string_view text, const std::string& file, const CsvOptions& options = {},
+                         const detail::Narrowing& narrowing = {}) {
   const char delim = options.delimiter;
   auto fail = [&](const std::string& what, std::string_view expected = {}) {
     throw CsvError(policytrain::detail::error_message("policytrain::data::read_csv", file + ": " + what, expected));
@@ -305,6 +313,10 @@ inline CsvData parse_csv(std::string_view text, const std::string& file, const C
       double v = 0;
       switch (detail::read_cell(f, v)) {
         case detail::Cell::number:
+          if (!options.non_finite && narrowing.round != nullptr && !std::isfinite(narrowing.round(v)))
+            fail(where() + ": '" + detail::shown(f) + "' is out of the range of " + narrowing.name,
+                 "a finite number (read the file as float64, or with CsvOptions::non_finite, which reads it as an "
+                 "infinity)");
           break;
         case detail::Cell::missing:
           if (!options.non_finite)
@@ -341,14 +353,15 @@ inline CsvData parse_csv(std::string_view text, const std::string& file, char de
 }
 
 /// Reads and parses a CSV file; see the file's description. Throws CsvError naming the file.
-inline CsvData read_csv_data(const std::string& file, const CsvOptions& options = {}) {
+inline CsvData read_csv_data(const std::string& file, const CsvOptions& options = {},
+                              const detail::Narrowing& narrowing = {}) {
   std::ifstream in(file, std::ios::binary);
   if (!in)
     throw CsvError(policytrain::detail::error_message("policytrain::data::read_csv", file + ": cannot be opened",
                                                       "a readable CSV file"));
   std::stringstream ss;
   ss << in.rdbuf();
-  return parse_csv(ss.str(), file, options);
+  return parse_csv(ss.str(), file, options, narrowing);
 }
 
 /// read_csv_data with the default options but the delimiter.
