@@ -1,7 +1,7 @@
 // libFuzzer target: the CSV reader's torch-free layer (data/csv_format.hpp). The only allowed failure is CsvError,
 // and what comes back is a consistent table: rows * columns values, named columns (distinct and non-empty with a
-// header), and finite values unless CsvOptions::non_finite is on. Every input is read with both delimiters, with and
-// without a header, with and without non_finite.
+// header), and values finite in float32 (read_csv's default dtype) unless CsvOptions::non_finite is on. Every input
+// is read with both delimiters, with and without a header, with and without non_finite.
 // With POLICYTRAIN_FUZZ_SEEDS=<dir> set, writes a seed corpus of valid and malformed tables there and exits.
 #include <cmath>
 #include <cstdint>
@@ -39,9 +39,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (char delim : {',', ';'})
     for (bool header : {true, false})
       for (bool non_finite : {false, true}) {
+        // As read_csv's float32 reads it: a number that float32 rounds to an infinity is refused too.
+        const policytrain::data::detail::Narrowing to_float{
+            [](double v) { return static_cast<double>(static_cast<float>(v)); }, "float32"};
         try {
           const auto t = policytrain::data::parse_csv(
-              text, "<fuzz>", {.delimiter = delim, .header = header, .non_finite = non_finite});
+              text, "<fuzz>", {.delimiter = delim, .header = header, .non_finite = non_finite}, to_float);
           if (t.rows <= 0 || t.names.empty() || t.values.size() != static_cast<size_t>(t.rows) * t.names.size())
             std::abort();
           for (size_t c = 0; c < t.names.size(); ++c) {
@@ -51,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           }
           if (!non_finite)
             for (double v : t.values)
-              if (!std::isfinite(v)) std::abort();
+              if (!std::isfinite(static_cast<float>(v))) std::abort();
         } catch (const policytrain::data::CsvError&) {
         }
       }

@@ -524,11 +524,39 @@ def compare(path, inp, ours):
             STATS["refused, NaN or infinity without non_finite"] += 1
             return check_line(msg, inp, r, c)
         # A refusal of the file as a whole, or of a row or header: allowed where the input has what it names.
+        ragged = re.search(r"row (\d+) \(line \d+\): (\d+) fields, but the (?:header|first row) has (\d+) columns",
+                           msg)
+        if ragged:  # Python's csv module finds the row of that many fields, after a first record of the other count
+            try:
+                records = record_lines(inp)
+            except (pycsv.Error, UnicodeDecodeError):
+                records = None
+            row, k, n = (int(x) for x in ragged.groups())
+            index = row - 1 + (1 if inp["header"] else 0)
+            if records is not None and index < len(records):
+                if len(records[index][1]) != k or len(records[0][1]) != n:
+                    return f"Python's csv module reads {len(records[index][1])} fields in that row and " \
+                           f"{len(records[0][1])} in the first: {msg!r}"
+                STATS["refused, ragged row"] += 1
+                return check_line(msg, inp, row - 1)
         if "fields, but the" in msg and ("ragged row" in inp["refusable"] or "header option flipped" in inp["refusable"]
                                          or "header broken" in inp["refusable"]
                                          or "unclosed quote" in inp["refusable"]):
             STATS["refused, ragged row"] += 1
             return None
+        if "header (line" in msg and inp["header"]:  # pandas names the column itself: "Unnamed: 3", "a.1"
+            names = table["names"]
+            empty = re.search(r"column (\d+): the column has no name", msg)
+            twice = re.search(r"columns (\d+) and (\d+) are both named", msg)
+            if empty and int(empty.group(1)) <= len(names) and \
+                    names[int(empty.group(1)) - 1] == f"Unnamed: {int(empty.group(1)) - 1}":
+                STATS["refused, duplicate or empty name"] += 1
+                return None
+            if twice and int(twice.group(2)) <= len(names):
+                a, b = names[int(twice.group(1)) - 1], names[int(twice.group(2)) - 1]
+                if a.strip(" \t") == b.strip(" \t") or re.fullmatch(re.escape(a) + r"\.\d+", b):
+                    STATS["refused, duplicate or empty name"] += 1
+                    return None
         if "header (line" in msg and ("duplicate name" in inp["refusable"] or "empty name" in inp["refusable"]
                                       or "header option flipped" in inp["refusable"]
                                       or "header broken" in inp["refusable"]):

@@ -12,11 +12,12 @@
 /// CsvOptions::non_finite, pandas' missing-value spellings (an empty field, "NaN", "NA", "null", ...:
 /// kMissingSpellings) are NaN and its infinities ("inf", "-Infinity", any case; a number beyond the range of a double)
 /// are +-inf. Everything else is a CsvError that names the file, the line, the row and the column: text in a column
-/// (pandas would make it a column of text), a missing or non-finite value without non_finite, a row with more or fewer
-/// fields than the header (pandas fills or shifts it), a quote not closed, a column without a name or with another's
-/// name (pandas would rename it), a name that is not UTF-8 (pandas refuses the file), an empty file, a header without
-/// rows. docs/your-data.md, "Departures from the reference", lists where a file read differs from pandas;
-/// tests/differential/csv.py compares the two on generated files. Fuzzed: fuzz/fuzz_csv.cpp.
+/// (pandas would make it a column of text), a missing or non-finite value without non_finite (or a number that the
+/// tensor's dtype rounds to an infinity: Narrowing), a row with more or fewer fields than the header (pandas fills or
+/// shifts it), a quote not closed, a column without a name or with another's name (pandas would rename it), a name that
+/// is not UTF-8 (pandas refuses the file), an empty file, a header without rows. docs/your-data.md, "Departures from
+/// the reference", lists where a file read differs from pandas; tests/differential/csv.py compares the two on generated
+/// files. Fuzzed: fuzz/fuzz_csv.cpp.
 #include <algorithm>
 #include <array>
 #include <charconv>
