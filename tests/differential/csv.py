@@ -18,9 +18,10 @@ header, delimiter and its defaults otherwise. A file is one input compared. The 
     correctly; for older pandas the driver asks for float_precision="round_trip"), or in float32 the float32 of
     pandas' double; documented departures (docs/your-data.md) are checked as documented;
   - where read_csv refuses, its message names the file and a line, and pandas either refuses too or reads something
-    read_csv does not read on purpose (text, a missing or infinite value without non_finite, a ragged row, a
-    duplicate or empty name, no rows); a message naming a cell names one that pandas reads as text, NaN or an
-    infinity.
+    read_csv does not read on purpose, which the message names: a cell pandas reads as text, NaN or an infinity
+    (without non_finite; or one float32 rounds to an infinity), a row Python's csv module finds with another count
+    of fields than the first, a column pandas names itself ("Unnamed: 3", "a.1"), a header without rows; the line
+    a message names is where Python's csv module finds that cell or row.
 Usage: csv.py --probe PATH (--seeds A-B | --random SECONDS --start N) [--keep DIR]
 On a difference: prints it, the seed and the command that reproduces it, and exits 1.
 """
@@ -111,7 +112,7 @@ def random_int(rng):
 
 
 def pandas_written(rng, header):
-    """A table written by DataFrame.to_csv, and the to_csv arguments."""
+    """A table written by DataFrame.to_csv: its text, delimiter and what in it allows a refusal."""
     ncols, nrows = rng.randint(1, 7), rng.choice([1, 2, 3, rng.randint(1, 40), rng.randint(1, 200)])
     names = unique_names(rng, ncols)
     cols = {}
@@ -421,15 +422,15 @@ def repaired(path, inp):
     """The file pandas is to read: itself, or where pandas' tokenizer would drop a delimiter (one that starts a line
     after a blank line ended by a lone "\r": its EAT_CRNL_NOP state skips it, shifting that row left), the file
     without those blank lines, which read_csv skips (a departure, docs/your-data.md)."""
-    data = inp["data"]
-    spans = cr_blank_lines_before_sep(data[3:] if data.startswith(b"\xef\xbb\xbf") else data, inp["sep"])
+    data, bom = inp["data"], 3 if inp["data"].startswith(b"\xef\xbb\xbf") else 0
+    spans = cr_blank_lines_before_sep(data[bom:], inp["sep"])
     if not spans:
         return path
-    if data.startswith(b"\xef\xbb\xbf"):
-        spans = [(a + 3, b + 3) for a, b in spans]
     STATS["departures: pandas drops a delimiter after a blank '\\r' line"] += 1
-    for a, b in reversed(spans):
-        data = data[:a] + data[b:]
+    while spans:  # a blank line taken out may leave another one before the delimiter
+        for a, b in reversed(spans):
+            data = data[:bom + a] + data[bom + b:]
+        spans = cr_blank_lines_before_sep(data[bom:], inp["sep"])
     with open(path + ".pandas", "wb") as f:
         f.write(data)
     return path + ".pandas"
