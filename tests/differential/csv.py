@@ -272,7 +272,11 @@ def int_to_float(i):
 def one_cell(text):
     """pandas' reading of one cell alone: a float, or None for text."""
     col = pd.read_csv(io.StringIO('x\n"' + text.replace('"', '""') + '"\n'), **READ_KW)["x"]
-    return float(col[0]) if col.dtype.kind in "fiu" else None
+    if col.dtype.kind in "fiu":
+        return float(col[0])
+    if isinstance(col[0], int) and not isinstance(col[0], bool):  # past 64 bits: a Python int (a departure)
+        return int_to_float(col[0])
+    return None
 
 
 def big_int_column(cells):
