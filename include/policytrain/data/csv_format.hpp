@@ -4,20 +4,19 @@
 /// pandas.read_csv reads it with its defaults, or refused. Records and fields are pandas' (its C tokenizer, quoting
 /// on): fields are separated by the delimiter (',' by default); a field whose first character is '"' is quoted: it may
 /// hold delimiters, line breaks and doubled quotes ("" is one "), and what follows its closing quote up to the
-/// delimiter is appended to it; a quote elsewhere is an ordinary character. Lines end in "\n", "\r\n" or "\r"; a last
-/// line may lack its end; lines of spaces and tabs only are skipped; a UTF-8 byte order mark starting the file is not
-/// part of it. The first line names the columns (CsvOptions::header), without the spaces and tabs around each name. A
-/// value is what pandas reads as a float: a decimal or scientific number, correctly rounded to the nearest double (as
-/// pandas 3.1's parser, and std::from_chars), optionally signed and surrounded by white space; with
-/// CsvOptions::non_finite, pandas' missing-value spellings (an empty field, "NaN", "NA", "null", ...:
-/// kMissingSpellings) are NaN and its infinities ("inf", "-Infinity", any case; a number beyond the range of a double)
-/// are +-inf. Everything else is a CsvError that names the file, the line, the row and the column: text in a column
-/// (pandas would make it a column of text), a missing or non-finite value without non_finite (or a number that the
-/// tensor's dtype rounds to an infinity: Narrowing), a row with more or fewer fields than the header (pandas fills or
-/// shifts it), a quote not closed, a column without a name or with another's name (pandas would rename it), a name that
-/// is not UTF-8 (pandas refuses the file), an empty file, a header without rows. docs/your-data.md, "Departures from
-/// the reference", lists where a file read differs from pandas; tests/differential/csv.py compares the two on generated
-/// files. Fuzzed: fuzz/fuzz_csv.cpp.
+/// delimiter is appended to it; a quote elsewhere is an ordinary character. Lines end in LF, CR LF or CR; a last line
+/// may lack its end; lines of spaces and tabs only are skipped; a UTF-8 byte order mark starting the file is not part
+/// of it. The first line names the columns (CsvOptions::header), without the spaces and tabs around each name. A value
+/// is what pandas reads as a float: a decimal or scientific number, correctly rounded to the nearest double (as pandas
+/// 3.1's parser, and std::from_chars), optionally signed and surrounded by white space; with CsvOptions::non_finite,
+/// pandas' missing-value spellings (an empty field, "NaN", "NA", "null", ...: kMissingSpellings) are NaN and its
+/// infinities ("inf", "-Infinity", any case; a number beyond the range of a double) are +-inf. Everything else is a
+/// CsvError that names the file, the line, the row and the column: text in a column (pandas would make it a column of
+/// text), a missing or non-finite value without non_finite (or a number that the tensor's dtype rounds to an infinity:
+/// Narrowing), a row with more or fewer fields than the header (pandas fills or shifts it), a quote not closed, a
+/// column without a name or with another's name (pandas would rename it), a name that is not UTF-8 (pandas refuses the
+/// file), an empty file, a header without rows. docs/your-data.md, "Departures from the reference", lists where a file
+/// read differs from pandas; tests/differential/csv.py compares the two on generated files. Fuzzed: fuzz/fuzz_csv.cpp.
 #include <algorithm>
 #include <array>
 #include <charconv>
