@@ -1,5 +1,7 @@
 // libFuzzer target: the CSV reader's torch-free layer (data/csv_format.hpp). The only allowed failure is CsvError,
-// and what comes back is a consistent table: rows * columns finite values.
+// and what comes back is a consistent table: rows * columns values, named columns (distinct and non-empty with a
+// header), and values finite in float32 (read_csv's default dtype) unless CsvOptions::non_finite is on. Every input
+// is read with both delimiters, with and without a header, with and without non_finite.
 // With POLICYTRAIN_FUZZ_SEEDS=<dir> set, writes a seed corpus of valid and malformed tables there and exits.
 #include <cmath>
 #include <cstdint>
@@ -18,6 +20,9 @@ void make_seeds(const std::string& dir) {
   spit(dir + "/missing", "a,b\n1,\n");
   spit(dir + "/text", "a\nfour\n");
   spit(dir + "/empty", "");
+  spit(dir + "/quoted", "\xEF\xBB\xBF\"x1\",\"a,b\",\"say \"\"hi\"\"\"\r\n1,\"2.5\n\",3\r\"4\"x,NA,-inf\r");
+  spit(dir + "/unclosed", "a,b\n1,\"2\n");
+  spit(dir + "/extremes", "a,b\n1e400,-1e-400\n+.5e-3,0x10\n 4.9e-324\t,\"1.#QNAN\"\n");
 }
 }  // namespace
 
@@ -31,14 +36,27 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  for (char delim : {',', ';'}) {
-    try {
-      const auto t = policytrain::data::parse_csv(text, "<fuzz>", delim);
-      if (t.rows <= 0 || t.names.empty() || t.values.size() != static_cast<size_t>(t.rows) * t.names.size()) std::abort();
-      for (double v : t.values)
-        if (!std::isfinite(v)) std::abort();
-    } catch (const policytrain::data::CsvError&) {
-    }
-  }
+  for (char delim : {',', ';'})
+    for (bool header : {true, false})
+      for (bool non_finite : {false, true}) {
+        // As read_csv's float32 reads it: a number that float32 rounds to an infinity is refused too.
+        const policytrain::data::detail::Narrowing to_float{
+            [](double v) { return static_cast<double>(static_cast<float>(v)); }, "float32"};
+        try {
+          const auto t = policytrain::data::parse_csv(
+              text, "<fuzz>", {.delimiter = delim, .header = header, .non_finite = non_finite}, to_float);
+          if (t.rows <= 0 || t.names.empty() || t.values.size() != static_cast<size_t>(t.rows) * t.names.size())
+            std::abort();
+          for (size_t c = 0; c < t.names.size(); ++c) {
+            if (t.names[c].empty()) std::abort();
+            for (size_t o = 0; o < c; ++o)
+              if (t.names[o] == t.names[c]) std::abort();
+          }
+          if (!non_finite)
+            for (double v : t.values)
+              if (!std::isfinite(static_cast<float>(v))) std::abort();
+        } catch (const policytrain::data::CsvError&) {
+        }
+      }
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 
 #include <policytrain/data/csv.hpp>
@@ -261,35 +262,76 @@ TEST_CASE("read_csv: a numeric table into tensors, and every malformed file is a
     return "(no error)";
   };
   const std::string f = (dir / "").string();
-  CHECK(error_of("missing.csv", "a,b\n1,2\n3,\n") ==
-        "policytrain::data::read_csv: " + f + "missing.csv: row 2 (line 3), column 2 ('b'): the value is missing; expected a number");
-  CHECK(error_of("ragged.csv", "a,b,c\n1,2,3\n4,5\n") ==
-        "policytrain::data::read_csv: " + f + "ragged.csv: row 2 (line 3): 2 fields, but the header has 3 columns; "
-        "expected 3 fields in every row");
-  CHECK(error_of("long.csv", "a,b\n1,2,3\n") ==
-        "policytrain::data::read_csv: " + f + "long.csv: row 1 (line 2): 3 fields, but the header has 2 columns; "
-        "expected 2 fields in every row");
-  CHECK(error_of("text.csv", "a,b\n1,2\n3,four\n") ==
-        "policytrain::data::read_csv: " + f + "text.csv: row 2 (line 3), column 2 ('b'): 'four' is not a number; expected a number");
-  CHECK(error_of("trailing.csv", "a,b\n1,2x\n") ==
-        "policytrain::data::read_csv: " + f + "trailing.csv: row 1 (line 2), column 2 ('b'): '2x' is not a number; expected a number");
-  CHECK(error_of("nan.csv", "a\nnan\n") ==
-        "policytrain::data::read_csv: " + f + "nan.csv: row 1 (line 2), column 1 ('a'): 'nan' is not finite; expected a finite number");
-  CHECK(error_of("empty.csv", "") ==
-        "policytrain::data::read_csv: " + f + "empty.csv: the file is empty; expected a header line and rows of numbers");
-  CHECK(error_of("blank.csv", "\n \n") ==
-        "policytrain::data::read_csv: " + f + "blank.csv: the file is empty; expected a header line and rows of numbers");
-  CHECK(error_of("header.csv", "a,b\n") ==
-        "policytrain::data::read_csv: " + f + "header.csv: the header has no rows below it; expected at least one row of numbers");
-  CHECK(error_of("noname.csv", "a,,c\n1,2,3\n") ==
-        "policytrain::data::read_csv: " + f + "noname.csv: header (line 1), column 2: the column has no name; expected a name for every column");
-  CHECK(error_of("quoted.csv", "a\n\"1\"\n") ==
-        "policytrain::data::read_csv: " + f + "quoted.csv: row 1 (line 2), column 1 ('a'): '\"1\"' is not a number; expected a number");
+  auto expect_error = [&](const std::string& name, const std::string& text, const std::string& message) {
+    CHECK(error_of(name, text) == "policytrain::data::read_csv: " + f + name + ": " + message);
+  };
+  expect_error("missing.csv", "a,b\n1,2\n3,\n",
+               "row 2 (line 3), column 2 ('b'): the value is missing; expected a number (CsvOptions::non_finite "
+               "reads a missing value as NaN, as pandas does)");
+  expect_error("ragged.csv", "a,b,c\n1,2,3\n4,5\n",
+               "row 2 (line 3): 2 fields, but the header has 3 columns; expected 3 fields in every row");
+  expect_error("long.csv", "a,b\n1,2,3\n",
+               "row 1 (line 2): 3 fields, but the header has 2 columns; expected 2 fields in every row");
+  expect_error("text.csv", "a,b\n1,2\n3,four\n",
+               "row 2 (line 3), column 2 ('b'): 'four' is not a number; expected a number");
+  expect_error("trailing.csv", "a,b\n1,2x\n",
+               "row 1 (line 2), column 2 ('b'): '2x' is not a number; expected a number");
+  expect_error("nan.csv", "a\nnan\n",
+               "row 1 (line 2), column 1 ('a'): 'nan' is a missing value; expected a number (CsvOptions::non_finite "
+               "reads a missing value as NaN, as pandas does)");
+  expect_error("inf.csv", "a\n1\n-Inf\n",
+               "row 2 (line 3), column 1 ('a'): '-Inf' is not finite; expected a finite number "
+               "(CsvOptions::non_finite reads it as an infinity, as pandas does)");
+  expect_error("spaced_nan.csv", "a\n nan\n",  // pandas reads " nan" as text
+               "row 1 (line 2), column 1 ('a'): ' nan' is not a number; expected a number");
+  expect_error("empty.csv", "",
+               "the file is empty; expected a header line and rows of numbers");
+  expect_error("blank.csv", "\n \n",
+               "the file is empty; expected a header line and rows of numbers");
+  expect_error("header.csv", "a,b\n",
+               "the header has no rows below it; expected at least one row of numbers");
+  expect_error("noname.csv", "a,,c\n1,2,3\n",
+               "header (line 1), column 2: the column has no name; expected a name for every column");
+  expect_error("unclosed.csv", "a,b\n1,2\n3,\"4\n5\n",
+               "line 3, column 2: the quoted field that starts there is not closed; expected a closing '\"' before "
+               "the end of the file");
+  expect_error("twice.csv", "a,b,a\n1,2,3\n",
+               "header (line 1), columns 1 and 3 are both named 'a'; expected a different name for every column");
+  expect_error("latin1.csv", "a,caf\xe9\n1,2\n",  // pandas refuses the file (UnicodeDecodeError)
+               "header (line 1), column 2: the name 'caf?' is not UTF-8; expected a name in UTF-8 (pandas reads a "
+               "file as UTF-8)");
+  expect_error("multiline.csv", "a,b\n\"1\n\",2\n3,x\n",  // a quoted line break: the row starts on line 2
+               "row 2 (line 4), column 2 ('b'): 'x' is not a number; expected a number");
+  // float32 (the default dtype) rounds 1e39 to an infinity: refused as one, unless read as float64.
+  expect_error("past_float32.csv", "a,b\n1,2\n3,\"1e39\"\n",
+               "row 2 (line 3), column 2 ('b'): '1e39' is out of the range of float32; expected a finite number (read "
+               "the file as float64, or with CsvOptions::non_finite, which reads it as an infinity)");
+  CHECK(pt::data::read_csv(write("f64.csv", "a\n1e39\n"), torch::kFloat64).values.item<double>() == 1e39);
   CHECK_THROWS_WITH_AS(pt::data::read_csv((dir / "absent.csv").string()),
                        ("policytrain::data::read_csv: " + f + "absent.csv: cannot be opened; expected a readable CSV file").c_str(),
                        pt::data::CsvError);
   CHECK_THROWS_WITH_AS(t.columns({"c"}), "policytrain::data::CsvTable::columns: no column 'c'; the table has: a, b, target",
                        pt::data::CsvError);
+}
+
+// Excel's "CSV UTF-8" starts the file with a byte order mark and pandas' to_csv quotes names that need it: pandas reads
+// both as the names they spell (tests/differential/csv.py compares read_csv with pandas on generated files).
+TEST_CASE("read_csv: a UTF-8 byte order mark and quoted header names are the names they spell, as in pandas") {
+  const fs::path dir = testing::temp_dir("own_data_csv_bom");
+  const std::string file = (dir / "bom.csv").string();
+  std::ofstream(file, std::ios::binary) << "\xEF\xBB\xBF\"x1\",\"a,b\",\"say \"\"hi\"\"\"\r\n1,\"2.5\",3\r\n";
+  const auto t = pt::data::read_csv(file, torch::kFloat64);
+  CHECK(t.names == std::vector<std::string>{"x1", "a,b", "say \"hi\""});
+  CHECK(torch::equal(t.columns({"x1", "a,b"}), torch::tensor({1.0, 2.5}, torch::kFloat64).view({1, 2})));
+
+  // Without a header and with non_finite: pandas' header=None names and its NaN and infinities.
+  const std::string bare = (dir / "bare.csv").string();
+  std::ofstream(bare, std::ios::binary) << "1,NA,\r\"-inf\",2e400,1e-400\r";
+  const auto u = pt::data::read_csv(bare, {.header = false, .non_finite = true}, torch::kFloat64);
+  CHECK(u.names == std::vector<std::string>{"0", "1", "2"});
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  CHECK(torch::allclose(u.values, torch::tensor({1.0, nan, nan, -inf, inf, 0.0}, torch::kFloat64).view({2, 3}),
+                        0, 0, /*equal_nan=*/true));
 }
 
 namespace {

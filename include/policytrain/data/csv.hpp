@@ -1,10 +1,12 @@
 #pragma once
 /// \file
-/// data::read_csv: a numeric CSV table (a header line, then rows of numbers; data/csv_format.hpp says what is read
-/// and what is an error) as tensors, with the columns picked by name: the inputs and the targets of a tabular task.
+/// data::read_csv: a numeric CSV table (a header line, then rows of numbers, read as pandas.read_csv reads them;
+/// data/csv_format.hpp says what is read and what is an error) as tensors, with the columns picked by name: the inputs
+/// and the targets of a tabular task.
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -47,14 +49,30 @@ struct CsvTable {
   }
 };
 
-/// Reads a numeric CSV file into a CsvTable of `dtype` (float32 by default). Throws CsvError naming the file, the row
-/// and the column of a malformed value (data/csv_format.hpp).
-inline CsvTable read_csv(const std::string& file, torch::Dtype dtype = torch::kFloat32, char delim = ',') {
-  CsvData d = read_csv_data(file, delim);
+/// Reads a numeric CSV file into a CsvTable of `dtype` (float32 by default), as `options` say (data/csv_format.hpp):
+/// the values pandas.read_csv(file) reads, each rounded to `dtype` as `torch.tensor(df.values, dtype=...)` does.
+/// Throws CsvError naming the file, the line, the row and the column of a malformed value.
+inline CsvTable read_csv(const std::string& file, const CsvOptions& options, torch::Dtype dtype = torch::kFloat32) {
+  // A finite double past the dtype's range rounds to an infinity (as torch.tensor(df.values, dtype=...) does);
+  // without non_finite, that is refused as an infinity in the file is. c10's conversions, as .to(dtype)'s.
+  detail::Narrowing narrowing;
+  if (dtype == torch::kFloat32) {
+    narrowing = {[](double v) { return static_cast<double>(static_cast<float>(v)); }, "float32"};
+  } else if (dtype == torch::kFloat16) {
+    narrowing = {[](double v) { return static_cast<double>(c10::Half(static_cast<float>(v))); }, "float16"};
+  } else if (dtype == torch::kBFloat16) {
+    narrowing = {[](double v) { return static_cast<double>(c10::BFloat16(static_cast<float>(v))); }, "bfloat16"};
+  }
+  CsvData d = read_csv_data(file, options, narrowing);
   CsvTable t;
   t.names = std::move(d.names);
   t.values = torch::tensor(d.values, torch::kFloat64).view({d.rows, static_cast<int64_t>(t.names.size())}).to(dtype);
   return t;
+}
+
+/// read_csv with the default options (a header line, no missing or infinite value) but the delimiter.
+inline CsvTable read_csv(const std::string& file, torch::Dtype dtype = torch::kFloat32, char delim = ',') {
+  return read_csv(file, CsvOptions{.delimiter = delim}, dtype);
 }
 
 }  // namespace policytrain::data
