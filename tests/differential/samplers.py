@@ -4,7 +4,8 @@ documented padding (training), every epoch, and after a mid-epoch resume too.
 
 A seed draws a data set of 2 to 40 samples, a world size of 1 to 3, batch sizes, 2 or 3 epochs, a training loader
 (TensorLoader shuffled or not; from_torch with LibTorch's DistributedRandomSampler or DistributedSequentialSampler,
-padded) and a validation loader (from_torch with data::UnrepeatedDistributedSampler, shuffled or not; TensorLoader;
+padded, or with data::UnrepeatedDistributedSampler, which fit must refuse when its shards are uneven) and a
+validation loader (from_torch with data::UnrepeatedDistributedSampler, shuffled or not; TensorLoader;
 DistributedSequentialSampler padded). The C++ side (differential_ranks, tests/differential/ranks.cpp) trains it with
 fit(train, val) and checkpoint::Disk, stops at a step inside an epoch (max_steps), resumes from the checkpoint in a
 new Trainer, and records the sample ids every rank trained and evaluated in each epoch. This driver checks, joining
@@ -36,7 +37,7 @@ import time
 from torch.utils.data import DistributedSampler
 from pytorch_lightning.overrides.distributed import UnrepeatedDistributedSampler
 
-TRAIN = ["tensor", "tensor", "random_padded", "sequential_padded"]
+TRAIN = ["tensor", "tensor", "random_padded", "sequential_padded", "unrepeated"]
 VAL = ["unrepeated", "unrepeated", "tensor", "sequential_padded"]
 
 
@@ -52,7 +53,7 @@ def draw(seed):
     c = {"seed": seed, "world": world, "n": n, "batch": batch, "val_batch": rng.randint(1, 7), "epochs": epochs,
          "train_loader": rng.choice(TRAIN), "val_loader": rng.choice(VAL), "shuffle": rng.random() < 0.7,
          "val_shuffle": rng.random() < 0.5, "loader_seed": rng.randint(0, 100), "workers": rng.choice([0, 0, 1])}
-    if c["val_loader"] == "unrepeated" and c["val_shuffle"]:
+    if "unrepeated" in (c["val_loader"], c["train_loader"]):
         c["loader_seed"] = 0  # Lightning seeds its order with the epoch alone
     c["stop_step"] = rng.choice(inside) if inside else 1
     return c
@@ -77,7 +78,7 @@ def epoch_ids(ranks, what, epoch):
     return out
 
 
-def check_training(c, shards):
+def check_training(c, shards, epoch):
     n, w = c["n"], c["world"]
     kind = c["train_loader"]
     if kind == "tensor":
@@ -98,6 +99,14 @@ def check_training(c, shards):
             return "an unshuffled TensorLoader's order is not the data set's"
         return None
     per_rank = -(-n // w)
+    if kind == "unrepeated":  # a data set that divides by the ranks: Lightning's shards, equal
+        for r in range(w):
+            s = UnrepeatedDistributedSampler(Dataset(n), num_replicas=w, rank=r, shuffle=c["shuffle"])
+            s.set_epoch(epoch)  # the Trainer gives the training loader the epoch
+            want = list(s)
+            if shards[r] != want:
+                return f"rank {r} trained {shards[r]}, Lightning's UnrepeatedDistributedSampler gives {want}"
+        return None
     if kind == "sequential_padded":
         for r in range(w):
             want = [(r * per_rank + i) % n for i in range(per_rank)]
@@ -129,12 +138,18 @@ def check_evaluation(c, shards):
 
 
 def compare(c, ranks):
+    if c["train_loader"] == "unrepeated" and c["n"] % c["world"]:
+        # Uneven shards would make the ranks step different numbers of times: fit refuses them by name.
+        for r, res in enumerate(ranks):
+            if "UnrepeatedDistributedSampler" not in res.get("error", "") or "policytrain::" not in res["error"]:
+                return f"rank {r}: expected fit to refuse training on uneven shards, got {json.dumps(res)[:300]}", 0
+        return None, 1
     for r, res in enumerate(ranks):
         if "error" in res:
             return f"rank {r}: {res['error']}", 0
     checked = 0
     for e in range(c["epochs"]):
-        why = check_training(c, epoch_ids(ranks, "trained", e))
+        why = check_training(c, epoch_ids(ranks, "trained", e), e)
         if why:
             return f"epoch {e}, training: {why}", checked
         checked += 1

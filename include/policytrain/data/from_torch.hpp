@@ -202,6 +202,27 @@ class TorchLoader {
       return {};
     }
   }
+  /// Why training through this loader would desynchronise the ranks (empty when it would not): the shards of a
+  /// data::UnrepeatedDistributedSampler differ in length when the data set does not divide by the ranks, so the
+  /// ranks would step a different number of times. Trainer::fit refuses such a loader with this message.
+  std::string training_refusal() const {
+    if constexpr (std::is_base_of_v<UnrepeatedDistributedSampler, Sampler>) {
+      using Peek = detail::DistributedPeek<torch::data::samplers::DistributedSampler<>>;
+      const auto& s = st_->sampler;
+      const size_t n = Peek::size(s), w = Peek::replicas(s);
+      if (w <= 1 || n % w == 0) return {};
+      return policytrain::detail::error_message(
+          "policytrain::data::from_torch",
+          policytrain::detail::format("an UnrepeatedDistributedSampler of {} samples over {} ranks gives shards of {} "
+                                      "and {} samples, so the ranks would take different numbers of steps",
+                                      n, w, n / w + 1, n / w),
+          {},
+          "train through a DistributedRandomSampler (its shards are padded to one length) and keep "
+          "UnrepeatedDistributedSampler for validation");
+    } else {
+      return {};
+    }
+  }
   /// Batches per epoch, or -1 when the sampler does not say how many samples it gives.
   int64_t batches_per_epoch() const {
     if (samples_ < 0) return -1;

@@ -238,7 +238,7 @@ class Trainer {
     // A loader whose shards leave samples out, or repeat some where they cannot be left out, is refused (every rank
     // sees the same sampler settings, so every rank refuses): its metrics would silently not be the data set's.
     if constexpr (requires { { data.evaluation_refusal() } -> std::convertible_to<std::string>; })
-      if (const std::string why = data.evaluation_refusal(); !why.empty()) throw std::invalid_argument(why);
+      if (!data.evaluation_refusal().empty()) throw std::invalid_argument(data.evaluation_refusal());
     const bool was_training = module().is_training();
     module().eval();
     torch::NoGradGuard no_grad;
