@@ -4,10 +4,11 @@
 /// the data set comes exactly once: rank r takes positions r, r + world, r + 2 world, ... of the epoch's order, so
 /// the shards differ by at most one sample and nothing is padded nor left out (Lightning's
 /// UnrepeatedDistributedSampler, the same indices in the same order: the order is 0..n-1, or with `shuffle`
-/// torch.randperm(n) from a generator seeded with seed + epoch). For validation through data::from_torch; LibTorch's
-/// DistributedSequentialSampler gives each rank floor(n / world) samples without duplicates (the last n % world are
-/// never evaluated) and pads with repeated ones otherwise. Training keeps a padded sampler
-/// (DistributedRandomSampler): its ranks must step together, which uneven shards would not.
+/// torch.randperm(n) from a generator seeded with seed + epoch; Lightning's is seeded with the epoch, i.e. seed 0).
+/// For validation through data::from_torch; LibTorch's DistributedSequentialSampler gives each rank floor(n / world)
+/// samples without duplicates (the last n % world are never evaluated) and pads with repeated ones otherwise.
+/// Training keeps a padded sampler (DistributedRandomSampler): its ranks must step together, which uneven shards
+/// would not (Trainer::fit refuses uneven shards of this sampler).
 /// Interface: LibTorch's Sampler (reset, next, save, load) and DistributedSampler's set_epoch; num_samples().
 /// Example: docs/your-data.md, examples/image_folder.
 #include <algorithm>
