@@ -33,10 +33,17 @@ MESSAGE_BUILDERS = {
     ("data/image_decode.hpp", "fail"): "decode_png's errors, which free libpng's image first (a lambda)",
     ("schedule/lr.hpp", "bad"): "Lr::validate's option errors (a lambda)",
     ("parallel/process_group.hpp", "collective_error"): "a failed or timed-out collective, with the diagnosis",
+    ("data/from_torch.hpp", "evaluation_refusal"): "a loader that cannot evaluate every sample once (Trainer::evaluate)",
+    ("data/from_torch.hpp", "training_refusal"): "a loader of uneven training shards (Trainer::fit)",
 }
+# (The Trainer throws the two from_torch refusals above as std::invalid_argument: ALLOWED below.)
 
 # Sites accepted as they are: (header, a substring of the blanked throw expression) -> why.
 ALLOWED = {
+    ("trainer/trainer.hpp", "std::invalid_argument(data.evaluation_refusal())"):
+        "a loader's evaluation_refusal (from_torch's, a MESSAGE_BUILDERS function worded by error_message)",
+    ("trainer/loops.hpp", "std::invalid_argument(train.training_refusal())"):
+        "a loader's training_refusal (from_torch's, a MESSAGE_BUILDERS function worded by error_message)",
     ("checkpoint/disk_impl.hpp", "CheckpointError(why)"):
         "Disk::load_one throws what other_run returns, worded by error_message",
     ("checkpoint/disk_impl.hpp", ", what))"):

@@ -15,6 +15,7 @@
 #include <policytrain/checkpoint.hpp>
 #include <policytrain/data/from_torch.hpp>
 #include <policytrain/data/image_folder.hpp>  // link policytrain::images
+#include <policytrain/data/unrepeated_distributed_sampler.hpp>
 #include <policytrain/io/digest.hpp>
 #include <policytrain/parallel/data_parallel.hpp>
 #include <policytrain/parallel/launch.hpp>
@@ -74,11 +75,11 @@ int main(int argc, char** argv) {
         folder.map(torch::data::transforms::Stack<>()),
         torch::data::samplers::DistributedRandomSampler(n, world, rank),
         torch::data::DataLoaderOptions().batch_size(static_cast<size_t>(batch)).workers(static_cast<size_t>(workers)));
-    // Validation: every image once over the ranks (no padding: allow_duplicates = false).
+    // Validation: every image exactly once over the ranks (uneven shards, as Lightning's UnrepeatedDistributedSampler).
     auto val = pt::data::from_torch(
         pt::data::ImageFolder(data, {.resize = size, .crop = size, .mean = o.mean, .std = o.std})
             .map(torch::data::transforms::Stack<>()),
-        torch::data::samplers::DistributedSequentialSampler(n, world, rank, /*allow_duplicates=*/false),
+        pt::data::UnrepeatedDistributedSampler(n, world, rank),
         torch::data::DataLoaderOptions().batch_size(32).workers(static_cast<size_t>(workers)));
     // [/snippet:data]
     torch::manual_seed(0);

@@ -78,6 +78,9 @@ struct ReplayTask {
       for (const auto& [avg, s] : averages) {
         c.add(pt::metric::Accuracy({.num_classes = kClasses, .average = avg, .name = "accuracy_" + s}));
         c.add(pt::metric::Accuracy({.num_classes = kClasses, .average = avg, .top_k = 2, .name = "top2_accuracy_" + s}));
+        c.add(pt::metric::Precision({.num_classes = kClasses, .average = avg, .top_k = 2, .name = "top2_precision_" + s}));
+        c.add(pt::metric::Recall({.num_classes = kClasses, .average = avg, .top_k = 2, .name = "top2_recall_" + s}));
+        c.add(pt::metric::F1Score({.num_classes = kClasses, .average = avg, .top_k = 2, .name = "top2_f1_" + s}));
         c.add(pt::metric::Precision({.num_classes = kClasses, .average = avg, .name = "precision_" + s}));
         c.add(pt::metric::Recall({.num_classes = kClasses, .average = avg, .name = "recall_" + s}));
         c.add(pt::metric::F1Score({.num_classes = kClasses, .average = avg, .name = "f1_" + s}));
@@ -174,7 +177,7 @@ void check_against_torchmetrics(const nlohmann::json& got, const std::string& wh
     }
     ++checked;
   }
-  CHECK(checked == 4 + 15 + 1 + 1);
+  CHECK(checked == 4 + 24 + 1 + 1);
   for (const std::string kind : {"regression", "multiclass", "binary"}) CHECK(got["samples_" + kind] == kSamples);
 }
 

@@ -1,5 +1,5 @@
 // A user's own data: LibTorch's DataLoader through data::from_torch (workers, samplers, early exits, exact resume,
-// data parallelism), data::random_split, and the CSV reader.
+// data parallelism, validation over uneven shards), data::random_split, and the CSV reader.
 #include <torch/torch.h>
 #include <doctest/doctest.h>
 
@@ -12,6 +12,8 @@
 #include <policytrain/data/csv.hpp>
 #include <policytrain/data/from_torch.hpp>
 #include <policytrain/data/split.hpp>
+#include <policytrain/data/unrepeated_distributed_sampler.hpp>
+#include <policytrain/metric/regression.hpp>
 #include <policytrain/parallel.hpp>
 
 #include "unit/helpers.hpp"
@@ -419,5 +421,112 @@ TEST_CASE("from_torch under 2 ranks: the epoch reaches the DistributedRandomSamp
     CHECK(a == sampler_order(td::samplers::DistributedRandomSampler(kRankSamples, 2, 0), e, 8));
     CHECK(b == sampler_order(td::samplers::DistributedRandomSampler(kRankSamples, 2, 1), e, 8));
     if (e > 0) CHECK(a != r0[static_cast<size_t>(e - 1)]);  // the order changes with the epoch
+  }
+}
+
+namespace {
+constexpr int64_t kEvalRows = 10;  // on 3 ranks: 4 + 3 + 3 (uneven) or 4 + 4 + 4 padded; LibTorch without duplicates 3 + 3 + 3
+
+/// The model's output is its input: the Trainer evaluates fixed regression predictions (RMSE, an epoch-level metric).
+struct RmseTask {
+  torch::nn::Linear lin{nullptr};
+  RmseTask() {
+    torch::manual_seed(1);
+    lin = torch::nn::Linear(1, 1);
+  }
+  torch::nn::Module& module() { return *lin; }
+  torch::Tensor training_step(const pt::Batch& b) { return lin->forward(b.x).sum(); }
+  pt::Prediction validation_step(const pt::Batch& b) { return {torch::zeros({}), b.x}; }
+  pt::MetricCollection metrics() const {
+    pt::MetricCollection c;
+    c.add(pt::metric::RootMeanSquaredError{});
+    return c;
+  }
+};
+
+/// Rows of (prediction, target) pairs.
+struct EvalRows : td::datasets::Dataset<EvalRows> {
+  torch::Tensor x, y;
+  EvalRows(torch::Tensor x_, torch::Tensor y_) : x(std::move(x_)), y(std::move(y_)) {}
+  td::Example<> get(size_t i) override { return {x[static_cast<int64_t>(i)], y[static_cast<int64_t>(i)]}; }
+  std::optional<size_t> size() const override { return static_cast<size_t>(x.size(0)); }
+};
+
+/// Predictions and targets whose last rows carry most of the error, so that leaving them out shows.
+std::pair<torch::Tensor, torch::Tensor> eval_rows() {
+  torch::manual_seed(5);
+  auto t = torch::randn({kEvalRows}, torch::kDouble);
+  auto p = t + torch::randn({kEvalRows}, torch::kDouble) * torch::linspace(0.1, 20, kEvalRows, torch::kDouble);
+  return {p, t};
+}
+
+/// Evaluates the rows through from_torch with the sampler `which` on this rank: "samples rmse", or the refusal.
+template <class... Ps>
+std::string evaluate_rows(const std::string& which, int64_t rank, int64_t world) {
+  auto [p, t] = eval_rows();
+  RmseTask task;
+  torch::optim::SGD opt(task.module().parameters(), 0.1);
+  pt::Trainer<RmseTask, Ps...> trainer(task, opt);
+  auto ds = [&] { return EvalRows(p, t).map(td::transforms::Stack<>()); };
+  const auto n = static_cast<size_t>(kEvalRows), w = static_cast<size_t>(world), r = static_cast<size_t>(rank);
+  auto report = [&](auto& loader) {
+    try {
+      const auto m = trainer.evaluate(loader);
+      return fmt::format("{} {:.9f}", m.samples, m.get("rmse"));
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+  };
+  if (which == "unrepeated") {
+    auto l = pt::data::from_torch(ds(), pt::data::UnrepeatedDistributedSampler(n, w, r), options(0, 3));
+    return report(l);
+  }
+  auto l = pt::data::from_torch(ds(), td::samplers::DistributedSequentialSampler(n, w, r, which == "padded"), options(0, 3));
+  return report(l);
+}
+
+const int kEvalHook = [] {
+  const char* scenario = std::getenv("POLICYTRAIN_TEST_WORKER");
+  if (!scenario || std::string(scenario) != "own_data_eval") return 0;
+  const fs::path out = std::getenv("POLICYTRAIN_TEST_OUT");
+  const std::string rank = std::getenv("RANK");
+  std::freopen((out / ("stderr" + rank + ".txt")).c_str(), "w", stderr);
+  testing::run_worker_and_exit([&] {
+    std::ofstream f(out / ("eval" + rank + ".txt"));
+    for (const char* which : {"unrepeated", "padded", "unpadded"})
+      f << evaluate_rows<pt::parallel::DataParallel>(which, std::stoll(rank), 3) << '\n';
+    return 0;
+  });
+}();
+}  // namespace
+
+TEST_CASE("from_torch validation on 1 and 3 ranks: every row once, the metrics of one process over the whole set") {
+  // The oracle: RMSE over the 10 rows by its definition, in one process.
+  auto [p, t] = eval_rows();
+  const std::string whole = fmt::format("{} {:.9f}", kEvalRows, (p - t).square().mean().sqrt().item<double>());
+  const std::string refusal =
+      "policytrain::data::from_torch: a DistributedSequentialSampler of 10 samples over 3 ranks (allow_duplicates = "
+      "false) gives each rank 3, so the last 1 samples are never evaluated; evaluate through "
+      "policytrain::data::UnrepeatedDistributedSampler(10, 3, rank), which gives every sample once over the ranks";
+  // One process: each sampler gives every row.
+  for (const char* which : {"unrepeated", "padded", "unpadded"}) {
+    CAPTURE(which);
+    CHECK(evaluate_rows<>(which, 0, 1) == whole);
+  }
+  // Three ranks: UnrepeatedDistributedSampler's uneven shards, and DistributedSequentialSampler's padding left out,
+  // give the whole set's RMSE on every rank; without duplicates it evaluated 9 rows (RMSE 2.5 instead of 12.8) and is
+  // refused. Before, the padded sampler counted rows 0 and 1 twice.
+  const fs::path out = testing::temp_dir("own_data_eval");
+  const int rc = pt::parallel::launch_local({.nproc = 3,
+                                             .env = {{"POLICYTRAIN_TEST_WORKER", "own_data_eval"},
+                                                     {"POLICYTRAIN_TEST_OUT", out.string()},
+                                                     {"OMP_NUM_THREADS", "1"}},
+                                             .deadline = std::chrono::seconds(300)});
+  INFO(testing::read_text(out / "stderr0.txt"), testing::read_text(out / "stderr2.txt"));
+  REQUIRE(rc == 0);
+  for (int r = 0; r < 3; ++r) {
+    CAPTURE(r);
+    const auto lines = testing::read_text(out / fmt::format("eval{}.txt", r));
+    CHECK(lines == whole + "\n" + whole + "\n" + refusal + "\n");
   }
 }

@@ -14,7 +14,7 @@
 /// | `int64_t agree_min(ctx, v)` | the smallest `v` over the ranks (a collective) | accumulate::fit_auto_batch (the micro-batch), Context::agree_min: callbacks::Preemption (the signal) |
 /// | `bool gradients_sharded()` | whether each rank keeps only its partition's gradients after the backward (ZeRO-2) | Context::gradients_sharded: grad clipping, loss scaling, TensorBoard's norms |
 /// | `void reduce_gradient_statistic(ctx, t, op)` | reduces `t` in place (GradientReduce::sum or max) over the ranks when gradients are sharded; otherwise leaves it | Context::reduce_gradient_statistic |
-/// | `void reduce_metrics(ctx, acc)` | sums an evaluation's MetricsAccumulator over the ranks, in place (a collective) | Trainer::evaluate |
+/// | `void reduce_metrics(ctx, acc)` | sums an evaluation's MetricsAccumulator over the ranks, in place (a collective; `acc` by non-const reference) | Trainer::evaluate |
 /// | `void reduce_metric_states(ctx, states)` | reduces the epoch-level metrics' states (policytrain::reduce_metric_states) over the ranks, in place (a collective) | Trainer::evaluate |
 ///
 /// One signature style: a service that is a collective takes the context first (`ctx`: the Trainer's Context),
@@ -62,6 +62,13 @@ template <class P, class Ctx>
 concept ParallelReduceMetrics = requires(P& p, Ctx& c, MetricsAccumulator& acc) {
   { p.reduce_metrics(c, acc) } -> std::same_as<void>;
 };
+/// reduce_metrics reduces in place, so it must take the accumulator by non-const lvalue reference: a member taking
+/// it by value (or by const reference) is callable with an lvalue as well, compiles, and reduces a copy, so every
+/// rank reported its own shard. Such a member also accepts an rvalue, which a `MetricsAccumulator&` does not.
+template <class P, class Ctx>
+concept ParallelReduceMetricsInPlace = !requires(P& p, Ctx& c, MetricsAccumulator&& acc) {
+  p.reduce_metrics(c, static_cast<MetricsAccumulator&&>(acc));
+};
 template <class P, class Ctx>
 concept ParallelReduceMetricStates = requires(P& p, Ctx& c, const std::vector<MetricState*>& s) {
   { p.reduce_metric_states(c, s) } -> std::same_as<void>;
@@ -75,7 +82,8 @@ template <class P, class Ctx>
 concept ParallelServices = detail::ParallelIsMain<P> && detail::ParallelWorldSize<P> &&
                            detail::ParallelAgreeAny<P, Ctx> && detail::ParallelAgreeMin<P, Ctx> &&
                            detail::ParallelGradientsSharded<P> && detail::ParallelReduceGradientStatistic<P, Ctx> &&
-                           detail::ParallelReduceMetrics<P, Ctx> && detail::ParallelReduceMetricStates<P, Ctx>;
+                           detail::ParallelReduceMetrics<P, Ctx> && detail::ParallelReduceMetricsInPlace<P, Ctx> &&
+                           detail::ParallelReduceMetricStates<P, Ctx>;
 
 namespace detail {
 
@@ -112,6 +120,11 @@ struct ParallelServicesCheck {
                 "policytrain::Trainer: the parallel policy lacks `template <class Ctx> void reduce_metrics(Ctx& "
                 "ctx, policytrain::MetricsAccumulator& acc)` (sums an evaluation over the ranks: a collective); add "
                 "it (core/parallel_services.hpp)");
+  static_assert(!ParallelReduceMetrics<P, Ctx> || ParallelReduceMetricsInPlace<P, Ctx>,
+                "policytrain::Trainer: the parallel policy's reduce_metrics takes the MetricsAccumulator by value "
+                "(or by const reference), so it reduces a copy and every rank reports its own shard's metrics; "
+                "declare it `template <class Ctx> void reduce_metrics(Ctx& ctx, policytrain::MetricsAccumulator& "
+                "acc)`, which sums in place (core/parallel_services.hpp)");
   static_assert(ParallelReduceMetricStates<P, Ctx>,
                 "policytrain::Trainer: the parallel policy lacks `template <class Ctx> void "
                 "reduce_metric_states(Ctx& ctx, const std::vector<policytrain::MetricState*>& states)` (reduces "

@@ -7,17 +7,24 @@
 /// - set_epoch(e) reaches the sampler: a DistributedRandomSampler / DistributedSequentialSampler gets set_epoch(e)
 ///   (its order is a function of the epoch); a RandomSampler, which draws from the global CPU generator, draws its
 ///   permutation from a generator seeded by (seed, epoch), so the epoch's order is the same in a resumed run;
-/// - size() is the number of batches when the sampler says how many samples it gives (the four samplers above);
+/// - size() is the number of batches when the sampler says how many samples it gives (the four samplers above and
+///   data::UnrepeatedDistributedSampler);
+/// - evaluation: padding() says how many repeated samples end this rank's shard (a DistributedSequentialSampler
+///   with allow_duplicates), which Trainer::evaluate leaves out; a sampler that would leave samples out of an
+///   evaluation or count some twice is refused there (evaluation_refusal()). data::UnrepeatedDistributedSampler
+///   gives every sample once;
 /// - begin_at(k) replays the epoch's order and skips its first k batches before any worker loads them (exact
 ///   mid-epoch resume: the Trainer calls it with the batches a checkpoint says were trained);
 /// - begin() drains a pass left early (limit_train_batches, max_steps, evaluate's limit) first, where LibTorch's
 ///   own begin() throws "Attempted to get a new DataLoader iterator while another iterator is not yet exhausted".
 /// Requires: the dataset's BatchType is one stacked torch::data::Example (map with torch::data::transforms::Stack<>).
 /// Example: docs/your-data.md, examples/tabular_regression.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -26,6 +33,9 @@
 #include <torch/data/dataloader_options.h>
 #include <torch/data/samplers.h>
 #include <torch/types.h>
+
+#include <policytrain/data/unrepeated_distributed_sampler.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain::data {
 
@@ -38,11 +48,15 @@ concept StackedExample = requires(B b) {
   { b.target } -> std::convertible_to<torch::Tensor>;
 };
 
-/// Reads DistributedSampler's protected local_sample_count() (the samples one rank gives per epoch): a member
-/// pointer named through a derived class may be applied to the base.
+/// Reads DistributedSampler's protected local_sample_count() (the samples one rank gives per epoch) and its
+/// settings: a member pointer named through a derived class may be applied to the base.
 template <class S>
 struct DistributedPeek : S {
   static size_t local_count(S& s) { return (s.*(&DistributedPeek::local_sample_count))(); }
+  static size_t size(const S& s) { return s.*(&DistributedPeek::size_); }
+  static size_t replicas(const S& s) { return s.*(&DistributedPeek::num_replicas_); }
+  static size_t rank(const S& s) { return s.*(&DistributedPeek::rank_); }
+  static bool duplicates(const S& s) { return s.*(&DistributedPeek::allow_duplicates_); }
 };
 
 /// What the loader and its TorchLoader share: the user's sampler, the epoch, the seed and a pending skip.
@@ -122,7 +136,9 @@ class TorchLoader {
         batch_size_(options.batch_size()),
         drop_last_(options.drop_last()) {
     const std::optional<size_t> n = dataset.size();
-    if constexpr (std::is_base_of_v<torch::data::samplers::DistributedSampler<>, Sampler>)
+    if constexpr (std::is_base_of_v<UnrepeatedDistributedSampler, Sampler>)
+      samples_ = static_cast<int64_t>(st_->sampler.num_samples());
+    else if constexpr (std::is_base_of_v<torch::data::samplers::DistributedSampler<>, Sampler>)
       samples_ = static_cast<int64_t>(detail::DistributedPeek<Sampler>::local_count(st_->sampler));
     else if constexpr (std::is_same_v<Sampler, torch::data::samplers::RandomSampler> ||
                        std::is_same_v<Sampler, torch::data::samplers::SequentialSampler>)
@@ -139,6 +155,74 @@ class TorchLoader {
   int64_t epoch() const { return st_->epoch; }
   /// Samples per epoch (this rank's, under a distributed sampler), or -1 when the sampler does not say.
   int64_t num_samples() const { return samples_; }
+  /// Of num_samples(), the repeated samples at the end of this rank's shard that pad it to the others' length: a
+  /// DistributedSequentialSampler with allow_duplicates wraps around to the data set's start on the last ranks.
+  /// Trainer::evaluate leaves them out, so an evaluation counts every sample once.
+  int64_t padding() const {
+    using Sequential = torch::data::samplers::DistributedSequentialSampler;
+    if constexpr (std::is_base_of_v<Sequential, Sampler>) {
+      using Peek = detail::DistributedPeek<Sequential>;
+      const Sequential& s = st_->sampler;
+      if (!Peek::duplicates(s)) return 0;
+      const int64_t n = static_cast<int64_t>(Peek::size(s)), w = static_cast<int64_t>(Peek::replicas(s));
+      const int64_t per_rank = (n + w - 1) / w, begin = static_cast<int64_t>(Peek::rank(s)) * per_rank;
+      return std::max<int64_t>(0, begin + per_rank - std::max(begin, n));  // positions n and beyond wrap
+    } else {
+      return 0;
+    }
+  }
+  /// Why an evaluation through this loader cannot count every sample once over the ranks (empty when it can):
+  /// LibTorch's distributed samplers with a data set that does not divide by the ranks leave the last samples out
+  /// (allow_duplicates = false) or shuffle repeated ones into the shards (DistributedRandomSampler). Trainer::evaluate
+  /// refuses such a loader with this message.
+  std::string evaluation_refusal() const {
+    using Random = torch::data::samplers::DistributedRandomSampler;
+    using Sequential = torch::data::samplers::DistributedSequentialSampler;
+    constexpr bool random = std::is_base_of_v<Random, Sampler>, sequential = std::is_base_of_v<Sequential, Sampler>;
+    if constexpr (random || sequential) {
+      using Peek = detail::DistributedPeek<std::conditional_t<random, Random, Sequential>>;
+      const auto& s = st_->sampler;
+      const size_t n = Peek::size(s), w = Peek::replicas(s);
+      if (w <= 1 || n % w == 0 || (sequential && Peek::duplicates(s))) return {};
+      const char* name = random ? "DistributedRandomSampler" : "DistributedSequentialSampler";
+      return policytrain::detail::error_message(
+          "policytrain::data::from_torch",
+          Peek::duplicates(s)
+              ? policytrain::detail::format("a {} of {} samples over {} ranks pads the shards with {} repeated "
+                                            "samples shuffled among the others, which an evaluation would count twice",
+                                            name, n, w, w - n % w)
+              : policytrain::detail::format("a {} of {} samples over {} ranks (allow_duplicates = false) gives each "
+                                            "rank {}, so the last {} samples are never evaluated",
+                                            name, n, w, n / w, n % w),
+          {},
+          policytrain::detail::format("evaluate through policytrain::data::UnrepeatedDistributedSampler({}, {}, "
+                                      "rank), which gives every sample once over the ranks",
+                                      n, w));
+    } else {
+      return {};
+    }
+  }
+  /// Why training through this loader would desynchronise the ranks (empty when it would not): the shards of a
+  /// data::UnrepeatedDistributedSampler differ in length when the data set does not divide by the ranks, so the
+  /// ranks would step a different number of times. Trainer::fit refuses such a loader with this message.
+  std::string training_refusal() const {
+    if constexpr (std::is_base_of_v<UnrepeatedDistributedSampler, Sampler>) {
+      using Peek = detail::DistributedPeek<torch::data::samplers::DistributedSampler<>>;
+      const auto& s = st_->sampler;
+      const size_t n = Peek::size(s), w = Peek::replicas(s);
+      if (w <= 1 || n % w == 0) return {};
+      return policytrain::detail::error_message(
+          "policytrain::data::from_torch",
+          policytrain::detail::format("an UnrepeatedDistributedSampler of {} samples over {} ranks gives shards of {} "
+                                      "and {} samples, so the ranks would take different numbers of steps",
+                                      n, w, n / w + 1, n / w),
+          {},
+          "train through a DistributedRandomSampler (its shards are padded to one length) and keep "
+          "UnrepeatedDistributedSampler for validation");
+    } else {
+      return {};
+    }
+  }
   /// Batches per epoch, or -1 when the sampler does not say how many samples it gives.
   int64_t batches_per_epoch() const {
     if (samples_ < 0) return -1;

@@ -33,7 +33,9 @@ struct ClassOptions {
   int64_t num_classes = 0;  ///< required (at least 2)
   /// How the per-class scores combine.
   Average average = Average::macro;
-  int64_t top_k = 1;        ///< a sample counts as predicting each of its top_k scored classes
+  /// A sample whose target is among its top_k scored classes counts as predicting its target, another as
+  /// predicting its top-1 class (torchmetrics' top_k since 1.6).
+  int64_t top_k = 1;
   std::string name{};       ///< empty: the metric's own ("accuracy", "top5_accuracy", "precision", "recall", "f1")
 };
 
@@ -58,10 +60,25 @@ class StatScores {
   void update(const torch::Tensor& prediction, const torch::Tensor& target) {
     const int64_t k = o_.num_classes;
     auto t = labels(who_, target, k, "target");
-    torch::Tensor hit;  // [n, k]: the classes each sample predicts
+    if (prediction.dim() >= 1 && prediction.size(0) != t.size(0))
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::metric::" + who_,
+          policytrain::detail::format("{} predictions for {} targets", prediction.size(0), t.size(0))));
+    torch::Tensor hit;  // [n, k]: the class each sample predicts
     if (prediction.dim() == 2 && prediction.size(1) == k && at::isFloatingType(prediction.scalar_type())) {
-      auto top = std::get<1>(prediction.detach().to(torch::kCPU).topk(o_.top_k, 1));
-      hit = torch::zeros({prediction.size(0), k}, torch::kBool).scatter_(1, top, true);
+      const auto scores = prediction.detach().to(torch::kCPU);
+      torch::Tensor chosen;
+      if (o_.top_k == 1) {
+        // The best class as torchmetrics takes it: argmax, the first of tied scores (topk(1) may pick another).
+        chosen = scores.argmax(1);
+      } else {
+        // With top_k > 1 a sample predicts one class, as torchmetrics (1.6 and later) counts it: its target when
+        // the target is among its top k, else its top-1 class. Counting all k classes as predicted made every hit
+        // bring k - 1 false positives (top-2 micro precision 0.25 where torchmetrics gives 0.5).
+        const auto top = std::get<1>(scores.topk(o_.top_k, 1));
+        chosen = torch::where((top == t.unsqueeze(1)).any(1), t, top.select(1, 0));
+      }
+      hit = torch::one_hot(chosen, k).to(torch::kBool);
     } else if (o_.top_k == 1 && prediction.dim() == 1 && !at::isFloatingType(prediction.scalar_type())) {
       hit = torch::one_hot(labels(who_, prediction, k, "prediction"), k).to(torch::kBool);
     } else {
@@ -71,10 +88,6 @@ class StatScores {
                                       c10::toString(prediction.scalar_type())),
           policytrain::detail::format("[batch, {}] scores{}", k, o_.top_k == 1 ? " or [batch] integer labels" : "")));
     }
-    if (hit.size(0) != t.size(0))
-      throw std::invalid_argument(policytrain::detail::error_message(
-          "policytrain::metric::" + who_,
-          policytrain::detail::format("{} predictions for {} targets", hit.size(0), t.size(0))));
     auto truth = torch::one_hot(t, k).to(torch::kBool);
     tp_.value = tp_.value + (hit & truth).sum(0).to(torch::kDouble);
     fp_.value = fp_.value + (hit & ~truth).sum(0).to(torch::kDouble);
@@ -283,9 +296,12 @@ class ConfusionMatrix {
 };
 
 /// Area under the ROC curve of a binary classifier (torchmetrics' BinaryAUROC without thresholds: exact, ties
-/// counted half). Predictions: [batch] or [batch, 1] probabilities, or logits (a batch with a value outside [0, 1]
-/// is passed through a sigmoid, as torchmetrics does; the ranking is the same); targets 0 or 1. Keeps every
-/// prediction (a `cat` state). With no positive or no negative target it is 0, as torchmetrics' (which warns).
+/// counted half). Predictions: [batch] or [batch, 1] probabilities, or logits; targets 0 or 1. Keeps every
+/// prediction (a `cat` state). When a value of the epoch is outside [0, 1] all of them pass through a sigmoid, as
+/// torchmetrics' update does with the predictions it is given: decided over the whole validation set, not per
+/// batch, so that the value does not depend on the batches and the ranks (torchmetrics updated batch by batch
+/// decides per batch; the two agree unless some batches of logits fall in [0, 1]). With no positive or no negative
+/// target it is 0, as torchmetrics' (which warns).
 class BinaryAUROC {
  public:
   /// An AUROC named `name`.
@@ -305,15 +321,15 @@ class BinaryAUROC {
     if (t.numel() && ((t != 0) & (t != 1)).any().item<bool>())
       throw std::invalid_argument(
           policytrain::detail::error_message("policytrain::metric::BinaryAUROC", "a target is neither 0 nor 1"));
-    if (p.numel() && ((p < 0) | (p > 1)).any().item<bool>()) p = p.sigmoid();
     preds_.value = torch::cat({preds_.value, p});
     target_.value = torch::cat({target_.value, t});
   }
   /// The AUROC over every batch since reset().
   torch::Tensor compute() const {
-    const auto& p = preds_.value;
+    auto p = preds_.value;
     const int64_t n = p.numel();
     if (n == 0) return torch::zeros({}, torch::kDouble);
+    if (((p < 0) | (p > 1)).any().item<bool>()) p = p.sigmoid();
     const auto order = p.argsort(/*stable=*/true, /*dim=*/0, /*descending=*/true);
     const auto sp = p.index_select(0, order);
     const auto st = target_.value.index_select(0, order);

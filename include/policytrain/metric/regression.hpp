@@ -99,7 +99,7 @@ class MeanAbsoluteError {
 
 /// Coefficient of determination over every sample (torchmetrics.R2Score): 1 - residual sum of squares / total sum
 /// of squares about the targets' mean, from four sums, so exact over batches and ranks (the mean of the targets is
-/// the epoch's, not a batch's).
+/// the epoch's, not a batch's); near-zero sums handled as torchmetrics handles them (compute()).
 class R2Score {
  public:
   /// An R² score named `name`.
@@ -114,10 +114,15 @@ class R2Score {
     residual_.value = residual_.value + (t - p).square().sum();
     total_.value = total_.value + static_cast<double>(t.numel());
   }
-  /// The R² score over every batch since reset().
+  /// The R² score over every batch since reset(). As torchmetrics: a residual sum of squares within 1e-4 of zero
+  /// gives 1, else a total sum of squares within 1e-4 of zero (near-constant targets) gives 0. Fewer than two
+  /// samples give NaN (torchmetrics raises ValueError; docs/metrics.md, "Departures").
   torch::Tensor compute() const {
+    if (total_.value.item<double>() < 2) return torch::full({}, std::nan(""), torch::kDouble);
     const auto mean = sum_.value / total_.value;
     const auto tss = sum_sq_.value - sum_.value * mean;
+    if (residual_.value.abs().item<double>() <= 1e-4) return torch::ones({}, torch::kDouble);
+    if (tss.abs().item<double>() <= 1e-4) return torch::zeros({}, torch::kDouble);
     return 1 - residual_.value / tss;
   }
   /// Clears the states: no batch.

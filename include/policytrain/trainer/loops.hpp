@@ -150,6 +150,10 @@ struct Loops {
     static_assert(not_a_raw_torch_loader<TrainData>());
     t.options_ = options;
     check_unique_parameters(t);
+    // Shards of different lengths (data::UnrepeatedDistributedSampler, for validation) would make the ranks step a
+    // different number of times, and the gradient reductions wait for each other until the timeout.
+    if constexpr (requires { { train.training_refusal() } -> std::convertible_to<std::string>; })
+      if (!train.training_refusal().empty()) throw std::invalid_argument(train.training_refusal());
     FitResult result;
     t.state_.stop_requested = false;
     t.state_.stop_at_step = false;

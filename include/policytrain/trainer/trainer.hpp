@@ -3,6 +3,7 @@
 /// The Trainer class: its policies (composition.hpp), its hooks called over them (dispatch.hpp), its state
 /// (state.hpp), its metric contract (metric_contract.hpp), and the loops: fit's epochs and micro-steps, evaluate.
 /// The pipeline and the hook order: <policytrain/trainer.hpp>, which is what a user includes.
+#include <concepts>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -234,6 +235,10 @@ class Trainer {
     static_assert(EvaluableTask<Task>,
                   "policytrain::Trainer::evaluate: the Task lacks `policytrain::Prediction validation_step(const "
                   "policytrain::Batch&)`; add it (return the batch's mean loss and the model's output)");
+    // A loader whose shards leave samples out, or repeat some where they cannot be left out, is refused (every rank
+    // sees the same sampler settings, so every rank refuses): its metrics would silently not be the data set's.
+    if constexpr (requires { { data.evaluation_refusal() } -> std::convertible_to<std::string>; })
+      if (!data.evaluation_refusal().empty()) throw std::invalid_argument(data.evaluation_refusal());
     const bool was_training = module().is_training();
     module().eval();
     torch::NoGradGuard no_grad;
@@ -242,7 +247,8 @@ class Trainer {
       MetricsAccumulator acc;
       if (epoch) epoch->reset();
       int64_t i = 0;
-      // A sharded loader pads the end of a rank's shard with repeated samples: they are not counted.
+      // A sharded loader pads the end of a rank's shard with repeated samples (TensorLoader, from_torch with a
+      // DistributedSequentialSampler): they are not counted.
       int64_t keep = -1;
       if constexpr (requires { data.num_samples(); data.padding(); }) keep = data.num_samples() - data.padding();
       for (auto&& item : data) {
