@@ -1280,8 +1280,10 @@ struct FailSave {
   fs::path dir{};
   bool armed = false, lifted = false;
   fs::path blocked{};  // the directory in place of a temporary file
+  rlim_t bytes = 1000;  // the file size limit (PT_CK_LIMIT)
+  int64_t epoch = kFailEpoch;  // the epoch of epoch_end and best_pt (PT_CK_EPOCH)
   void limit(bool on) {
-    const rlimit lim{on ? rlim_t{1000} : RLIM_INFINITY, RLIM_INFINITY};
+    const rlimit lim{on ? bytes : RLIM_INFINITY, RLIM_INFINITY};
     ::setrlimit(RLIMIT_FSIZE, &lim);
   }
   template <class C>
@@ -1314,9 +1316,9 @@ struct FailSave {
   template <class C>
   void on_validation_end(C& c, const pt::Metrics&) {
     const int64_t e = c.state().epoch;
-    if (point == FailPoint::epoch_end && e == kFailEpoch) arm_limit(c);
+    if (point == FailPoint::epoch_end && e == epoch) arm_limit(c);
     if (point == FailPoint::last_epoch && e == kFailEpochs - 1) arm_limit(c);
-    if (point == FailPoint::best_pt && e == kFailEpoch) {
+    if (point == FailPoint::best_pt && e == epoch) {
       armed = true;
       block(c, ck::Layout::best_export());
     }
@@ -1364,7 +1366,9 @@ int failure_worker() {
                 .on_write_error = env_or("PT_CK_RETRY", "0") == "1" ? ck::Disk::OnWriteError::retry_next_save
                                                                     : ck::Disk::OnWriteError::stop,
                 .log = log, .sharded = env_or("PT_CK_SHARDED", "0") == "1"}),
-      pt::callbacks::Ema({.decay = 0.9, .tau = 4}), FailSave{.point = point, .dir = dir});
+      pt::callbacks::Ema({.decay = 0.9, .tau = 4}),
+      FailSave{.point = point, .dir = dir, .bytes = static_cast<rlim_t>(std::atoll(env_or("PT_CK_LIMIT", "1000").c_str())),
+               .epoch = std::atoll(env_or("PT_CK_EPOCH", "1").c_str())});
   auto [x, y] = testing::toy_data(64);
   auto [vx, vy] = testing::toy_data(32, 8, 3, 11);
   // A global batch of 16 at either world size: 4 steps an epoch.
@@ -1400,9 +1404,11 @@ struct FailCase {
   FailPoint point = FailPoint::none;
   bool retry = false, async = false, sharded = false;
   int world = 1;
+  int64_t limit = 1000;  ///< the file size limit in bytes
+  int64_t epoch = kFailEpoch;  ///< the epoch whose save fails (epoch_end, best_pt)
   std::string name() const {
-    return fmt::format("p{}-{}-{}-{}-w{}", static_cast<int>(point), retry ? "retry" : "stop", async ? "async" : "sync",
-                       sharded ? "sharded" : "file", world);
+    return fmt::format("p{}-{}-{}-{}-w{}-e{}", static_cast<int>(point), retry ? "retry" : "stop", async ? "async" : "sync",
+                       sharded ? "sharded" : "file", world, epoch);
   }
 };
 
@@ -1420,7 +1426,8 @@ FailOutcome launch_fail_case(const FailCase& c, const fs::path& dir, const fs::p
        .env = {{"POLICYTRAIN_CKPT_WORKER", "1"}, {"OMP_NUM_THREADS", "1"}, {"PT_CK_DIR", dir.string()},
                {"PT_CK_OUT", out.string()}, {"PT_CK_POINT", std::to_string(static_cast<int>(resume ? FailPoint::none : c.point))},
                {"PT_CK_RETRY", c.retry ? "1" : "0"}, {"PT_CK_ASYNC", c.async ? "1" : "0"},
-               {"PT_CK_SHARDED", c.sharded ? "1" : "0"}, {"PT_CK_RESUME", resume ? "auto" : ""}},
+               {"PT_CK_SHARDED", c.sharded ? "1" : "0"}, {"PT_CK_RESUME", resume ? "auto" : ""},
+               {"PT_CK_LIMIT", std::to_string(c.limit)}, {"PT_CK_EPOCH", std::to_string(c.epoch)}},
        .stop_others_on_failure = false,
        .deadline = std::chrono::seconds(240)});
   FailOutcome r;
@@ -1435,6 +1442,7 @@ FailOutcome launch_fail_case(const FailCase& c, const fs::path& dir, const fs::p
 /// What a run directory holds at the end: best.ckpt's best epoch, its evaluated weights, best.pt, final.pt.
 struct RunFiles {
   int64_t best_epoch = -2, last_best_epoch = -2, best_file_epoch = -2;
+  uint64_t best_ckpt_bytes = 0;  // best.ckpt's size (a single file)
   std::string best_ckpt_weights, best_pt, final_pt;
 };
 
@@ -1448,6 +1456,7 @@ RunFiles run_files(const fs::path& dir) {
   ck::load_weights(probe.module(), dir / "best.ckpt");  // the evaluated weights (Ema's)
   f.best_ckpt_weights = weight_bytes(probe.module());
   f.best_pt = slurp(dir / "best.pt");
+  if (fs::is_regular_file(dir / "best.ckpt")) f.best_ckpt_bytes = fs::file_size(dir / "best.ckpt");
   f.final_pt = slurp(dir / "final.pt");
   return f;
 }
@@ -1482,8 +1491,14 @@ void check_fail_case(const FailCase& c) {
       // Every rank stops, with the documented message (the main rank's names the file and the reason).
       REQUIRE(r["completed"] == false);
       CHECK(error.find("every rank stops") != std::string::npos);
-      if (k == 0 || c.sharded) CHECK(error.find("cannot write") != std::string::npos);
-      else CHECK(error.find("the main rank could not write a checkpoint") != std::string::npos);
+      // The main rank's names the file; another's names its own file when its shard failed too (sharded), else
+      // says that the main rank could not write (or, sharded, that another rank could not write its shard).
+      if (k == 0) CHECK(error.find("cannot write") != std::string::npos);
+      else if (!c.sharded) CHECK(error.find("the main rank could not write a checkpoint") != std::string::npos);
+      else
+        CHECK((error.find("cannot write") != std::string::npos ||
+               error.find("the main rank could not write a checkpoint") != std::string::npos ||
+               error.find("another rank could not write its shard") != std::string::npos));
       if (at_fit_end && c.retry) CHECK(error.find("it was the fit's last save") != std::string::npos);
     } else {
       REQUIRE(r["completed"] == true);
@@ -1538,8 +1553,17 @@ void check_fail_case(const FailCase& c) {
 }  // namespace
 
 TEST_CASE("a best save that fails under retry_next_save is written at the next save: best.ckpt, best.pt and the recorded best agree (1 and 2 ranks)") {
-  // Before: best.pt held epoch 2's weights, best.ckpt epoch 1's, the run recorded epoch 2, and nothing wrote it again.
-  for (const int world : {1, 2}) check_fail_case({.point = FailPoint::epoch_end, .retry = true, .world = world});
+  // Before: best.pt held the new best's weights, best.ckpt the previous best's, the run recorded the new one, and
+  // nothing wrote it again. The limit lets best.pt through and stops best.ckpt (and last.ckpt), as the full
+  // disk did, at the save of the epoch that is the run's best (none after it supersedes it), and at an earlier one.
+  for (const int world : {1, 2}) {
+    const auto& files = fail_oracle(world).second;
+    REQUIRE(files.best_ckpt_bytes > files.best_pt.size() + 200);
+    REQUIRE(files.best_epoch >= 1);  // a best before it, which the failure leaves on disk
+    const auto limit = static_cast<int64_t>((files.best_ckpt_bytes + files.best_pt.size()) / 2);
+    for (const int64_t epoch : {files.best_epoch, int64_t{1}})
+      check_fail_case({.point = FailPoint::epoch_end, .retry = true, .world = world, .limit = limit, .epoch = epoch});
+  }
 }
 
 TEST_CASE("a failed best.pt export under retry_next_save trains on, and stop stops every rank with the documented message (1 and 2 ranks)") {
