@@ -556,10 +556,7 @@ POLICYTRAIN_DECL StagedFile stage_file(const std::filesystem::path& file, const 
 POLICYTRAIN_DECL void write_file(const std::filesystem::path& file, const nlohmann::json& meta, std::string_view payload)
 #if POLICYTRAIN_DEFINE
 {
-  const std::string m = meta.dump();
-  detail::check_meta_bounds(file, m);
-  const std::string h = make_header(m, payload);
-  write_atomic(file, {h, m, payload});
+  stage_file(file, meta, payload).commit();
 }
 #else
 ;
