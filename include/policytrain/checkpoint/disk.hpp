@@ -28,7 +28,10 @@
 /// is refused with LockedError naming the holder's host and pid; a dead holder's lock is taken over (logged).
 /// A write that fails (a full disk, a file size limit, an I/O error) leaves the previous file intact (the atomic
 /// write) and names the file and the system's reason; the ranks agree on it, then by default every rank stops
-/// (CheckpointError); `on_write_error = retry_next_save` keeps training and tries again at the next save.
+/// (CheckpointError); `on_write_error = retry_next_save` keeps training and tries again at the next save. A best
+/// save writes best.ckpt (best-e<N>.ckpt) and best.pt together or not at all, before the save's other files; one
+/// that failed is kept in memory and written first at the next save, so that best.ckpt, best.pt and the best every
+/// file records never disagree (docs/checkpoint.md, "A full disk").
 /// Sharded (`sharded`): every rank writes its optimizer partition into a folder per checkpoint, rank 0 the rest and
 /// a manifest last; a resume reads only what this rank owns, at any world size (checkpoint/sharded.hpp). With
 /// `async` too, every rank stages its part into bytes at the step and writes it in the background; the manifest
@@ -159,7 +162,7 @@ class Disk {
   /// previous file of that name is intact either way, and the error names the file and the system's reason.
   enum class OnWriteError {
     stop,             ///< every rank throws CheckpointError (the main rank's names the file): the run stops
-    retry_next_save,  ///< log it and train on; the next save writes again (at fit end there is none: stop)
+    retry_next_save,  ///< log it and train on; the next save writes again, a failed best save's files first (at fit end there is none: stop)
   };
 
   /// Settings of Disk.
