@@ -162,7 +162,9 @@ class Disk {
   /// previous file of that name is intact either way, and the error names the file and the system's reason.
   enum class OnWriteError {
     stop,             ///< every rank throws CheckpointError (the main rank's names the file): the run stops
-    retry_next_save,  ///< log it and train on; the next save writes again, a failed best save's files first (at fit end there is none: stop)
+    /// log it and train on; the next save writes again, a failed best save's files first (at fit end there is
+    /// none: stop)
+    retry_next_save,
   };
 
   /// Settings of Disk.

@@ -213,17 +213,19 @@ POLICYTRAIN_DECL void Disk::write_failed(const std::string& failure) {
   // The best save not written is kept (owed_: its bytes) and written first at the next save; until then best.ckpt
   // and best.pt are the previous best's, and no file on disk records the newer best.
   std::vector<std::string> owed;
-  for (const auto& b : owed_)
-    for (const auto& f : b.files) owed.push_back(f.first);
-  for (const auto& p : sharded_owed_)
-    for (const auto& f : p->files) owed.push_back(f.first);
+  bool with_export = false;
+  auto add = [&](const auto& files, bool exported) {
+    for (const auto& f : files) owed.push_back(f.first);
+    with_export = with_export || exported;
+  };
+  for (const auto& b : owed_) add(b.files, b.best_pt != nullptr);
+  for (const auto& p : sharded_owed_) add(p->files, p->best_pt != nullptr);
+  const std::string kept = owed.empty() ? std::string()
+                                        : policytrain::detail::format(
+                                              ", first the best checkpoint it could not write ({}{}), kept in memory until then",
+                                              fmt::join(owed, ", "), with_export ? ", with best.pt" : "");
   say("{}; training goes on and the next save writes again{} (checkpoint::Disk::Options::on_write_error = "
-      "retry_next_save)", what,
-      owed.empty() ? std::string()
-                   : policytrain::detail::format(", first the best checkpoint it could not write ({}{}), kept in memory "
-                                                 "until then", fmt::join(owed, ", "),
-                                                 std::any_of(owed.begin(), owed.end(), [](const std::string& n) { return n == Layout::best(); }) &&
-                                                         o_.export_best ? ", with best.pt" : ""));
+      "retry_next_save)", what, kept);
 }
 
 POLICYTRAIN_DECL std::string Disk::finish_async_write() {
