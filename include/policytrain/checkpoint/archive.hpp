@@ -23,6 +23,7 @@
 /// flush Adam's small second moments to zero); policy state (EMA's copy included) always stays as it is.
 #include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -210,8 +211,14 @@ enum class Weights {
   trained,    ///< the trained (live) weights the run continues from
 };
 
+/// The common part's file of the sharded checkpoint `folder`, after verifying the manifest and every file it lists
+/// (defined in checkpoint/sharded.hpp, which this header includes at its end).
+POLICYTRAIN_DECL std::filesystem::path verified_common(const std::filesystem::path& folder);
+
 /// Loads only the model's weights (parameters and buffers) of checkpoint `file` into `module`: names, shapes and
-/// dtypes must match; the optimizer, the counters and the policies' state are not read. By default the weights
+/// dtypes must match; the optimizer, the counters and the policies' state are not read. `file` may be a sharded
+/// checkpoint's folder (checkpoint::Disk::Options::sharded): its manifest and files are verified, and the weights
+/// read from its common part (which holds the model and the evaluated weights). By default the weights
 /// the validation evaluated: a file whose metadata records "evaluated" other than "model" (best.ckpt written
 /// with callbacks::Ema: "callbacks::Ema") holds them in its "evaluated" section; `Weights::trained` loads the
 /// trained ones. Validates everything before copying anything. Returns the file's metadata; throws
@@ -220,6 +227,8 @@ POLICYTRAIN_DECL nlohmann::json load_weights(torch::nn::Module& module, const st
                                              Weights which = Weights::evaluated)
 #if POLICYTRAIN_DEFINE
 {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) return load_weights(module, verified_common(file), which);
   const RawFile raw = read_file(file);
   detail::check_archive(raw.payload(), file);
   detail::InputArchive a;
@@ -262,3 +271,6 @@ nlohmann::json load_weights(TrainerT& trainer, const std::filesystem::path& file
 }
 
 }  // namespace policytrain::checkpoint
+
+// verified_common's definition (sharded.hpp includes this header first; #pragma once makes the pair safe).
+#include <policytrain/checkpoint/sharded.hpp>

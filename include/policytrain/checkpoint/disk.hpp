@@ -28,7 +28,10 @@
 /// is refused with LockedError naming the holder's host and pid; a dead holder's lock is taken over (logged).
 /// A write that fails (a full disk, a file size limit, an I/O error) leaves the previous file intact (the atomic
 /// write) and names the file and the system's reason; the ranks agree on it, then by default every rank stops
-/// (CheckpointError); `on_write_error = retry_next_save` keeps training and tries again at the next save.
+/// (CheckpointError); `on_write_error = retry_next_save` keeps training and tries again at the next save. A best
+/// save writes best.ckpt (best-e<N>.ckpt) and best.pt together or not at all, before the save's other files; one
+/// that failed is kept in memory and written first at the next save, so that best.ckpt, best.pt and the best every
+/// file records never disagree (docs/checkpoint.md, "A full disk").
 /// Sharded (`sharded`): every rank writes its optimizer partition into a folder per checkpoint, rank 0 the rest and
 /// a manifest last; a resume reads only what this rank owns, at any world size (checkpoint/sharded.hpp). With
 /// `async` too, every rank stages its part into bytes at the step and writes it in the background; the manifest
@@ -89,6 +92,42 @@ template <class Ctx>
 struct DiskSave;
 /// An asynchronous sharded save in flight (checkpoint/disk_save.hpp).
 struct ShardedPending;
+/// One sharded checkpoint's parts as this rank staged them (a save's, or a best save still owed under
+/// on_write_error = retry_next_save, whose bytes every rank keeps to write them again at the next save).
+/// `common` is filled by the write (rank 0; the background thread's with `async`), read once it is done.
+struct ShardedPart {
+  std::vector<std::pair<std::string, std::string>> files;  ///< the folders (names in the directory) and kinds, best first
+  nlohmann::json meta;                                      ///< the checkpoint's metadata (rank 0)
+  std::vector<nlohmann::json> common;                       ///< write_part's answer per folder (rank 0)
+  nlohmann::json params;                                    ///< param_layout at the save's step
+  int64_t step = 0, world = 1, stage = 0;
+  std::function<void()> after;                              ///< rotation, once the manifests are written
+  std::shared_ptr<const std::string> shard;                 ///< this rank's shard
+  std::vector<int64_t> indices;                             ///< the global indices it holds
+  std::shared_ptr<const std::string> payload;               ///< the common part (rank 0)
+  std::shared_ptr<const std::string> best_pt;               ///< best.pt's bytes (rank 0, with best.ckpt; else null)
+};
+
+
+/// A best save (best.ckpt, best-e<N>.ckpt, and best.pt with best.ckpt) as the main rank staged it: what a failed
+/// one keeps in memory under on_write_error = retry_next_save, to write the same bytes first at the next save.
+struct BestWrite {
+  std::vector<std::pair<std::string, std::string>> files;  ///< best.ckpt and/or best-e<N>.ckpt (kind "best")
+  nlohmann::json meta;                                      ///< the save's metadata
+  std::shared_ptr<const std::string> payload;              ///< the save's payload
+  std::shared_ptr<const std::string> best_pt;              ///< best.pt's bytes (null: none with these files)
+  int64_t epoch = 0, step = 0;
+  std::function<void()> after;                              ///< the failed save's own `after` (rotation, top-k drop)
+};
+
+/// A single-file save's writes, in order: the best saves still owed, this save's best files with best.pt
+/// (staged together, then committed), its other files (last, epoch-, step-), then its `after`.
+struct SaveWrite {
+  std::vector<BestWrite> owed;                               ///< earlier failed best saves, oldest first
+  BestWrite best;                                            ///< this save's best files (none: no best file)
+  std::vector<std::pair<std::string, std::string>> rest;     ///< its other files
+  std::function<void()> after;                               ///< rotation, once everything is written
+};
 }  // namespace detail
 
 /// Reads `file`, validates it against the live model, optimizer and Trainer state, and applies it (all or
@@ -123,7 +162,9 @@ class Disk {
   /// previous file of that name is intact either way, and the error names the file and the system's reason.
   enum class OnWriteError {
     stop,             ///< every rank throws CheckpointError (the main rank's names the file): the run stops
-    retry_next_save,  ///< log it and train on; the next save writes again (at fit end there is none: stop)
+    /// log it and train on; the next save writes again, a failed best save's files first (at fit end there is
+    /// none: stop)
+    retry_next_save,
   };
 
   /// Settings of Disk.
@@ -325,21 +366,37 @@ class Disk {
       bool& f;
       ~Finished() { f = false; }
     } finished{finishing_};
-    if (o_.last && last_saved_step_ != ctx.state().global_step) save(ctx, {{Layout::last(), "last"}}, false);
+    const bool save_last = o_.last && last_saved_step_ != ctx.state().global_step;
+    // A best save that failed under retry_next_save is written at this last save, with last.ckpt or alone. Its
+    // bytes are on the main rank (every rank's with sharded saves, which every rank knows of alike): ask the others.
+    bool owed = !owed_.empty() || !sharded_owed_.empty();
+    if (!save_last && !o_.sharded && o_.best && o_.on_write_error == OnWriteError::retry_next_save)
+      owed = ctx.agree_any(owed);
+    if (save_last || owed)
+      save(ctx, save_last ? std::vector<std::pair<std::string, std::string>>{{Layout::last(), "last"}}
+                          : std::vector<std::pair<std::string, std::string>>{}, false);
     // The last asynchronous write is on disk (or its failure agreed and raised) when fit returns; a sharded one
     // has its manifest.
     if (o_.sharded) detail::DiskSave<Ctx>::settle(*this, ctx);
     else settle_write(ctx, ctx.is_main() ? finish_async_write() : std::string());
-    if (!ctx.is_main()) return;
     struct Release {
       std::shared_ptr<RunLock>& lock;
       ~Release() { lock.reset(); }
     } release{lock_};  // the directory is free once the final files are written
     if (!o_.export_final) return;
-    const auto file = layout_.path(Layout::final_export());
-    const std::string evaluated = ctx.with_evaluated_weights([&] { export_weights(ctx.module(), file); });
-    if (evaluated == "model") say("policytrain::checkpoint: exported the final weights to {}", file.string());
-    else say("policytrain::checkpoint: exported the evaluated weights ({}) to {}", evaluated, file.string());
+    // The export is a write like the others: its failure is agreed, and stops every rank with its message.
+    std::string failure;
+    if (ctx.is_main()) {
+      const auto file = layout_.path(Layout::final_export());
+      try {
+        const std::string evaluated = ctx.with_evaluated_weights([&] { export_weights(ctx.module(), file); });
+        if (evaluated == "model") say("policytrain::checkpoint: exported the final weights to {}", file.string());
+        else say("policytrain::checkpoint: exported the evaluated weights ({}) to {}", evaluated, file.string());
+      } catch (const CheckpointError& e) {
+        failure = e.what();
+      }
+    }
+    settle_write(ctx, failure);
   }
 
   /// Writes the current state to `files` (names in the directory, with their kind). `epoch_end`: the epoch is
@@ -356,7 +413,7 @@ class Disk {
     // Logs kept beside the run (callbacks::MetricsLog) hold every row up to this step before the file exists, so
     // that a resume from it finds no gap in them (rows written after it are dropped when they are reopened).
     if constexpr (requires { ctx.before_checkpoint(epoch_end); }) ctx.before_checkpoint(epoch_end);
-    if (o_.sharded) return detail::DiskSave<Ctx>::sharded(*this, ctx, files, epoch_end, std::move(after));
+    if (o_.sharded) return detail::DiskSave<Ctx>::sharded(*this, ctx, best_first(files), epoch_end, std::move(after));
     std::string failure;
     {
       // Every rank: a sharded optimizer (parallel::ShardedDataParallel) gathers its whole state on the main rank
@@ -368,7 +425,7 @@ class Disk {
       if constexpr (requires { ctx.before_save(); }) ctx.before_save();
       AfterSave after_save{ctx};
       last_saved_step_ = ctx.state().global_step;
-      if (ctx.is_main()) failure = write_main(ctx, files, epoch_end, std::move(after));
+      if (ctx.is_main()) failure = write_main(ctx, best_first(files), epoch_end, std::move(after));
       else last_write_ = Clock::now();
     }
     settle_write(ctx, failure);
@@ -393,12 +450,35 @@ class Disk {
   std::string write_main(Ctx& ctx, const std::vector<std::pair<std::string, std::string>>& files, bool epoch_end,
                          std::function<void()> after) {
     const auto t0 = Clock::now();
-    std::string evaluated;
-    std::string payload = detail::DiskSave<Ctx>::main_payload(*this, ctx, files, epoch_end, evaluated, true);
+    std::string evaluated, best_pt;
+    std::string payload = detail::DiskSave<Ctx>::main_payload(*this, ctx, files, epoch_end, evaluated, true, &best_pt);
     const int64_t epoch = epoch_end ? ctx.state().epoch + 1 : ctx.state().epoch;
     const int64_t batch = epoch_end ? 0 : ctx.state().batch_in_epoch;
-    return write_checkpoint(files, epoch, batch, ctx.state(), std::move(payload),
+    return write_checkpoint(files, epoch, batch, ctx.state(), std::move(payload), std::move(best_pt),
                             fingerprint_.is_null() ? fingerprint(ctx) : nlohmann::json(), std::move(after), t0, evaluated);
+  }
+
+  /// `files` with the best ones first: a save writes them first, and its other files only once they are written
+  /// (a last.ckpt that records a best no best.ckpt holds would be a disagreement a resume inherits).
+  static std::vector<std::pair<std::string, std::string>> best_first(std::vector<std::pair<std::string, std::string>> files) {
+    std::stable_partition(files.begin(), files.end(), [](const auto& f) { return f.second == "best"; });
+    return files;
+  }
+
+  /// Whether a best file `name` still owed from a failed save must still be written, at a save of `files`: not
+  /// best.ckpt when this save writes a newer one; not best-e<N>.ckpt once epoch N left the top k.
+  bool still_owed(const std::string& name, const std::vector<std::pair<std::string, std::string>>& files) const;
+  /// Drops from `owed` (BestWrite or ShardedPart entries; `entry(e)` is the entry) what a save of `files` makes
+  /// obsolete (still_owed); best.pt goes with best.ckpt.
+  template <class Entries, class Entry>
+  void prune_owed(Entries& owed, const std::vector<std::pair<std::string, std::string>>& files, Entry entry) const {
+    for (auto& e : owed) {
+      auto& b = entry(e);
+      std::erase_if(b.files, [&](const auto& f) { return !still_owed(f.first, files); });
+      if (std::none_of(b.files.begin(), b.files.end(), [](const auto& f) { return f.first == Layout::best(); }))
+        b.best_pt.reset();
+    }
+    std::erase_if(owed, [&](auto& e) { return entry(e).files.empty(); });
   }
 
 
@@ -417,8 +497,16 @@ class Disk {
   /// save's work past the payload: the metadata, then the files (or the asynchronous writer's job, after the
   /// previous one finished). Returns the failure of this write (synchronous) or of the previous one (asynchronous).
   std::string write_checkpoint(const std::vector<std::pair<std::string, std::string>>& files, int64_t epoch, int64_t batch,
-                               const TrainState& s, std::string payload, nlohmann::json fresh_fingerprint,
-                               std::function<void()> after, Clock::time_point t0, const std::string& evaluated);
+                               const TrainState& s, std::string payload, std::string best_pt,
+                               nlohmann::json fresh_fingerprint, std::function<void()> after, Clock::time_point t0,
+                               const std::string& evaluated);
+  /// A single-file save's writes (synchronous, or the background writer's job): see SaveWrite. On a failure,
+  /// `owed_after` gets the best saves not written (this one's included, with the save's `after`) and the
+  /// CheckpointError propagates.
+  void run_write(detail::SaveWrite& w, const nlohmann::json& meta, const std::string& payload, int64_t epoch,
+                 int64_t step, std::vector<detail::BestWrite>& owed_after, std::atomic<int64_t>& written) const;
+  /// Writes one best save: its files and best.pt staged, then committed together.
+  void write_best(const detail::BestWrite& b, std::atomic<int64_t>& written) const;
 
   /// A save's metadata (every file's, and a sharded checkpoint's manifest).
   nlohmann::json make_meta(int64_t epoch, int64_t batch, const TrainState& s, nlohmann::json fresh_fingerprint,
@@ -430,7 +518,7 @@ class Disk {
   /// `after`. Returns the failure.
   std::string finish_sharded(const std::vector<std::pair<std::string, std::string>>& files, const nlohmann::json& meta,
                              const std::vector<nlohmann::json>& common, int64_t step, int64_t world, int64_t stage,
-                             nlohmann::json params, std::function<void()> after);
+                             nlohmann::json params, const std::function<void()>& after, const std::string* best_pt);
 
   void write_files(const std::vector<std::pair<std::string, std::string>>& files, nlohmann::json& meta,
                    const std::string& payload, int64_t epoch, int64_t step, std::atomic<int64_t>* written) const;
@@ -483,6 +571,11 @@ class Disk {
   std::shared_ptr<detail::AsyncWriter> writer_;             // asynchronous mode: the background writer (made on first save)
   std::shared_ptr<std::atomic<int64_t>> written_;   // files the writer has written
   std::shared_ptr<detail::ShardedPending> pending_;  // an asynchronous sharded save awaiting its settle point
+  // Best saves that failed under retry_next_save, written first at the next save: the main rank's (single files),
+  // the background job's failures (collected by finish_async_write), every rank's parts (sharded).
+  std::vector<detail::BestWrite> owed_;
+  std::shared_ptr<std::vector<detail::BestWrite>> owed_slot_ = std::make_shared<std::vector<detail::BestWrite>>();
+  std::vector<std::shared_ptr<detail::ShardedPart>> sharded_owed_;
   double last_save_seconds_ = 0;
 };
 

@@ -4,11 +4,13 @@
 /// header-only, in <policytrain/src.hpp> with separate compilation. The resume policy (which file a resume loads,
 /// falling back past bad ones), the set-aside of another run's files, the metadata of a save, the synchronous and
 /// asynchronous writes and what a failed one does (on_write_error).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -208,8 +210,22 @@ POLICYTRAIN_DECL void Disk::write_failed(const std::string& failure) {
     throw CheckpointError(policytrain::detail::format("{}; every rank stops: it was the fit's last save, with none after it to "
                                                       "retry at (on_write_error = retry_next_save)", what));
   ++write_failures_;
-  say("{}; training goes on and the next save writes again (checkpoint::Disk::Options::on_write_error = "
-      "retry_next_save)", what);
+  // The best save not written is kept (owed_: its bytes) and written first at the next save; until then best.ckpt
+  // and best.pt are the previous best's, and no file on disk records the newer best.
+  std::vector<std::string> owed;
+  bool with_export = false;
+  auto add = [&](const auto& files, bool exported) {
+    for (const auto& f : files) owed.push_back(f.first);
+    with_export = with_export || exported;
+  };
+  for (const auto& b : owed_) add(b.files, b.best_pt != nullptr);
+  for (const auto& p : sharded_owed_) add(p->files, p->best_pt != nullptr);
+  const std::string kept = owed.empty() ? std::string()
+                                        : policytrain::detail::format(
+                                              ", first the best checkpoint it could not write ({}{}), kept in memory until then",
+                                              fmt::join(owed, ", "), with_export ? ", with best.pt" : "");
+  say("{}; training goes on and the next save writes again{} (checkpoint::Disk::Options::on_write_error = "
+      "retry_next_save)", what, kept);
 }
 
 POLICYTRAIN_DECL std::string Disk::finish_async_write() {
@@ -217,39 +233,119 @@ POLICYTRAIN_DECL std::string Disk::finish_async_write() {
   try {
     writer_->wait();
   } catch (const CheckpointError& e) {
+    // The job's best writes that failed: written first at the next save (retry_next_save).
+    for (auto& b : std::exchange(*owed_slot_, {})) owed_.push_back(std::move(b));
     return e.what();
   }
   return "";
 }
 
+POLICYTRAIN_DECL bool Disk::still_owed(const std::string& name,
+                                       const std::vector<std::pair<std::string, std::string>>& files) const {
+  const Layout::Name n = Layout::parse(name);
+  if (n.kind == Layout::Kind::best)
+    return std::none_of(files.begin(), files.end(), [](const auto& f) { return f.first == Layout::best(); });
+  if (n.kind == Layout::Kind::best_top)
+    return std::any_of(top_.begin(), top_.end(), [&](const auto& t) { return t.second + 1 == n.number; });
+  return true;
+}
+
+POLICYTRAIN_DECL void Disk::write_best(const detail::BestWrite& b, std::atomic<int64_t>& written) const {
+  std::vector<StagedFile> staged;
+  for (const auto& [file, kind] : b.files) {
+    nlohmann::json m = b.meta;
+    m["kind"] = kind;
+    staged.push_back(stage_file(layout_.path(file), m, *b.payload));
+  }
+  if (b.best_pt) staged.emplace_back(layout_.path(Layout::best_export()), std::initializer_list<std::string_view>{*b.best_pt});
+  // Nothing replaced its previous version until every file is written and fsynced: best.ckpt and best.pt are
+  // both the new best's, or both the previous one's.
+  for (auto& f : staged) f.commit();
+  written += static_cast<int64_t>(b.files.size());
+  for (const auto& f : b.files)
+    if (o_.verbose)
+      say("policytrain::checkpoint: wrote {} (epoch {}, step {}){}", layout_.path(f.first).string(), b.epoch, b.step,
+          b.best_pt && f.first == Layout::best() ? " and " + layout_.path(Layout::best_export()).string() : std::string());
+}
+
+POLICYTRAIN_DECL void Disk::run_write(detail::SaveWrite& w, const nlohmann::json& meta, const std::string& payload,
+                                      int64_t epoch, int64_t step, std::vector<detail::BestWrite>& owed_after,
+                                      std::atomic<int64_t>& written) const {
+  size_t i = 0;
+  try {
+    for (; i < w.owed.size(); ++i) write_best(w.owed[i], written);
+    if (!w.best.files.empty()) write_best(w.best, written);
+  } catch (const CheckpointError&) {
+    // The best saves from the one that failed on (this save's included) stay owed; its other files are not
+    // written: they would record a best that best.ckpt does not hold.
+    owed_after.assign(std::make_move_iterator(w.owed.begin() + static_cast<std::ptrdiff_t>(i)),
+                      std::make_move_iterator(w.owed.end()));
+    if (!w.best.files.empty()) {
+      w.best.after = std::move(w.after);
+      owed_after.push_back(std::move(w.best));
+    }
+    throw;
+  }
+  for (auto& b : w.owed)
+    if (b.after) b.after();
+  nlohmann::json m = meta;
+  write_files(w.rest, m, payload, epoch, step, &written);
+  if (w.after) w.after();
+}
+
 POLICYTRAIN_DECL std::string Disk::write_checkpoint(const std::vector<std::pair<std::string, std::string>>& files, int64_t epoch,
-                                             int64_t batch, const TrainState& s, std::string payload,
+                                             int64_t batch, const TrainState& s, std::string payload, std::string best_pt,
                                              nlohmann::json fresh_fingerprint, std::function<void()> after,
                                              Clock::time_point t0, const std::string& evaluated) {
   nlohmann::json meta = make_meta(epoch, batch, s, std::move(fresh_fingerprint), evaluated);
   std::string failure;
+  // The writes: the best saves still owed, this save's best files (with best.pt), its other files.
+  auto plan = [&] {
+    detail::SaveWrite w;
+    prune_owed(owed_, files, [](detail::BestWrite& b) -> detail::BestWrite& { return b; });
+    w.owed = std::exchange(owed_, {});
+    auto shared = std::make_shared<const std::string>(std::move(payload));
+    for (const auto& f : files) (f.second == "best" ? w.best.files : w.rest).push_back(f);
+    w.best.meta = meta;
+    w.best.payload = shared;
+    if (!best_pt.empty()) w.best.best_pt = std::make_shared<const std::string>(std::move(best_pt));
+    w.best.epoch = epoch;
+    w.best.step = s.global_step;
+    w.after = std::move(after);
+    return std::pair(std::move(w), shared);
+  };
   if (!o_.async) {
+    auto [w, shared] = plan();
+    std::atomic<int64_t> written{0};
+    std::vector<detail::BestWrite> still;
     try {
-      write_files(files, meta, payload, epoch, s.global_step, nullptr);
-      files_written_ += static_cast<int64_t>(files.size());
+      run_write(w, meta, *shared, epoch, s.global_step, still, written);
     } catch (const CheckpointError& e) {
       failure = e.what();
     }
-    if (failure.empty() && after) after();
+    owed_ = std::move(still);
+    files_written_ += written.load();
   } else {
     if (!writer_) {
       writer_ = std::make_shared<detail::AsyncWriter>();
       written_ = std::make_shared<std::atomic<int64_t>>(0);
     }
-    // The previous write finished (its failure, if any, is this save's to report); a run that stops on it starts
-    // no other.
+    // The previous write finished (its failure, if any, is this save's to report; its best writes not done are
+    // owed_ now); a run that stops on it starts no other.
     failure = finish_async_write();
-    if (failure.empty() || (o_.on_write_error == OnWriteError::retry_next_save && !finishing_))
-      writer_->submit([this, files, meta = std::move(meta), payload = std::move(payload), epoch,
-                       step = s.global_step, after = std::move(after), written = written_]() mutable {
-        write_files(files, meta, payload, epoch, step, written.get());
-        if (after) after();
+    if (failure.empty() || (o_.on_write_error == OnWriteError::retry_next_save && !finishing_)) {
+      auto [w, shared] = plan();
+      writer_->submit([this, w = std::move(w), meta = std::move(meta), payload = std::move(shared), epoch,
+                       step = s.global_step, slot = owed_slot_, written = written_]() mutable {
+        std::vector<detail::BestWrite> still;
+        try {
+          run_write(w, meta, *payload, epoch, step, still, *written);
+        } catch (...) {
+          *slot = std::move(still);  // read by finish_async_write once the writer is waited for
+          throw;
+        }
       });
+    }
   }
   last_write_ = Clock::now();
   last_saved_step_ = s.global_step;
@@ -273,8 +369,14 @@ POLICYTRAIN_DECL std::vector<nlohmann::json> Disk::write_common(const std::vecto
 POLICYTRAIN_DECL std::string Disk::finish_sharded(const std::vector<std::pair<std::string, std::string>>& files,
                                                   const nlohmann::json& meta, const std::vector<nlohmann::json>& common,
                                                   int64_t step, int64_t world, int64_t stage,
-                                                  nlohmann::json params, std::function<void()> after) {
+                                                  nlohmann::json params, const std::function<void()>& after,
+                                                  const std::string* best_pt) {
   try {
+    // best.pt is staged before the first manifest and committed after the last: a best save's folder and its
+    // export are both written, or neither (the files come best first).
+    StagedFile export_pt;
+    if (best_pt && std::any_of(files.begin(), files.end(), [](const auto& f) { return f.first == Layout::best(); }))
+      export_pt = StagedFile(layout_.path(Layout::best_export()), {*best_pt});
     for (size_t i = 0; i < files.size(); ++i) {
       nlohmann::json m = meta;
       m["kind"] = files[i].second;
@@ -284,6 +386,7 @@ POLICYTRAIN_DECL std::string Disk::finish_sharded(const std::vector<std::pair<st
         say("policytrain::checkpoint: wrote {} ({} shard(s) and its manifest; epoch {}, step {})",
             layout_.path(files[i].first).string(), world, meta.value("epoch", int64_t{0}), step);
     }
+    export_pt.commit();
   } catch (const CheckpointError& e) {
     return e.what();
   }

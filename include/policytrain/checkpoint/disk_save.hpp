@@ -22,6 +22,7 @@
 #include <policytrain/checkpoint/layout.hpp>
 #include <policytrain/checkpoint/sharded.hpp>
 #include <policytrain/core/category.hpp>
+#include <policytrain/detail/format.hpp>
 
 namespace policytrain::checkpoint::detail {
 
@@ -42,25 +43,21 @@ OwnsParameter owned_parameters(Ctx& ctx, bool all) {
   }
 }
 
-/// An asynchronous sharded save between its staging and its settle point (the next save, or fit end): what the
-/// manifest needs. `common` is filled by the background write (rank 0), read once the writer is waited for.
+/// A sharded save between its staging and its settle point (the next save, or fit end; at once when not
+/// asynchronous): the parts it writes, the best saves still owed first.
 struct ShardedPending {
-  std::vector<std::pair<std::string, std::string>> files;  ///< the save's folders (names in the directory) and kinds
-  nlohmann::json meta;                                      ///< the checkpoint's metadata (rank 0)
-  std::vector<nlohmann::json> common;                       ///< write_part's answer per folder (rank 0)
-  nlohmann::json params;                                    ///< param_layout at the save's step
-  int64_t step = 0, world = 1, stage = 0;
-  std::function<void()> after;                              ///< rotation, once the manifests are written
-  std::string failure;                                      ///< the staging's failure (nothing was submitted)
+  std::vector<std::shared_ptr<ShardedPart>> parts;  ///< owed best saves, then this save's
+  std::string failure;                              ///< the staging's failure (nothing was written)
 };
 
 /// Disk's save steps that need its context `Ctx` (a friend of Disk).
 template <class Ctx>
 struct DiskSave {
   /// The main rank's payload (make_payload; `optimizer_state` false: the optimizer's param groups without any
-  /// parameter's state, a sharded save's common part); exports best.pt with a best file; sets `evaluated`.
+  /// parameter's state, a sharded save's common part); with a best file, the evaluated weights and, when best.pt
+  /// is exported with it, best.pt's bytes into `best_pt` (written with the best file, never before); sets `evaluated`.
   static std::string main_payload(Disk& d, Ctx& ctx, const std::vector<std::pair<std::string, std::string>>& files, bool epoch_end,
-                           std::string& evaluated, bool optimizer_state) {
+                           std::string& evaluated, bool optimizer_state, std::string* best_pt) {
     StateDict st = ctx.state_dict();
     const auto& s = ctx.state();
     const int64_t epoch = epoch_end ? s.epoch + 1 : s.epoch;
@@ -72,11 +69,11 @@ struct DiskSave {
     std::vector<std::pair<std::string, torch::Tensor>> evaluated_weights;
     const bool best = std::any_of(files.begin(), files.end(), [](const auto& f) { return f.second == "best"; });
     if (best) {
-      const bool export_best = d.o_.export_best && std::any_of(files.begin(), files.end(), [](const auto& f) {
+      const bool export_best = d.o_.export_best && best_pt && std::any_of(files.begin(), files.end(), [](const auto& f) {
         return Layout::parse(f.first).kind == Layout::Kind::best;
       });
       evaluated = ctx.with_evaluated_weights([&] {
-        if (export_best) export_weights(ctx.module(), d.layout_.path(Layout::best_export()));
+        if (export_best) *best_pt = export_bytes(checkpoint::detail::named_tensors(ctx.module()));
         torch::NoGradGuard g;
         for (const auto& [k, v] : checkpoint::detail::named_tensors(ctx.module())) evaluated_weights.emplace_back(k, v.detach().clone());
       });
@@ -95,13 +92,12 @@ struct DiskSave {
   }
 
 
-  /// save's sharded path: every rank writes its shard (its partition's optimizer state; parallel::
-  /// ShardedDataParallel does not gather it), rank 0 the common part; the ranks agree that every file is written
-  /// and fsynced; then rank 0 writes each folder's manifest last (finish_sharded). A failure: see on_write_error.
-  /// With `async`, the save first settles the one in flight (settle), then stages this one: the shard and the
-  /// common part serialized into bytes here, on the training thread (the next step cannot change what is
-  /// written), and written by the rank's background thread while training goes on; its manifest comes at the
-  /// next save or at fit end (settle).
+  /// save's sharded path: every rank stages its shard (its partition's optimizer state; parallel::
+  /// ShardedDataParallel does not gather it) into bytes, rank 0 the common part (and best.pt with best.ckpt); every
+  /// rank writes its parts (the best saves still owed first, then this one's: write_parts); the ranks agree that
+  /// every file is written and fsynced; then rank 0 writes each folder's manifest last (finish). A failure: see
+  /// on_write_error. With `async`, the save first settles the one in flight (settle), then hands the writes to the
+  /// rank's background thread while training goes on; the manifests come at the next save or at fit end (settle).
   static void sharded(Disk& d, Ctx& ctx, const std::vector<std::pair<std::string, std::string>>& files, bool epoch_end,
                       std::function<void()> after) {
     const auto t0 = Disk::Clock::now();
@@ -112,10 +108,13 @@ struct DiskSave {
     if constexpr (requires { par.sharding().stage; }) stage = par.sharding().stage;
     const bool async = d.o_.async;
     if (async) settle(d, ctx);  // one save in flight: the previous one is complete (or its failure agreed) first
-    std::string failure, shard, payload;
-    std::vector<int64_t> indices;
-    nlohmann::json meta;
-    std::vector<nlohmann::json> common;
+    auto part = std::make_shared<ShardedPart>();
+    part->files = files;
+    part->step = step;
+    part->world = world;
+    part->stage = stage;
+    part->after = std::move(after);
+    auto p = std::make_shared<ShardedPending>();
     {
       struct Restore {
         Ctx& c;
@@ -130,88 +129,120 @@ struct DiskSave {
       if constexpr (requires { ctx.before_save(); }) ctx.before_save();
       d.last_saved_step_ = step;
       try {
-        shard = shard_payload(ctx.optimizer(), owned_parameters(ctx, false), indices);
-        if (!async)
-          for (const auto& f : files) write_shard(d.layout_.path(f.first), step, rank, world, shard, indices);
+        part->shard = std::make_shared<const std::string>(shard_payload(ctx.optimizer(), owned_parameters(ctx, false), part->indices));
         if (ctx.is_main()) {
-          std::string evaluated;
-          payload = main_payload(d, ctx, files, epoch_end, evaluated, false);
-          meta = d.make_meta(epoch_end ? ctx.state().epoch + 1 : ctx.state().epoch,
-                             epoch_end ? 0 : ctx.state().batch_in_epoch, ctx.state(),
-                             d.fingerprint_.is_null() ? d.fingerprint(ctx) : nlohmann::json(), evaluated);
-          if (!async) common = d.write_common(files, meta, payload, step);
+          std::string evaluated, best_pt;
+          part->payload = std::make_shared<const std::string>(main_payload(d, ctx, files, epoch_end, evaluated, false, &best_pt));
+          if (!best_pt.empty()) part->best_pt = std::make_shared<const std::string>(std::move(best_pt));
+          part->meta = d.make_meta(epoch_end ? ctx.state().epoch + 1 : ctx.state().epoch,
+                                   epoch_end ? 0 : ctx.state().batch_in_epoch, ctx.state(),
+                                   d.fingerprint_.is_null() ? d.fingerprint(ctx) : nlohmann::json(), evaluated);
         }
       } catch (const CheckpointError& e) {
-        failure = e.what();
+        p->failure = e.what();
       }
     }
+    part->params = param_layout(ctx.optimizer());
     d.last_write_ = Disk::Clock::now();
+    // Every rank prunes alike: the ranks' owed parts and top-k lists are the same.
+    d.prune_owed(d.sharded_owed_, files, [](std::shared_ptr<ShardedPart>& e) -> ShardedPart& { return *e; });
+    p->parts = std::exchange(d.sharded_owed_, {});
+    p->parts.push_back(std::move(part));
     if (async) {
-      auto p = std::make_shared<ShardedPending>(ShardedPending{files, std::move(meta), {}, param_layout(ctx.optimizer()),
-                                                               step, world, stage, std::move(after), std::move(failure)});
-      if (p->failure.empty()) submit(d, p, std::move(shard), std::move(payload), std::move(indices), rank, ctx.is_main());
+      if (p->failure.empty()) submit(d, p, rank, ctx.is_main());
       d.pending_ = std::move(p);
       d.last_save_seconds_ = std::chrono::duration<double>(Disk::Clock::now() - t0).count();
       return;
     }
-    if (const auto& hook = sharded_probe().after_shard_written) hook(step, rank);
-    if (ctx.agree_any(!failure.empty())) {  // no manifest: the previous checkpoint of each name stays the newest
-      d.write_failed(failure.empty() ? std::string(kOtherRank) : failure);
-      return;
+    if (p->failure.empty()) {
+      try {
+        write_parts(d.layout_, *p, rank, ctx.is_main());
+      } catch (const CheckpointError& e) {
+        p->failure = e.what();
+      }
     }
-    if (ctx.is_main()) failure = d.finish_sharded(files, meta, common, step, world, stage, param_layout(ctx.optimizer()), std::move(after));
+    if (const auto& hook = sharded_probe().after_shard_written) hook(step, rank);
+    finish(d, ctx, *p, p->failure);
     d.last_save_seconds_ = std::chrono::duration<double>(Disk::Clock::now() - t0).count();
-    d.settle_write(ctx, failure);
   }
 
   /// The settle point of an asynchronous sharded save (the next save, fit end; every rank, on the training
-  /// thread): waits for this rank's write in flight, the ranks agree whether every rank's shard (and rank 0's
-  /// common part) is written and fsynced; if so rank 0 writes each folder's manifest and runs the save's `after`
-  /// (rotation: the previous checkpoints go only once this one is complete), and the ranks agree on that write.
-  /// A failure: on_write_error (every rank alike). Nothing in flight: returns at once (no collective; every rank
-  /// has the same saves, so the same answer).
+  /// thread): waits for this rank's write in flight, then finish. Nothing in flight: returns at once (no
+  /// collective; every rank has the same saves, so the same answer).
   static void settle(Disk& d, Ctx& ctx) {
     if (!d.pending_) return;
     const auto p = std::exchange(d.pending_, nullptr);
     std::string failure = d.finish_async_write();
     if (failure.empty()) failure = p->failure;
-    if (ctx.agree_any(!failure.empty())) {  // no manifest: the previous checkpoint of each name stays the newest
-      d.write_failed(failure.empty() ? std::string(kOtherRank) : failure);
-      return;
-    }
-    if (ctx.is_main())
-      failure = d.finish_sharded(p->files, p->meta, p->common, p->step, p->world, p->stage, std::move(p->params),
-                                 std::move(p->after));
-    d.settle_write(ctx, failure);
+    finish(d, ctx, *p, failure);
   }
 
  private:
   static constexpr const char* kOtherRank =
       "policytrain::checkpoint: another rank could not write its shard (its error names the file and the reason)";
 
-  /// Hands the staged bytes to this rank's background writer (made on the first save): its shard into every
-  /// folder of the save, and on the main rank the common part (its digests into `p->common` for the manifest).
-  static void submit(Disk& d, const std::shared_ptr<ShardedPending>& p, std::string shard, std::string payload,
-                     std::vector<int64_t> indices, int64_t rank, bool main) {
+  /// Every rank, once its parts of `p` are written (`failure`: this rank's, "" when none): the ranks agree whether
+  /// every rank's shards (and rank 0's common parts) are written and fsynced; if so rank 0 writes each folder's
+  /// manifest, the owed parts' first, and runs each part's `after` (rotation: the previous checkpoints go only
+  /// once this one is complete); the ranks agree on that too. A failure: no manifest of that part (the previous
+  /// checkpoint of each name stays the newest); every rank keeps the best parts to write again (retry_next_save),
+  /// then on_write_error, every rank alike.
+  static void finish(Disk& d, Ctx& ctx, ShardedPending& p, const std::string& failure) {
+    if (ctx.agree_any(!failure.empty())) return failed(d, p, failure.empty() ? std::string(kOtherRank) : failure);
+    std::string manifest_failure;
+    if (ctx.is_main())
+      for (const auto& part : p.parts) {
+        manifest_failure = d.finish_sharded(part->files, part->meta, part->common, part->step, part->world, part->stage,
+                                            part->params, part->after, part->best_pt.get());
+        if (!manifest_failure.empty()) break;
+      }
+    if (ctx.agree_any(!manifest_failure.empty())) return failed(d, p, manifest_failure);
+  }
+
+  /// An agreed failure of `p`: every rank keeps its best parts (all of them, written or not: the ranks other than
+  /// the main one do not know which manifest failed; writing one again is harmless), then on_write_error.
+  static void failed(Disk& d, ShardedPending& p, const std::string& failure) {
+    if (d.o_.on_write_error == Disk::OnWriteError::retry_next_save)
+      for (auto& part : p.parts) {
+        std::erase_if(part->files, [](const auto& f) { return f.second != "best"; });
+        if (part->files.empty()) continue;
+        part->common.clear();
+        d.sharded_owed_.push_back(std::move(part));
+      }
+    d.write_failed(failure);
+  }
+
+  /// This rank's writes of `p`: its shard into every folder of every part, and on the main rank the common part
+  /// (its digests into the part's `common` for the manifest). Throws CheckpointError at the first failure.
+  static void write_parts(const Layout& layout, ShardedPending& p, int64_t rank, bool main) {
+    for (const auto& part : p.parts) {
+      if (!part->shard || (main && !part->payload))  // a save whose staging failed, kept as owed: nothing to write
+        throw CheckpointError(policytrain::detail::error_message(
+            "policytrain::checkpoint", policytrain::detail::format("the save of step {} has nothing staged to write "
+                                                                   "(its staging failed)", part->step)));
+      for (const auto& f : part->files) write_shard(layout.path(f.first), part->step, rank, part->world, *part->shard, part->indices);
+      if (!main) continue;
+      part->common.clear();
+      for (const auto& f : part->files) {
+        nlohmann::json m = part->meta;
+        m["kind"] = f.second;
+        m["sharded_part"] = "common";
+        part->common.push_back(write_part(layout.path(f.first) / Layout::common(part->step), m, *part->payload));
+      }
+    }
+  }
+
+  /// Hands `p`'s writes to this rank's background writer (made on the first save). The job holds the staged
+  /// bytes and the pending save, never the Disk nor a tensor of the run.
+  static void submit(Disk& d, const std::shared_ptr<ShardedPending>& p, int64_t rank, bool main) {
     if (!d.writer_) {
       d.writer_ = std::make_shared<AsyncWriter>();
       d.written_ = std::make_shared<std::atomic<int64_t>>(0);
     }
-    std::vector<std::filesystem::path> folders;
-    for (const auto& f : p->files) folders.push_back(d.layout_.path(f.first));
-    // The job holds the bytes, the folders and the pending save, never the Disk nor a tensor of the run.
-    d.writer_->submit([p, folders = std::move(folders), shard = std::move(shard), payload = std::move(payload),
-                       indices = std::move(indices), rank, main] {
-      const int64_t step = p->step;
+    d.writer_->submit([p, layout = d.layout_, rank, main] {
+      const int64_t step = p->parts.back()->step;
       if (const auto& hook = sharded_probe().async_write_begin) hook(step, rank);
-      for (const auto& folder : folders) write_shard(folder, step, rank, p->world, shard, indices);
-      if (main)
-        for (size_t i = 0; i < folders.size(); ++i) {
-          nlohmann::json m = p->meta;
-          m["kind"] = p->files[i].second;
-          m["sharded_part"] = "common";
-          p->common.push_back(write_part(folders[i] / Layout::common(step), m, payload));
-        }
+      write_parts(layout, *p, rank, main);
       if (const auto& hook = sharded_probe().after_shard_written) hook(step, rank);
     });
   }

@@ -21,15 +21,15 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
-#include <policytrain/checkpoint/archive.hpp>
+#include <policytrain/checkpoint/payload.hpp>
 #include <policytrain/checkpoint/format.hpp>
 #include <policytrain/detail/config.hpp>
 
 namespace policytrain::checkpoint {
 
-/// Writes `tensors` (name, tensor; fp16 floating-point tensors when `half`) to `file` as a `dict[str, Tensor]`.
-POLICYTRAIN_DECL void export_weights(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
-                                     const std::filesystem::path& file, bool half = false)
+/// The bytes export_weights writes for `tensors` (name, tensor; fp16 floating-point tensors when `half`): a
+/// `dict[str, Tensor]` in torch.save's format, to be written later (checkpoint::Disk stages best.pt with best.ckpt).
+POLICYTRAIN_DECL std::string export_bytes(const std::vector<std::pair<std::string, torch::Tensor>>& tensors, bool half = false)
 #if POLICYTRAIN_DEFINE
 {
   c10::Dict<std::string, torch::Tensor> d;
@@ -50,7 +50,18 @@ POLICYTRAIN_DECL void export_weights(const std::vector<std::pair<std::string, to
   });
   torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
   writer.writeEndOfFile();
-  write_atomic(file, {bytes});
+  return bytes;
+}
+#else
+;
+#endif
+
+/// Writes `tensors` (name, tensor; fp16 floating-point tensors when `half`) to `file` as a `dict[str, Tensor]`.
+POLICYTRAIN_DECL void export_weights(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                                     const std::filesystem::path& file, bool half = false)
+#if POLICYTRAIN_DEFINE
+{
+  write_atomic(file, {export_bytes(tensors, half)});
 }
 #else
 ;

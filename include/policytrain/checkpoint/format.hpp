@@ -417,12 +417,44 @@ inline std::string temporary_name(std::string_view name, long pid) { return poli
 /// Whether `name` is such a temporary file (a killed write's leftover, never a complete file).
 inline bool is_temporary_name(std::string_view n) { return n.starts_with(".") && n.find(".tmp-") != std::string_view::npos; }
 }  // namespace detail
-/// Writes the concatenation of `pieces` to `file` atomically (temporary file in the same directory, fsync,
-/// rename, fsync of the directory). On failure the temporary file is removed, `file` is left as it was, and
-/// CheckpointError names the file and the system's reason.
-POLICYTRAIN_DECL void write_atomic(const std::filesystem::path& file, std::initializer_list<std::string_view> pieces)
+/// A file written in full to its temporary name (fsynced) and not yet renamed over its target: the first half of
+/// write_atomic, so that several files are written before any of them replaces its previous version (a best save
+/// commits best.ckpt and best.pt together, or neither). Destroyed uncommitted, it removes the temporary file.
+class StagedFile {
+ public:
+  StagedFile() = default;
+  /// Writes the concatenation of `pieces` to `file`'s temporary name and fsyncs it. On failure the temporary file
+  /// is removed and CheckpointError names `file` and the system's reason; `file` is left as it was.
+  POLICYTRAIN_DECL StagedFile(const std::filesystem::path& file, std::initializer_list<std::string_view> pieces);
+  StagedFile(StagedFile&& o) noexcept : file_(std::move(o.file_)), tmp_(std::move(o.tmp_)) { o.tmp_.clear(); }
+  StagedFile& operator=(StagedFile&& o) noexcept {
+    if (this != &o) {
+      discard();
+      file_ = std::move(o.file_);
+      tmp_ = std::move(o.tmp_);
+      o.tmp_.clear();
+    }
+    return *this;
+  }
+  StagedFile(const StagedFile&) = delete;
+  StagedFile& operator=(const StagedFile&) = delete;
+  ~StagedFile() { discard(); }
+  /// Renames the temporary file over the target and fsyncs the directory. Throws CheckpointError naming the file.
+  POLICYTRAIN_DECL void commit();
+  /// The target.
+  const std::filesystem::path& file() const { return file_; }
+
+ private:
+  void discard() noexcept {
+    if (!tmp_.empty()) ::unlink(tmp_.c_str());
+    tmp_.clear();
+  }
+  std::filesystem::path file_, tmp_;  // tmp_ empty: nothing staged (committed, moved from, or default)
+};
+
 #if POLICYTRAIN_DEFINE
-{
+POLICYTRAIN_DECL StagedFile::StagedFile(const std::filesystem::path& file, std::initializer_list<std::string_view> pieces)
+    : file_(file) {
   namespace fs = std::filesystem;
   const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
   const fs::path tmp = dir / detail::temporary_name(file.filename().string(), static_cast<long>(::getpid()));
@@ -460,22 +492,59 @@ POLICYTRAIN_DECL void write_atomic(const std::filesystem::path& file, std::initi
     fail_errno("fsync", err);
   }
   if (::close(fd) != 0) fail_errno("close", errno);
-  if (::rename(tmp.c_str(), file.c_str()) != 0) fail_errno("rename", errno);
+  tmp_ = tmp;
+}
+
+POLICYTRAIN_DECL void StagedFile::commit() {
+  namespace fs = std::filesystem;
+  if (tmp_.empty()) return;
+  const fs::path tmp = std::exchange(tmp_, fs::path());
+  const fs::path dir = file_.has_parent_path() ? file_.parent_path() : fs::path(".");
+  if (::rename(tmp.c_str(), file_.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    detail::fail(file_, policytrain::detail::format("cannot write: {} (rename, temporary file {}); the previous file, if any, is "
+                                    "unchanged; check the directory's permissions", std::strerror(err), tmp.string()));
+  }
   // The rename is durable only once the directory entry is. The new file is in place; what failed is the
   // guarantee that it survives a power loss, which the caller must hear about.
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) {
     const int err = errno;
-    detail::fail(file, policytrain::detail::format("written, but the directory {} cannot be opened to make the rename durable: {}",
-                                   dir.string(), std::strerror(err)));
+    detail::fail(file_, policytrain::detail::format("written, but the directory {} cannot be opened to make the rename durable: {}",
+                                    dir.string(), std::strerror(err)));
   }
   if (::fsync(dfd) != 0) {
     const int err = errno;
     ::close(dfd);
-    detail::fail(file, policytrain::detail::format("written, but the fsync of the directory {} failed: {}; the rename may not survive "
-                                   "a crash or power loss", dir.string(), std::strerror(err)));
+    detail::fail(file_, policytrain::detail::format("written, but the fsync of the directory {} failed: {}; the rename may not survive "
+                                    "a crash or power loss", dir.string(), std::strerror(err)));
   }
   ::close(dfd);
+}
+#endif
+
+/// Writes the concatenation of `pieces` to `file` atomically (temporary file in the same directory, fsync,
+/// rename, fsync of the directory). On failure the temporary file is removed, `file` is left as it was, and
+/// CheckpointError names the file and the system's reason.
+POLICYTRAIN_DECL void write_atomic(const std::filesystem::path& file, std::initializer_list<std::string_view> pieces)
+#if POLICYTRAIN_DEFINE
+{
+  StagedFile(file, pieces).commit();
+}
+#else
+;
+#endif
+
+/// Stages a checkpoint file (header, `meta`, `payload`; see write_file) without committing it. Throws
+/// CheckpointError, writing nothing, when the metadata exceeds what a reader accepts or the write fails.
+POLICYTRAIN_DECL StagedFile stage_file(const std::filesystem::path& file, const nlohmann::json& meta, std::string_view payload)
+#if POLICYTRAIN_DEFINE
+{
+  const std::string m = meta.dump();
+  detail::check_meta_bounds(file, m);
+  const std::string h = make_header(m, payload);
+  return StagedFile(file, {h, m, payload});
 }
 #else
 ;
@@ -487,10 +556,7 @@ POLICYTRAIN_DECL void write_atomic(const std::filesystem::path& file, std::initi
 POLICYTRAIN_DECL void write_file(const std::filesystem::path& file, const nlohmann::json& meta, std::string_view payload)
 #if POLICYTRAIN_DEFINE
 {
-  const std::string m = meta.dump();
-  detail::check_meta_bounds(file, m);
-  const std::string h = make_header(m, payload);
-  write_atomic(file, {h, m, payload});
+  stage_file(file, meta, payload).commit();
 }
 #else
 ;
