@@ -30,7 +30,6 @@ def not_yet_converted(rel):
 MESSAGE_BUILDERS = {
     ("parallel/environment.hpp", "env_error"): "every launcher-variable error of parallel::Environment",
     ("parallel/environment.hpp", "fail"): "the host-list errors of expand_slurm_nodelist (a lambda)",
-    ("data/image_decode.hpp", "fail"): "decode_png's errors, which free libpng's image first (a lambda)",
     ("schedule/lr.hpp", "bad"): "Lr::validate's option errors (a lambda)",
     ("parallel/process_group.hpp", "collective_error"): "a failed or timed-out collective, with the diagnosis",
     ("data/from_torch.hpp", "evaluation_refusal"): "a loader that cannot evaluate every sample once (Trainer::evaluate)",
@@ -50,6 +49,8 @@ ALLOWED = {
         "Disk::write_failed appends every rank's decision (stop) to a message already worded by error_message",
     ("parallel/process_group.hpp", "std::invalid_argument("):
         "a backend the build lacks: caught in ProcessGroup::connect and reworded by error_message with the job's address",
+    ("data/image_decode.hpp", "std::bad_alloc()"):
+        "libpng could not allocate its read structures: out of memory, as std::bad_alloc says everywhere else",
     ("parallel/process_group.hpp", 'std::runtime_error("xxxxxxxxxxxxxxxxxxxxxxxxxx")'):
         "an aborted wait: caught in ProcessGroup::wait and reworded by collective_error",
 }

@@ -1,4 +1,4 @@
-// The C++ side of tests/differential/csv.py: reads CSV files with data::read_csv and prints what it read, for the
+// The C++ side of tests/differential/csv_tables.py: reads CSV files with data::read_csv and prints what it read, for the
 // driver to compare with pandas.read_csv. Usage: csv_probe MANIFEST, where each line of MANIFEST is
 // "<header 0|1> <non_finite 0|1> <f32|f64> <delimiter as a decimal character code> <path>". Prints one JSON object a
 // line, in the manifest's order: {"names": [hex of each name's bytes], "rows": R, "values": [C99 hex floats, row by

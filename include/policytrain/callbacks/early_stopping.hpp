@@ -32,7 +32,8 @@ class EarlyStopping {
   struct Options {
     /// false: never stop (a branch per validation).
     bool enabled = true;
-    Monitor monitor{};                          ///< metric ("loss", "accuracy", ...), mode, min_delta
+    /// Metric ("loss", "accuracy", ...), mode, min_delta. `= Monitor()`: see checkpoint::Disk::Options::monitor.
+    Monitor monitor = Monitor();
     int64_t patience = 3;                       ///< validations without improvement before stopping
     bool check_finite = true;                   ///< stop at once on a NaN or infinite metric
     std::optional<double> stopping_threshold{};   ///< stop once the metric is better than this

@@ -172,7 +172,9 @@ class Disk {
     std::filesystem::path directory{};  ///< where checkpoints go; empty: the policy is off
     bool last = true;                 ///< last.ckpt at every epoch end (and every `every_seconds`)
     bool best = false;                ///< best.ckpt whenever `monitor` improves
-    Monitor monitor{};                ///< the metric ("loss", "accuracy"), its mode and min_delta, for best/top_k
+    /// The metric ("loss", "accuracy"), its mode and min_delta, for best/top_k. `= Monitor()`, not `{}`: with `{}`,
+    /// GCC 12 at -O2 warns (-Wmaybe-uninitialized, a false positive) where a user writes Disk({.directory = ...}).
+    Monitor monitor = Monitor();
     int64_t top_k = 1;                ///< with best: also keep the k best as `best-e<epoch>.ckpt` (1: best.ckpt only)
     int64_t every_epochs = 0;         ///< `epoch-<n>.ckpt` every n epochs (0: off)
     int64_t every_steps = 0;          ///< `step-<n>.ckpt` every n optimizer steps (0: off)

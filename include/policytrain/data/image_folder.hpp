@@ -26,7 +26,6 @@
 
 #include <torch/data/datasets/base.h>
 #include <torch/data/example.h>
-#include <torch/nn/functional/upsampling.h>
 #include <torch/types.h>
 
 #include <policytrain/data/image_decode.hpp>
@@ -100,12 +99,9 @@ class ImageFolder : public torch::data::datasets::Dataset<ImageFolder> {
     const int64_t nh = h <= w ? o_.resize : std::max<int64_t>(1, o_.resize * h / w);
     const int64_t nw = h <= w ? std::max<int64_t>(1, o_.resize * w / h) : o_.resize;
     if (o_.resize > 0 && (nh != h || nw != w)) {  // torchvision's resize leaves an image of that size as it is
-      namespace F = torch::nn::functional;
-      x = F::interpolate(x.unsqueeze(0), F::InterpolateFuncOptions()
-                                             .size(std::vector<int64_t>{nh, nw})
-                                             .mode(torch::kBilinear)
-                                             .align_corners(false)
-                                             .antialias(true))
+      // What torch::nn::functional::interpolate(size, bilinear, align_corners false, antialias) calls, without its
+      // options object (a temporary that GCC 12 at -O2 warns about: -Wmaybe-uninitialized, a false positive).
+      x = torch::_upsample_bilinear2d_aa(x.unsqueeze(0), {nh, nw}, /*align_corners=*/false, std::nullopt, std::nullopt)
               .squeeze(0);
     }
     if (o_.crop > 0) {

@@ -22,7 +22,7 @@ header, delimiter and its defaults otherwise. A file is one input compared. The 
     (without non_finite; or one float32 rounds to an infinity), a row Python's csv module finds with another count
     of fields than the first, a column pandas names itself ("Unnamed: 3", "a.1"), a header without rows; the line
     a message names is where Python's csv module finds that cell or row.
-Usage: csv.py --probe PATH (--seeds A-B | --random SECONDS --start N) [--keep DIR]
+Usage: csv_tables.py --probe PATH (--seeds A-B | --random SECONDS --start N) [--keep DIR]
 On a difference: prints it, the seed and the command that reproduces it, and exits 1.
 """
 import os
