@@ -345,9 +345,15 @@ int main(int argc, char** argv) {
         // processes, and srun --kill-on-bad-exit ends the others as soon as one rank exits 75.
         trainer.agree_min(0);
         if (requeue && trainer.is_main()) {
+          // Said before: the requeue ends this process (SIGTERM from Slurm) as soon as scontrol returns, often
+          // before another line.
+          const char* job = std::getenv("SLURM_JOB_ID");
+          std::printf("requeueing: scontrol requeue %s\n", job ? job : "(no SLURM_JOB_ID)");
+          std::fflush(stdout);
           try {
-            const int rc = pt::callbacks::Preemption::requeue_slurm_job();
-            std::printf("scontrol requeue %s: exit code %d\n", std::getenv("SLURM_JOB_ID"), rc);
+            if (const int rc = pt::callbacks::Preemption::requeue_slurm_job(); rc != 0)
+              std::printf("fashion_mnist: not requeued: scontrol requeue %s ended with %d (was the job submitted "
+                          "with sbatch --requeue?)\n", job, rc);
           } catch (const std::exception& e) {
             std::printf("fashion_mnist: not requeued: %s\n", e.what());
           }

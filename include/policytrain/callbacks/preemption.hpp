@@ -117,6 +117,8 @@ class Preemption {
   /// its end, restores those that were there before this call. Calling it again changes nothing.
   static void catch_early(const std::vector<int>& signals = {SIGTERM, SIGUSR1}) {
     if (!detail::preemption_early.empty()) return;
+    detail::preemption_signal.store(0);  // what an earlier fit of this process left
+    detail::preemption_count.store(0);
     for (int s : signals) {
       struct sigaction sa {}, old {};
       sa.sa_handler = &detail::preemption_handler;
