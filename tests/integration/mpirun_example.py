@@ -1,7 +1,7 @@
 """The main job under Open MPI's mpirun (2 ranks, PMIx variables: OMPI_COMM_WORLD_RANK, ...) against `--nproc 2`
 (our launcher): the same params_sha256 and test accuracy, and a log a scheduler can keep: mpirun gives rank 0's
 output a pseudo-terminal, yet no progress-bar redraw (a carriage return or an escape sequence) reaches it, and the
-per-step lines come from rank 0 only.
+per-step lines come from rank 0 only. The ranks of `--nproc 2` show in ps under the binary's name.
 Usage: mpirun_example.py FASHION_MNIST_EXE WORK_DIR   (exits 77, CTest's skip, when mpirun is not installed)"""
 import json, os, shutil, socket, subprocess, sys, time
 
@@ -20,9 +20,24 @@ env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
 t = time.time()
 ref_dir = os.path.join(work, "nproc2")
-p = subprocess.run([exe, "--nproc", "2", "--run-dir", ref_dir] + flags, env=env, capture_output=True, text=True)
-assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+launcher = subprocess.Popen([exe, "--nproc", "2", "--run-dir", ref_dir] + flags, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+# The ranks --nproc starts are named after the binary in ps (before: "exe", from /proc/self/exe), so that looking
+# for a job's processes, or its orphans, by name finds them.
+names = set()
+while launcher.poll() is None and len(names) < 2:
+    for d in os.listdir("/proc"):
+        try:
+            if d.isdigit() and open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1] == str(launcher.pid):
+                names.add((d, open(f"/proc/{d}/comm").read().strip()))
+        except (OSError, IndexError):
+            pass
+    time.sleep(0.05)
+out, err = launcher.communicate()
+assert launcher.returncode == 0, out[-2000:] + err[-2000:]
 t_ref = time.time() - t
+want = os.path.basename(os.path.realpath(exe))[:15]
+assert names and all(n == want for _, n in names), f"--nproc's ranks are named {names}; expected {want}"
 
 with socket.socket() as s:  # a free port for the store
     s.bind(("127.0.0.1", 0))
