@@ -81,11 +81,25 @@ def ours(env):
     return p.stdout.strip()
 
 
+# scontrol reads a configuration before it expands anything (no daemon is asked): a minimal one of our own, unless
+# the caller gives one (SLURM_CONF).
+scontrol_env = dict(os.environ)
+if scontrol and not os.environ.get("SLURM_CONF"):
+    import tempfile
+    conf = os.path.join(tempfile.mkdtemp(prefix="slurm_environment."), "slurm.conf")
+    with open(conf, "w") as f:
+        f.write("ClusterName=probe\nSlurmctldHost=localhost\nNodeName=localhost\nPartitionName=p Nodes=localhost\n")
+    scontrol_env["SLURM_CONF"] = conf
+
+
 def first_host(lst):
     if not scontrol:
         return None
-    p = subprocess.run([scontrol, "show", "hostnames", lst], capture_output=True, text=True, timeout=30)
-    return p.stdout.split()[0] if p.returncode == 0 and p.stdout.split() else None
+    p = subprocess.run([scontrol, "show", "hostnames", lst], capture_output=True, text=True, timeout=30,
+                       env=scontrol_env)
+    if p.returncode != 0:
+        raise SystemExit(f"slurm_environment: `scontrol show hostnames {lst}` failed: {p.stderr[-1000:]}")
+    return p.stdout.split()[0] if p.stdout.split() else None
 
 
 def compare(seed):
