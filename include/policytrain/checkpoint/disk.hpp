@@ -150,7 +150,8 @@ class Disk {
     OnWriteError on_write_error = OnWriteError::stop;  ///< a failed write: stop every rank, or retry at the next save
     std::FILE* log = stderr;          ///< where messages go (nullptr: nowhere)
     /// Messages from every rank; false: from the main rank only (every rank resumes from the same file and would
-    /// say the same line, once per rank, in a job's one log).
+    /// say the same line, once per rank, in a job's one log). Sharded checkpoints: every rank's, always (each rank
+    /// reads and writes a file of its own, and says what only it knows).
     bool log_every_rank = false;
     /// Sharded checkpoints (checkpoint/sharded.hpp): every rank writes its optimizer partition (ZeRO-1/2), rank 0
     /// the rest and the manifest last. Under a policy that does not partition the state, rank 0 writes one shard
@@ -221,7 +222,7 @@ class Disk {
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     last_write_ = Clock::now();
-    quiet_ = !ctx.is_main() && !o_.log_every_rank;
+    quiet_ = !ctx.is_main() && !o_.log_every_rank && !o_.sharded;
     if (!enabled()) return;
     if (pending_) { (void)finish_async_write(); pending_.reset(); }  // a sharded save of a fit that threw
     if (ctx.is_main()) {
@@ -481,7 +482,7 @@ class Disk {
   int64_t last_saved_step_ = -1;
   int64_t files_written_ = 0;
   int64_t write_failures_ = 0;
-  bool quiet_ = false;                              // not the main rank, and Options::log_every_rank is off
+  bool quiet_ = false;                              // not the main rank of an unsharded save; log_every_rank off
   bool finishing_ = false;                          // in on_fit_end: a failed write stops whatever on_write_error
   nlohmann::json fingerprint_;
   std::string run_id_;                              // this run's id (see run_id())
