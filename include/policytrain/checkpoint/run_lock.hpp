@@ -91,7 +91,10 @@ class RunLock {
 
   /// This process as a holder would be recorded: host, pid, start time, and the Slurm job id and attempt.
   static Holder self() {
-    Holder h{detail::host_name(), static_cast<long>(::getpid()), detail::process_start(static_cast<long>(::getpid()))};
+    Holder h;
+    h.host = detail::host_name();
+    h.pid = static_cast<long>(::getpid());
+    h.start = detail::process_start(h.pid);
     if (const char* j = std::getenv("SLURM_JOB_ID"); j && *j) {
       h.job = j;
       const char* r = std::getenv("SLURM_RESTART_COUNT");
