@@ -30,6 +30,9 @@ install(FILES ${PROJECT_BINARY_DIR}/policytrainConfig.cmake ${PROJECT_BINARY_DIR
         DESTINATION ${POLICYTRAIN_INSTALL_CMAKEDIR})
 install(FILES LICENSE DESTINATION ${POLICYTRAIN_INSTALL_LICENSEDIR})
 # The command-line tool (verify, info, consolidate checkpoints), where this build made it.
+# Installed with a run path to LibTorch (and every other library it links from outside the project), so that it
+# starts from a clean environment (no LD_LIBRARY_PATH): the build tree's run path is dropped at install.
 if(TARGET policytrain-ckpt)
-  install(TARGETS policytrain-ckpt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  set_target_properties(policytrain-ckpt PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+  install(TARGETS policytrain-ckpt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
 endif()

@@ -6,7 +6,9 @@
 //   --resume-weights-only (with --resume: take the weights only, start a new run)  --async-checkpoint
 //   --shard-checkpoints (with --zero 1|2: every rank writes its optimizer partition, rank 0 a manifest last)
 //   --ema [--ema-decay D --ema-tau T]  --patience P [--min-delta D]  --rollback [--rollback-factor F]  --no-export
-//   --no-preemption  --requeue   (SIGTERM / SIGUSR1: stop at the next step, save, exit 75)
+//   --no-preemption  --requeue  --requeue-signal USR1|USR2|none   (SIGTERM / SIGUSR1: stop at the next step, save,
+//   exit 75; the requeue signal with --requeue also requeues the Slurm job)
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
@@ -48,6 +50,7 @@ struct CheckpointFlags {
   double rollback_factor = 0.5;
   bool no_preemption = false;
   bool requeue = false;
+  std::string requeue_signal = "USR1";
 
   void add(CLI::App& app) {
     app.add_option("--save", save, "Checkpoints to write: last, best, every:N (epochs), steps:N, minutes:M, none")
@@ -70,7 +73,9 @@ struct CheckpointFlags {
     app.add_flag("--async-checkpoint", async_checkpoint, "Write checkpoints in a background thread");
     app.add_flag("--shard-checkpoints", shard_checkpoints,
                  "Sharded checkpoints: a folder per checkpoint, each rank writing its own optimizer partition (with "
-                 "--zero 1|2), rank 0 a manifest with every file's SHA-256 last; resumable at any world size");
+                 "--zero 1|2), rank 0 a manifest with every file's SHA-256 last. The format re-partitions at another world "
+                 "size (checkpoint::RunInfo::world_size = -1), but this program records its world size in the run "
+                 "fingerprint: it resumes them at the same number of ranks");
     app.add_flag("--no-export", no_export, "Do not write RUN_DIR/checkpoints/final.pt (torch.load-able weights)");
     app.add_flag("--ema", ema, "Evaluate with an exponential moving average of the weights");
     // [0, 1): CLI::Range(0.0, 0.999999999) refused 1 while its help read "[0 - 1]".
@@ -91,7 +96,13 @@ struct CheckpointFlags {
                  "Do not handle SIGTERM and SIGUSR1 (by default they stop the run at the next optimizer step on every "
                  "rank, which saves a mid-epoch last.ckpt that --resume continues exactly, and exit with code 75)");
     app.add_flag("--requeue", requeue,
-                 "Under Slurm: after such a stop, `scontrol requeue $SLURM_JOB_ID` (the job restarts; run it with --resume)");
+                 "Under Slurm: after a stop by the requeue signal (--requeue-signal), `scontrol requeue "
+                 "$SLURM_JOB_ID` once every rank has saved (the job runs again: run it with --resume; submit it with "
+                 "sbatch --requeue). A stop by SIGTERM (scancel, the time limit) is never requeued");
+    app.add_option("--requeue-signal", requeue_signal,
+                   "The stop signal that asks for a requeue (with --requeue; sbatch --signal=USR1@<seconds>), or "
+                   "none. USR2 is handled from the start of training, USR1 and TERM from the first line of main")
+        ->check(CLI::IsMember({"USR1", "USR2", "none"}));
   }
 
   policytrain::Monitor monitor_spec() const {
@@ -141,7 +152,11 @@ struct CheckpointFlags {
         {.enabled = patience > 0, .monitor = monitor_spec(), .patience = std::max<int64_t>(1, patience)});
   }
   policytrain::callbacks::Preemption make_preemption() const {
-    return policytrain::callbacks::Preemption({.enabled = !no_preemption});
+    const int requeue_sig = requeue_signal == "USR1" ? SIGUSR1 : requeue_signal == "USR2" ? SIGUSR2 : 0;
+    std::vector<int> signals{SIGTERM, SIGUSR1};
+    if (requeue_sig == SIGUSR2) signals.push_back(SIGUSR2);
+    return policytrain::callbacks::Preemption(
+        {.enabled = !no_preemption, .signals = signals, .requeue_signal = requeue_sig});
   }
   policytrain::callbacks::DivergenceRollback make_rollback() const {
     return policytrain::callbacks::DivergenceRollback({.enabled = rollback, .lr_factor = rollback_factor});
@@ -157,7 +172,7 @@ struct CheckpointFlags {
             {"ema", {{"enabled", ema}, {"decay", ema_decay}, {"tau", ema_tau}}},
             {"early_stopping", {{"enabled", patience > 0}, {"patience", patience}, {"monitor", monitor}, {"min_delta", min_delta}}},
             {"rollback", {{"enabled", rollback}, {"lr_factor", rollback_factor}}},
-            {"preemption", {{"enabled", !no_preemption}, {"requeue", requeue}, {"exit_code", policytrain::callbacks::Preemption::exit_code}}}};
+            {"preemption", {{"enabled", !no_preemption}, {"requeue", requeue}, {"requeue_signal", requeue_signal}, {"exit_code", policytrain::callbacks::Preemption::exit_code}}}};
   }
 };
 

@@ -159,6 +159,9 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Config& c, torch::
 }  // namespace
 
 int main(int argc, char** argv) {
+  // SIGTERM and SIGUSR1 from here on only set a flag, acted on at the first step's end (callbacks::Preemption):
+  // a signal during parsing, data loading or process-group setup is not lost (nor does it end the job unsaved).
+  pt::callbacks::Preemption::catch_early();
   CLI::App app{"Trains a CNN on Fashion-MNIST with policytrain"};
   // A later value of an option replaces an earlier one: scripts/demo passes its recipe first, a user's flags after it.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -257,30 +260,106 @@ int main(int argc, char** argv) {
     const pt::FitOptions fit{.epochs = cfg.epochs,
                              .limit_train_batches = cfg.limit_train_batches,
                              .limit_val_batches = cfg.limit_val_batches};
+    // summary.json of an earlier attempt of this run (a stop, a requeue, a resubmission): its history goes on.
+    const auto summary_path = cfg.run_dir / "summary.json";
+    nlohmann::json earlier = nlohmann::json::object();
+    if (dp.is_main() && !ckpt_flags.resume.empty() && fs::exists(summary_path)) {
+      try {
+        earlier = nlohmann::json::parse(std::ifstream(summary_path));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "fashion_mnist: %s is not JSON (%s); its history is not carried on\n",
+                     summary_path.string().c_str(), e.what());
+      }
+    }
+    const auto environment = pt::parallel::Environment::from_env();
+    // This attempt, for summary.json's "attempts": who launched it, which scheduler job, where it ended.
+    auto attempt_record = [&](const pt::FitResult& r, int stopped_by, const std::string& resumed_from) {
+      const char* job = std::getenv("SLURM_JOB_ID");
+      const char* restarts = std::getenv("SLURM_RESTART_COUNT");
+      nlohmann::json validation = nlohmann::json::array();
+      for (const auto& m : r.validation) validation.push_back({{"loss", m.loss}, {"accuracy", m.accuracy}});
+      return nlohmann::json{
+          {"launcher", par.nproc > 1 ? std::string("--nproc") : environment.source},
+          {"world_size", world_size},
+          {"slurm_job_id", job ? nlohmann::json(job) : nlohmann::json()},
+          // Slurm sets SLURM_RESTART_COUNT from the first requeue on: the first attempt is 0.
+          {"slurm_restart_count", job ? nlohmann::json(restarts ? std::atoi(restarts) : 0) : nlohmann::json()},
+          {"resumed_from", resumed_from},
+          {"global_steps", r.global_steps},
+          {"epochs_validated", r.validation.size()},
+          {"stopped_by", stopped_by ? nlohmann::json(pt::callbacks::Preemption::signal_name(stopped_by)) : nlohmann::json()},
+          {"validation", validation}};
+    };
+    // The attempts so far and the validation of every epoch so far (each attempt validates its own epochs).
+    auto carried = [&](const char* key) {
+      return earlier.contains(key) && earlier[key].is_array() ? earlier[key] : nlohmann::json::array();
+    };
     // Trains with `trainer`, evaluates the test set once, prints the report and writes summary.json.
     auto finish = [&]<bool Graph>(auto& trainer, std::bool_constant<Graph>) -> int {
       pt::FitResult result;
       if constexpr (Graph) result = trainer.fit(train_loader, val_loader, fit);
       else result = accumulation.fit(trainer, train_loader, make_train_loader, val_loader, fit);
+      const std::string resumed_from = trainer.template get<pt::checkpoint::Disk>().resumed_from().string();
+      // A finished run resumed again: nothing was trained; its summary stays as it is. Rank 0 read the summary:
+      // the ranks agree (every rank skips the test evaluation's collectives, or none).
+      const bool finished_before = !result.stopped_at_step && result.epochs_run == 0 && result.validation.empty() &&
+                                   earlier.value("finished", false) &&
+                                   earlier.value("global_steps", int64_t{-1}) == result.global_steps;
+      if (trainer.agree_min(finished_before ? 0 : 1) == 0) {
+        if (trainer.is_main())
+          std::printf("nothing left to train: %s finished at optimizer step %lld; %s kept as it is\n",
+                      cfg.run_dir.string().c_str(), static_cast<long long>(result.global_steps),
+                      summary_path.string().c_str());
+        return 0;
+      }
       // Stopped by SIGTERM / SIGUSR1 (callbacks::Preemption): the checkpoint is written; no test evaluation, no
       // summary of a finished run: exit with the documented code, after requeueing the Slurm job if asked.
       if (result.stopped_at_step) {
+        const auto& preemption = trainer.template get<pt::callbacks::Preemption>();
+        const bool requeue = ckpt_flags.requeue && preemption.requeue_asked();
         if (trainer.is_main()) {
-          std::printf("preempted at optimizer step %lld: saved to %s; resume with --resume (exit code %d)\n",
+          std::printf("preempted at optimizer step %lld by %s: saved to %s; resume with --resume (exit code %d%s)\n",
                       static_cast<long long>(result.global_steps),
+                      pt::callbacks::Preemption::signal_name(preemption.stopped_by()).c_str(),
                       trainer.template get<pt::checkpoint::Disk>().options().directory.string().c_str(),
-                      pt::callbacks::Preemption::exit_code);
+                      pt::callbacks::Preemption::exit_code,
+                      requeue ? ", requeueing the Slurm job" : ckpt_flags.requeue ? ", not requeued: not the requeue signal" : "");
           std::ofstream(cfg.run_dir / "preempted.json")
               << nlohmann::json{{"global_steps", result.global_steps},
-                                {"signal", trainer.template get<pt::callbacks::Preemption>().stopped_by()},
-                                {"signals_received", trainer.template get<pt::callbacks::Preemption>().signals_received()}}
+                                {"signal", preemption.stopped_by()},
+                                {"signals_received", preemption.signals_received()},
+                                {"requeue", requeue}}
                      .dump(2)
               << "\n";
-          if (ckpt_flags.requeue) {
-            const int rc = pt::callbacks::Preemption::requeue_slurm_job();
-            std::printf("scontrol requeue: exit code %d\n", rc);
-          }
+          // The run is not finished: summary.json holds its history so far, for the attempt that ends it.
+          nlohmann::json partial{{"finished", false}, {"global_steps", result.global_steps}};
+          partial["attempts"] = carried("attempts");
+          partial["attempts"].push_back(attempt_record(result, preemption.stopped_by(), resumed_from));
+          partial["validation_history"] = carried("validation_history");
+          for (const auto& m : result.validation)
+            partial["validation_history"].push_back({{"loss", m.loss}, {"accuracy", m.accuracy}});
+          std::ofstream(summary_path) << partial.dump(2) << "\n";
+          std::fflush(stdout);
         }
+        // Every rank has saved and rank 0 has said so before the job is requeued: the requeue ends the job's
+        // processes, and srun --kill-on-bad-exit ends the others as soon as one rank exits 75.
+        trainer.agree_min(0);
+        if (requeue && trainer.is_main()) {
+          // Said before: the requeue ends this process (SIGTERM from Slurm) as soon as scontrol returns, often
+          // before another line.
+          const char* job = std::getenv("SLURM_JOB_ID");
+          std::printf("requeueing: scontrol requeue %s\n", job ? job : "(no SLURM_JOB_ID)");
+          std::fflush(stdout);
+          try {
+            if (const int rc = pt::callbacks::Preemption::requeue_slurm_job(); rc != 0)
+              std::printf("fashion_mnist: not requeued: scontrol requeue %s ended with %d (was the job submitted "
+                          "with sbatch --requeue?)\n", job, rc);
+          } catch (const std::exception& e) {
+            std::printf("fashion_mnist: not requeued: %s\n", e.what());
+          }
+          std::fflush(stdout);
+        }
+        trainer.agree_min(0);  // no rank exits (and has srun end the others) before the requeue was asked
         return pt::callbacks::Preemption::exit_code;
       }
       // After training: the parallel policy's counters (buckets, all-reduce calls) are the run's.
@@ -314,9 +393,12 @@ int main(int argc, char** argv) {
                                                   .world_size = world_size});
         train_metrics = trainer.evaluate(train_eval_loader, cfg.limit_val_batches);
       }
+      // Every epoch's validation, the earlier attempts' included: the last is the run's.
+      nlohmann::json history = carried("validation_history");
+      for (const auto& m : result.validation) history.push_back({{"loss", m.loss}, {"accuracy", m.accuracy}});
       const double nan = std::numeric_limits<double>::quiet_NaN();
-      const double val_accuracy = result.validation.empty() ? nan : result.validation.back().accuracy;
-      const double val_loss = result.validation.empty() ? nan : result.validation.back().loss;
+      const double val_accuracy = history.empty() ? nan : history.back().at("accuracy").get<double>();
+      const double val_loss = history.empty() ? nan : history.back().at("loss").get<double>();
       // [snippet:rank0]
       if (!trainer.is_main()) return 0;
       // [/snippet:rank0]
@@ -345,7 +427,7 @@ int main(int argc, char** argv) {
           {"stopped_early", result.stopped_early},
           {"best_epoch", trainer.state().best_epoch},
           {"best_metric", trainer.state().best_metric},
-          {"resumed_from", trainer.template get<pt::checkpoint::Disk>().resumed_from().string()},
+          {"resumed_from", resumed_from},
           {"params_sha256", pt::io::params_sha256(task.module())},
           {"torch_version", pt::detail::torch_version()},
           {"threads", torch::get_num_threads()},
@@ -367,9 +449,10 @@ int main(int argc, char** argv) {
       };
       summary.update(state_bytes);
       summary["policies"].update(ckpt_flags.describe());
-      nlohmann::json history = nlohmann::json::array();
-      for (const auto& m : result.validation) history.push_back({{"loss", m.loss}, {"accuracy", m.accuracy}});
       summary["validation_history"] = history;
+      summary["finished"] = true;
+      summary["attempts"] = carried("attempts");
+      summary["attempts"].push_back(attempt_record(result, 0, resumed_from));
       summary["policies"].update(fastpath.describe());
       if constexpr (Graph) {
         const auto& g = trainer.template get<pt::step::CudaGraph>();
@@ -380,7 +463,7 @@ int main(int argc, char** argv) {
         summary["policies"]["step"] = {{"name", "eager"}};
         summary.update(trainer.template get<pt::callbacks::MetricsLog>().summary());
       }
-      const auto path = cfg.run_dir / "summary.json";
+      const auto& path = summary_path;
       std::ofstream(path) << summary.dump(2) << "\n";
       std::printf("validation accuracy %.4f; test accuracy %.4f, loss %.4f, %.0f train samples/s, %.1f s; summary: %s\n",
                   val_accuracy, metrics.accuracy, metrics.loss, result.samples_per_second(), wall, path.string().c_str());

@@ -20,7 +20,7 @@ the stopped and the resumed run:
   samplers.py --binary PATH --seeds A-B                 the seeds A to B (the quick tier: differential.samplers)
   samplers.py --binary PATH --random SECONDS --start N  fresh seeds from N for about SECONDS (.ci/run)
 
-Run it with a python that has pytorch_lightning (the venv of the lightning.venv test). On a difference it prints the
+Run it with a python that has lightning (the venv of the lightning.venv test). On a difference it prints the
 first one, the seed and the command that reproduces it, and exits 1; at the end it prints how many inputs it compared.
 """
 import argparse
@@ -35,7 +35,7 @@ import tempfile
 import time
 
 from torch.utils.data import DistributedSampler
-from pytorch_lightning.overrides.distributed import UnrepeatedDistributedSampler
+from lightning.pytorch.overrides.distributed import UnrepeatedDistributedSampler
 
 TRAIN = ["tensor", "tensor", "random_padded", "sequential_padded", "unrepeated"]
 VAL = ["unrepeated", "unrepeated", "tensor", "sequential_padded"]

@@ -75,7 +75,8 @@ assert rc == 0, err[-3000:]
 # the group at INFO level, which it does not print by default) and a second attempt resumed.
 said = "restarting every rank (restart 1 of 1" if launcher == "local" else "(exitcode: -9) local_rank: 1"
 assert said in err, f"the launcher did not report the killed rank:\n{err[-3000:]}"
-assert err.count("policytrain::checkpoint: resumed from") >= 2, f"the ranks did not resume:\n{err[-3000:]}"
+# Rank 0 says it (checkpoint::Disk's lines come from the main rank; every rank resumes from the same file).
+assert err.count("policytrain::checkpoint: resumed from") >= 1, f"the ranks did not resume:\n{err[-3000:]}"
 s = json.load(open(os.path.join(work, "killed", "summary.json")))
 assert s["resumed_from"], "the restarted group did not resume from a checkpoint"
 assert s["global_steps"] == reference["global_steps"], (s["global_steps"], reference["global_steps"])

@@ -500,6 +500,7 @@ struct PreemptOutcome {
   bool stopped = false;
   int64_t stopped_at = -1, global_steps = 0;
   int stopped_by = 0, received = 0;
+  bool requeue = false;
   std::vector<torch::Tensor> params;
 };
 
@@ -529,6 +530,7 @@ PreemptOutcome preempt_run(const fs::path& dir, const Injection& inj, bool resum
   o.stopped_at = p.stopped_at();
   o.stopped_by = p.stopped_by();
   o.received = p.signals_received();
+  o.requeue = p.requeue_asked();
   for (const auto& q : task.module().parameters()) o.params.push_back(q.detach().clone());
   return o;
 }
@@ -884,6 +886,28 @@ TEST_CASE("Preemption refuses an uncatchable signal and a check interval below 1
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(pt::callbacks::Preemption({.check_every_steps = 0}), doctest::Contains("check_every_steps is 0"),
                        std::invalid_argument);
+}
+
+TEST_CASE("Preemption::catch_early: a signal before the fit stops it at its first step, and only the requeue signal asks for a requeue") {
+  for (const int sig : {SIGUSR1, SIGTERM}) {
+    CAPTURE(sig);
+    const auto dir = testing::temp_dir("preempt-early");
+    struct sigaction before {};
+    ::sigaction(sig, nullptr, &before);
+    pt::callbacks::Preemption::catch_early();
+    // Start-up: without catch_early the signal's default action ends this process here (Slurm's FAILED 138).
+    std::raise(sig);
+    const auto o = preempt_run(dir, {}, false, 0, 1);
+    CHECK(o.stopped);
+    CHECK(o.stopped_at == 1);
+    CHECK(o.stopped_by == sig);
+    CHECK(o.received == 1);
+    CHECK(o.requeue == (sig == SIGUSR1));
+    // The handler from before catch_early is back once the fit ended (not ours: a later signal acts as without us).
+    struct sigaction after {};
+    ::sigaction(sig, nullptr, &after);
+    CHECK(reinterpret_cast<void*>(after.sa_handler) == reinterpret_cast<void*>(before.sa_handler));
+  }
 }
 
 TEST_CASE("launch_local: a SIGKILLed launcher leaves no rank behind, and resume = \"auto\" in its run directory takes over the stale lock and ends bit-identical") {

@@ -1228,6 +1228,35 @@ TEST_CASE("run.lock: a stale lock (dead pid, or a pid reused by another process)
     CHECK(slurp(dir / "run.lock") == "elsewhere-node7 12345 99\n");  // untouched
     CHECK_FALSE(fs::exists(dir / "last.ckpt"));                         // nothing written
   }
+  SUBCASE("another host, an earlier attempt of this Slurm job: taken over; the same attempt or another job: refused") {
+    // A requeued job (attempt 2 of job 4242) whose attempt 1 ran on another node; Slurm runs one attempt at a time.
+    ::setenv("SLURM_JOB_ID", "4242", 1);
+    ::setenv("SLURM_RESTART_COUNT", "2", 1);
+    struct Unset {
+      ~Unset() {
+        ::unsetenv("SLURM_JOB_ID");
+        ::unsetenv("SLURM_RESTART_COUNT");
+      }
+    } unset;
+    for (const std::string refused : {"elsewhere-node7 12345 99 4243 1\n", "elsewhere-node7 12345 99 4242 2\n",
+                                      "elsewhere-node7 12345 99\n"}) {
+      CAPTURE(refused);
+      spit(dir / "run.lock", refused);
+      CHECK_THROWS_AS(lock_fit(dir, log), ck::LockedError);
+      CHECK(slurp(dir / "run.lock") == refused);
+    }
+    spit(dir / "run.lock", "elsewhere-node7 12345 99 4242 1\n");
+    std::vector<std::string> seen;
+    lock_fit(dir, log, SeeLock{dir / "run.lock", &seen});
+    const std::string said = read_log(log);
+    CAPTURE(said);
+    CHECK(said.find("took over the lock " + (dir / "run.lock").string() + " of a job that is gone (host elsewhere-node7, "
+                    "pid 12345: attempt 1 of this Slurm job 4242, which runs attempt 2 now)") != std::string::npos);
+    REQUIRE_FALSE(seen.empty());
+    CHECK(seen.front().starts_with(this_host() + " " + std::to_string(::getpid()) + " "));
+    CHECK(seen.front().ends_with(" 4242 2\n"));  // the holder's job and attempt, for the next attempt to see
+    CHECK_FALSE(fs::exists(dir / "run.lock"));
+  }
   std::fclose(log);
   fs::remove_all(dir);
 }

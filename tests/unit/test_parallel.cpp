@@ -1119,12 +1119,12 @@ TEST_CASE("Environment: torchrun, then Slurm, then Open MPI, the store address a
     CHECK(removed == std::set<std::string>{"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
                                            "ROLE_RANK", "ROLE_WORLD_SIZE", "TORCHELASTIC_USE_AGENT_STORE",
                                            "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_NPROCS",
-                                           "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                           "SLURM_STEP_NUM_TASKS", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
                                            "OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_RANK"});
     // Each launcher's full environment, read through a getter that records the names asked for: every variable
     // the reader asks for is either in the list or a job-wide one (the store, the node list, the restart count).
     const std::set<std::string> job_wide{"MASTER_ADDR", "MASTER_PORT", "SLURM_JOB_NODELIST", "SLURM_NODELIST",
-                                         "SLURM_JOB_ID", "TORCHELASTIC_RESTART_COUNT"};
+                                         "SLURM_STEP_NODELIST", "SLURM_JOB_ID", "TORCHELASTIC_RESTART_COUNT"};
     for (const Vars& vars :
          {Vars{{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "2"},
                {"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"TORCHELASTIC_RESTART_COUNT", "0"}},
@@ -1172,6 +1172,27 @@ TEST_CASE("Environment: torchrun, then Slurm, then Open MPI, the store address a
     CHECK(g.master_port == 29600);
     // One task: no store needed.
     CHECK(Environment::from(Vars{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}).world_size == 1);
+  }
+  SUBCASE("Slurm: the step's node list and task count before the job's (srun -N2 -r2 in an allocation of dev[7-10])") {
+    // srun's manual: the step runs on the allocation's nodes from the third on, task 0 on dev9; the job's list
+    // names dev7, where no task of the step runs (the store was there before: the ranks waited until the timeout).
+    const Vars step{{"SLURM_PROCID", "1"}, {"SLURM_LOCALID", "0"}, {"SLURM_NTASKS", "4"},
+                    {"SLURM_STEP_NUM_TASKS", "2"}, {"SLURM_JOB_ID", "77"}, {"SLURM_JOB_NODELIST", "dev[7-10]"},
+                    {"SLURM_NODELIST", "dev[9-10]"}, {"SLURM_STEP_NODELIST", "dev[9-10]"}};
+    const auto e = Environment::from(step);
+    CHECK(e.master_addr == "dev9");
+    CHECK(e.world_size == 2);
+    CHECK(e.rank == 1);
+    // Without the step's variables (a batch script's own environment): the job's.
+    Vars job = step;
+    job.erase("SLURM_STEP_NODELIST");
+    job.erase("SLURM_NODELIST");
+    job.erase("SLURM_STEP_NUM_TASKS");
+    CHECK(Environment::from(job).master_addr == "dev7");
+    CHECK(Environment::from(job).world_size == 4);
+    CHECK_THROWS_WITH_AS(Environment::from(Vars{{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"},
+                                                {"SLURM_STEP_NUM_TASKS", "2"}, {"SLURM_JOB_ID", "7"}}),
+                         doctest::Contains("SLURM_PROCID=2 but SLURM_STEP_NUM_TASKS=2"), std::invalid_argument);
   }
   SUBCASE("Open MPI: ranks from mpirun, the store from MASTER_ADDR / MASTER_PORT") {
     const auto e = Environment::from(Vars{{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"},
@@ -1222,7 +1243,7 @@ TEST_CASE("Environment: torchrun, then Slurm, then Open MPI, the store address a
           {"OMPI_COMM_WORLD_SIZE", "2"}},
          {"SLURM_PROCID=1 and OMPI_COMM_WORLD_RANK=0 disagree"}},
         {{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", "3"}},
-         {"SLURM_NTASKS=2 but neither MASTER_ADDR nor SLURM_JOB_NODELIST (or SLURM_NODELIST) is set"}},
+         {"SLURM_NTASKS=2 but neither MASTER_ADDR nor SLURM_STEP_NODELIST, SLURM_NODELIST or SLURM_JOB_NODELIST is set"}},
         {{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_NODELIST", "n1"}},
          {"SLURM_NTASKS=2 but neither MASTER_PORT nor SLURM_JOB_ID is set", "MASTER_ADDR=n1"}},
         {{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", "3"}, {"SLURM_JOB_NODELIST", "n[2-1]"}},

@@ -12,11 +12,16 @@
 /// TrainState::stop_at_step at that same step, the Trainer cuts the epoch there (no validation, no epoch-end hook)
 /// and the checkpoint policy's fit end writes last.ckpt mid-epoch (checkpoint::Disk with `last`, the default). `fit`
 /// returns with FitResult::stopped_at_step; the program then exits with Preemption::exit_code (75, EX_TEMPFAIL) and,
-/// under Slurm, may requeue its job first (requeue_slurm_job(), as Lightning's auto-requeue). A signal during
-/// validation, a checkpoint write or start-up is acted on at the next step's end; a second signal only sets the flag
-/// again. The previous handlers are restored when the fit ends, so a signal after it acts as it would without us.
+/// under Slurm, requeues its job first when the stop came from the requeue signal (Options::requeue_signal, SIGUSR1
+/// as Lightning's: requeue_asked(), requeue_slurm_job()); SIGTERM (scancel, the time limit) saves and ends without
+/// requeue. A signal during validation or a checkpoint write is acted on at the next step's end; one during
+/// start-up too, once catch_early() has installed the handlers from the first line of main (without it, the signal's
+/// default action ends the process before the fit: Slurm's FAILED 138 for SIGUSR1). A second signal only sets the
+/// flag again. The handlers that were there before (before catch_early() when it was called) are restored when the
+/// fit ends, so a signal after it acts as it would without us.
 /// Hooks: on_fit_begin (install), on_step_end (agree, stop), on_fit_end (restore, report). Cost per step: a load of
 /// the flag, and with data parallelism the agreement's all-reduce (bench/RESULTS.md, "Preemption").
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdint>
@@ -25,6 +30,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <sys/types.h>
@@ -40,6 +46,8 @@ namespace detail {
 /// only globals.
 inline std::atomic<int> preemption_signal{0};
 inline std::atomic<int> preemption_count{0};
+/// The handlers catch_early() replaced (empty: not called, or taken over by a fit).
+inline std::vector<std::pair<int, struct sigaction>> preemption_early;
 static_assert(std::atomic<int>::is_always_lock_free, "a signal handler may only touch lock-free atomics");
 extern "C" inline void preemption_handler(int sig) {
   preemption_signal.store(sig, std::memory_order_relaxed);
@@ -60,6 +68,10 @@ class Preemption {
   struct Options {
     bool enabled = true;                         ///< false: no handler, nothing per step
     std::vector<int> signals{SIGTERM, SIGUSR1};  ///< the signals that ask for a stop
+    /// The stop signal that asks for a requeue as well (requeue_asked(); Slurm's `--signal=USR1@<seconds>`, as
+    /// Lightning's SLURMEnvironment); the others (SIGTERM: scancel, the time limit) stop without one. 0: none; a
+    /// signal not in `signals` never stops a fit, so never asks either.
+    int requeue_signal = SIGUSR1;
     int64_t check_every_steps = 1;               ///< agree every n optimizer steps (the stop waits up to n - 1 more)
     std::FILE* log = stderr;                     ///< where the stop is said (main rank; nullptr: nowhere)
   };
@@ -93,18 +105,47 @@ class Preemption {
   int stopped_by() const { return stopped_by_; }
   /// The optimizer step at which the last fit stopped (-1: it did not).
   int64_t stopped_at() const { return stopped_at_; }
-  /// Signals received while a fit ran (a second one during the save included).
+  /// Signals received while a fit ran (a second one during the save included; with catch_early(), those of the
+  /// start-up too).
   int signals_received() const { return received_; }
+  /// Whether the last fit stopped on the requeue signal (Options::requeue_signal): the job should run again.
+  bool requeue_asked() const { return stopped_by_ != 0 && stopped_by_ == o_.requeue_signal; }
 
-  /// Installs the handlers; a signal that came before (between two fits) is forgotten.
+  /// Installs the flag-setting handler for `signals` now, from the first line of main: a signal during start-up
+  /// (parsing, data loading, process-group setup) is kept and acted on at the first step's end of the next fit,
+  /// instead of its default action ending the process. The next fit's Preemption takes the handlers over and, at
+  /// its end, restores those that were there before this call. Calling it again changes nothing.
+  static void catch_early(const std::vector<int>& signals = {SIGTERM, SIGUSR1}) {
+    if (!detail::preemption_early.empty()) return;
+    detail::preemption_signal.store(0);  // what an earlier fit of this process left
+    detail::preemption_count.store(0);
+    for (int s : signals) {
+      struct sigaction sa {}, old {};
+      sa.sa_handler = &detail::preemption_handler;
+      sigemptyset(&sa.sa_mask);
+      sa.sa_flags = SA_RESTART;
+      if (::sigaction(s, &sa, &old) == 0) detail::preemption_early.push_back({s, old});
+    }
+  }
+
+  /// Installs the handlers; a signal that came before (between two fits) is forgotten, unless catch_early()
+  /// installed them: then one that came during start-up stops this fit at its first step.
   template <class Ctx>
   void on_fit_begin(Ctx&) {
     stopped_by_ = 0;
     stopped_at_ = -1;
     received_ = 0;
-    if (!o_.enabled) return;
-    detail::preemption_signal.store(0);
-    detail::preemption_count.store(0);
+    const bool early = !detail::preemption_early.empty();
+    if (!o_.enabled) {
+      // Not ours to act on: a signal kept since start-up gets its previous action now, as it would have then.
+      restore_early();
+      if (const int sig = detail::preemption_signal.exchange(0); early && sig != 0) std::raise(sig);
+      return;
+    }
+    if (!early) {
+      detail::preemption_signal.store(0);
+      detail::preemption_count.store(0);
+    }
     install();
   }
 
@@ -190,6 +231,12 @@ class Preemption {
  private:
   void install() {
     restore();
+    // The handlers catch_early() replaced are the ones to restore at the fit's end; a signal it caught but this
+    // fit does not stop on gets its previous action back now.
+    auto early = std::move(detail::preemption_early);
+    detail::preemption_early.clear();
+    for (auto& [s, old] : early)
+      if (std::find(o_.signals.begin(), o_.signals.end(), s) == o_.signals.end()) ::sigaction(s, &old, nullptr);
     for (int s : o_.signals) {
       struct sigaction sa {}, old {};
       sa.sa_handler = &detail::preemption_handler;
@@ -199,13 +246,21 @@ class Preemption {
         throw std::runtime_error(policytrain::detail::error_message(
             "policytrain::callbacks::Preemption",
             policytrain::detail::format("sigaction({}) failed; the signal cannot be handled", signal_name(s))));
-      previous_.push_back({s, old});
+      const auto from_early = std::find_if(early.begin(), early.end(), [&](const auto& e) { return e.first == s; });
+      previous_.push_back({s, from_early != early.end() ? from_early->second : old});
     }
   }
 
   void restore() {
     for (auto it = previous_.rbegin(); it != previous_.rend(); ++it) ::sigaction(it->first, &it->second, nullptr);
     previous_.clear();
+  }
+
+  /// Hands back the handlers catch_early() replaced (a fit without preemption leaves none of ours).
+  static void restore_early() {
+    for (auto it = detail::preemption_early.rbegin(); it != detail::preemption_early.rend(); ++it)
+      ::sigaction(it->first, &it->second, nullptr);
+    detail::preemption_early.clear();
   }
 
   Options o_;

@@ -32,7 +32,7 @@ class ProgressBar {
   struct Options {
     int64_t every = 0;        ///< plain mode: print every N optimizer steps (0: about ten lines per epoch)
     double refresh_hz = 10;   ///< terminal mode: redraws per second at most
-    int force_tty = -1;       ///< -1: detect; 0: plain lines; 1: terminal mode
+    int force_tty = -1;       ///< -1: detect (own_terminal); 0: plain lines; 1: terminal mode
     /// where to print
     std::FILE* out = stdout;
   };
@@ -44,8 +44,12 @@ class ProgressBar {
   ///@{
   template <class Ctx>
   void on_fit_begin(Ctx&) {
-    tty_ = o_.force_tty >= 0 ? o_.force_tty == 1 : ::isatty(::fileno(o_.out)) == 1;
+    tty_ = o_.force_tty >= 0 ? o_.force_tty == 1 : own_terminal(::fileno(o_.out));
   }
+  /// Whether `fd` is a terminal this process's group holds the foreground of: a user's. mpirun gives rank 0's
+  /// output a pseudo-terminal of its own (isatty is true) that no one watches and a batch log keeps: no session
+  /// holds it, so tcgetpgrp fails there and the redraws of terminal mode would fill the log.
+  static bool own_terminal(int fd) { return ::isatty(fd) == 1 && ::tcgetpgrp(fd) == ::getpgrp(); }
   template <class Ctx>
   void on_epoch_begin(Ctx& ctx) {
     t0_ = last_draw_ = Clock::now();

@@ -192,6 +192,10 @@ class Disk {
     bool verbose = false;             ///< a line per file written
     OnWriteError on_write_error = OnWriteError::stop;  ///< a failed write: stop every rank, or retry at the next save
     std::FILE* log = stderr;          ///< where messages go (nullptr: nowhere)
+    /// Messages from every rank; false: from the main rank only (every rank resumes from the same file and would
+    /// say the same line, once per rank, in a job's one log). Sharded checkpoints: every rank's, always (each rank
+    /// reads and writes a file of its own, and says what only it knows).
+    bool log_every_rank = false;
     /// Sharded checkpoints (checkpoint/sharded.hpp): every rank writes its optimizer partition (ZeRO-1/2), rank 0
     /// the rest and the manifest last. Under a policy that does not partition the state, rank 0 writes one shard
     /// holding all of it. With `async`: every rank serializes its part at the step (a staged copy the next steps
@@ -261,6 +265,7 @@ class Disk {
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     last_write_ = Clock::now();
+    quiet_ = !ctx.is_main() && !o_.log_every_rank && !o_.sharded;
     if (!enabled()) return;
     if (pending_) { (void)finish_async_write(); pending_.reset(); }  // a sharded save of a fit that threw
     if (ctx.is_main()) {
@@ -385,7 +390,10 @@ class Disk {
       std::shared_ptr<RunLock>& lock;
       ~Release() { lock.reset(); }
     } release{lock_};  // the directory is free once the final files are written
-    if (!o_.export_final) return;
+    // A stop on a signal (callbacks::Preemption) leaves mid-run weights: the run is not over, and final.pt (a
+    // finished run's weights) would pass them off as its result; the resumed run exports them at its end. (Every rank
+    // agreed on the stop, so every rank returns here alike.)
+    if (!o_.export_final || ctx.state().stop_at_step) return;
     // The export is a write like the others: its failure is agreed, and stops every rank with its message.
     std::string failure;
     if (ctx.is_main()) {
@@ -527,7 +535,7 @@ class Disk {
 
   template <class... A>
   void say(fmt::format_string<A...> f, A&&... a) const {
-    if (!o_.log) return;
+    if (!o_.log || quiet_) return;
     std::fprintf(o_.log, "%s\n", policytrain::detail::format(f, std::forward<A>(a)...).c_str());
     std::fflush(o_.log);
   }
@@ -565,6 +573,7 @@ class Disk {
   int64_t last_saved_step_ = -1;
   int64_t files_written_ = 0;
   int64_t write_failures_ = 0;
+  bool quiet_ = false;                              // not the main rank of an unsharded save; log_every_rank off
   bool finishing_ = false;                          // in on_fit_end: a failed write stops whatever on_write_error
   nlohmann::json fingerprint_;
   std::string run_id_;                              // this run's id (see run_id())

@@ -6,12 +6,16 @@
 /// A second job on a held directory is refused by name (LockedError: the directory, the holder's host and pid, the
 /// fix). A stale lock — its holder on this host is gone (no such pid, an exited process not yet reaped: a zombie,
 /// or a pid reused by a process started at another time) — is taken over, and that is said in the log. A holder on another host cannot be checked: its
-/// lock is respected until removed by hand. Within one process, every Disk on one directory shares the lock.
+/// lock is respected until removed by hand, unless it is an earlier attempt of this same scheduler job: the lock
+/// records the Slurm job id and attempt (SLURM_JOB_ID, SLURM_RESTART_COUNT), and Slurm runs one attempt of a job at
+/// a time, so a requeued job takes over its previous attempt's lock from any node (a lock of another job, or of
+/// the same attempt, never). Within one process, every Disk on one directory shares the lock.
 /// POSIX; the start-time check reads /proc (Linux; elsewhere a live pid is trusted). Cost: a few file operations
 /// per fit.
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -81,7 +85,23 @@ class RunLock {
     std::string host;   ///< the holder's host name
     long pid = 0;       ///< the holder's process id on that host
     std::string start;  ///< the holder's process start time (ticks since boot), "" when unknown
+    std::string job;    ///< the holder's scheduler job id (SLURM_JOB_ID), "" when none
+    long attempt = -1;  ///< the holder's attempt of that job (SLURM_RESTART_COUNT, 0 for the first), -1 when none
   };
+
+  /// This process as a holder would be recorded: host, pid, start time, and the Slurm job id and attempt.
+  static Holder self() {
+    Holder h;
+    h.host = detail::host_name();
+    h.pid = static_cast<long>(::getpid());
+    h.start = detail::process_start(h.pid);
+    if (const char* j = std::getenv("SLURM_JOB_ID"); j && *j) {
+      h.job = j;
+      const char* r = std::getenv("SLURM_RESTART_COUNT");
+      h.attempt = r && *r ? std::strtol(r, nullptr, 10) : 0;
+    }
+    return h;
+  }
 
   /// Takes the lock of `directory` (which must exist), or throws LockedError. `log` gets the take-over of a
   /// stale lock. Within one process, returns the lock this process already holds on that directory.
@@ -99,11 +119,16 @@ class RunLock {
     return l;
   }
 
-  /// Reads a lock file ("host pid start" on one line); pid 0 when it names no holder (empty, unreadable).
+  /// Reads a lock file ("host pid start job attempt" on one line, "-" for an unknown field; older files stop after
+  /// the start); pid 0 when it names no holder (empty, unreadable).
   static Holder read(const std::filesystem::path& file) {
     Holder h;
     std::ifstream in(file);
     in >> h.host >> h.pid >> h.start;
+    std::string attempt;
+    if (in >> h.job >> attempt && h.job != "-" && attempt != "-") h.attempt = std::strtol(attempt.c_str(), nullptr, 10);
+    if (h.job == "-") h.job.clear();
+    if (h.start == "-") h.start.clear();
     if (h.pid < 0) h.pid = 0;
     return h;
   }
@@ -148,9 +173,12 @@ class RunLock {
   }
 
   void take(const std::filesystem::path& dir, const std::function<void(const std::string&)>& log) {
-    const std::string host = detail::host_name();
-    const long pid = static_cast<long>(::getpid());
-    const std::string line = policytrain::detail::format("{} {} {}\n", host, pid, detail::process_start(pid));
+    const Holder me = self();
+    const std::string& host = me.host;
+    const long pid = me.pid;
+    const std::string line = policytrain::detail::format(
+        "{} {} {} {} {}\n", host, pid, me.start.empty() ? "-" : me.start, me.job.empty() ? "-" : me.job,
+        me.job.empty() ? std::string("-") : std::to_string(me.attempt));
     for (int attempt = 0; attempt < 50; ++attempt) {
       const int fd = ::open(file_.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
       if (fd >= 0) {
@@ -179,7 +207,12 @@ class RunLock {
                                         file_.string()));
       } else {
         std::string why;
-        if (h.host != host || !gone(h, &why))
+        // An earlier attempt of this job (requeued, perhaps onto another node): Slurm ended it before this one.
+        const bool earlier_attempt = !me.job.empty() && h.job == me.job && h.attempt >= 0 && h.attempt < me.attempt;
+        if (earlier_attempt)
+          why = policytrain::detail::format("attempt {} of this Slurm job {}, which runs attempt {} now", h.attempt,
+                                            me.job, me.attempt);
+        else if (h.host != host || !gone(h, &why))
           throw LockedError(policytrain::detail::error_message(
               "policytrain::checkpoint", policytrain::detail::format(
                   "the run directory {} is in use by another job: host {}, pid {} (its lock: {}). "

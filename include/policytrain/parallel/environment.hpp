@@ -6,8 +6,9 @@
 ///
 /// Precedence (docs/parallel.md, "Launchers"):
 ///  1. torchrun: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (any of RANK / WORLD_SIZE set);
-///  2. Slurm: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_JOB_ID (SLURM_PROCID set); MASTER_ADDR, unless
-///     set, is the first host of SLURM_JOB_NODELIST (or SLURM_NODELIST), bracket ranges expanded; MASTER_PORT,
+///  2. Slurm: SLURM_PROCID, SLURM_STEP_NUM_TASKS (else SLURM_NTASKS), SLURM_LOCALID, SLURM_JOB_ID (SLURM_PROCID
+///     set); MASTER_ADDR, unless set, is the first host of the step's node list (SLURM_STEP_NODELIST, else
+///     SLURM_NODELIST, else the job's SLURM_JOB_NODELIST), bracket ranges expanded; MASTER_PORT,
 ///     unless set, is 15000 + SLURM_JOB_ID % 10000 (Lightning's SLURMEnvironment: 15000 + the id's last 4 digits);
 ///  3. Open MPI: OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK (PMIX_RANK, when set,
 ///     must agree); MASTER_ADDR and MASTER_PORT must be given (mpirun -x MASTER_ADDR=... -x MASTER_PORT=...).
@@ -140,7 +141,7 @@ struct LauncherVariables {
 inline constexpr LauncherVariables kLaunchers[] = {
     {"torchrun", "torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK",
      {"LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK", "ROLE_WORLD_SIZE", "TORCHELASTIC_USE_AGENT_STORE"}},
-    {"slurm", "srun", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", {"SLURM_NPROCS"}},
+    {"slurm", "srun", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", {"SLURM_NPROCS", "SLURM_STEP_NUM_TASKS"}},
     {"mpi", "mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
      {"OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_RANK"}},
 };
@@ -233,7 +234,9 @@ inline Environment Environment::from(const std::function<std::optional<std::stri
   const auto& sv = detail::kSlurmVariables;
   const auto& mv = detail::kMpiVariables;
   const auto world_s = get(tv.world), rank_s = get(tv.rank);
-  const auto procid_s = get(sv.rank), ntasks_s = get(sv.world);
+  // The step's task count before the job's: srun inside an allocation may start fewer tasks than it holds.
+  const auto step_ntasks_s = get("SLURM_STEP_NUM_TASKS");
+  const auto procid_s = get(sv.rank), ntasks_s = step_ntasks_s ? step_ntasks_s : get(sv.world);
   const auto orank_s = get(mv.rank), osize_s = get(mv.world);
 
   // Each launcher's view, read only when its variables are there.
@@ -256,13 +259,14 @@ inline Environment Environment::from(const std::function<std::optional<std::stri
     torchrun = v;
   }
   if (procid_s) {
-    detail::LauncherView v{sv.source, 0, 1, 0, sv.rank, sv.world};
+    const char* world_var = step_ntasks_s ? "SLURM_STEP_NUM_TASKS" : sv.world;
+    detail::LauncherView v{sv.source, 0, 1, 0, sv.rank, world_var};
     v.rank = env_int(sv.rank, *procid_s, 0, kMax, sv.launcher);
     if (ntasks_s) {
-      v.world = env_int(sv.world, *ntasks_s, 1, kMax, sv.launcher);
+      v.world = env_int(world_var, *ntasks_s, 1, kMax, sv.launcher);
       if (v.rank >= v.world)
         throw env_error(policytrain::detail::format(
-            "SLURM_PROCID={} but SLURM_NTASKS={}; SLURM_PROCID must be in 0..{} (srun sets both)", v.rank, v.world,
+            "SLURM_PROCID={} but {}={}; SLURM_PROCID must be in 0..{} (srun sets both)", v.rank, world_var, v.world,
             v.world - 1));
       v.local = v.rank;
       if (const auto l = get(sv.local_rank)) v.local = env_int(sv.local_rank, *l, 0, kMax, sv.launcher);
@@ -324,16 +328,21 @@ inline Environment Environment::from(const std::function<std::optional<std::stri
     if (addr && !addr->empty()) {
       e.master_addr = *addr;
     } else if (e.source == "slurm") {
-      auto nodes = get("SLURM_JOB_NODELIST");
-      const char* nodes_var = "SLURM_JOB_NODELIST";
-      if (!nodes || nodes->empty()) {
-        nodes = get("SLURM_NODELIST");
-        nodes_var = "SLURM_NODELIST";
+      // The step's nodes before the job's: `srun -N2 -r2` in an allocation of dev[7-10] runs task 0 on dev9, the
+      // step's first node (srun sets SLURM_STEP_NODELIST and SLURM_NODELIST to the step's; Lightning's
+      // SLURMEnvironment reads SLURM_NODELIST); the job's list names dev7, where no task of the step runs.
+      std::optional<std::string> nodes;
+      const char* nodes_var = nullptr;
+      for (const char* var : {"SLURM_STEP_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NODELIST"}) {
+        nodes = get(var);
+        nodes_var = var;
+        if (nodes && !nodes->empty()) break;
       }
       if (!nodes || nodes->empty())
         throw env_error(policytrain::detail::format(
-            "SLURM_NTASKS={} but neither MASTER_ADDR nor SLURM_JOB_NODELIST (or SLURM_NODELIST) is set; run the "
-            "program through srun, which sets the node list, or set MASTER_ADDR to the host of rank 0", e.world_size));
+            "SLURM_NTASKS={} but neither MASTER_ADDR nor SLURM_STEP_NODELIST, SLURM_NODELIST or SLURM_JOB_NODELIST "
+            "is set; run the program through srun, which sets the node list, or set MASTER_ADDR to the host of rank 0",
+            e.world_size));
       try {
         e.master_addr = expand_slurm_nodelist(*nodes).front();
       } catch (const std::invalid_argument& x) {

@@ -28,6 +28,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -152,8 +153,24 @@ struct GroupOutcome {
   bool restartable = false;
 };
 
+/// The file to execute for `program`: /proc/self/exe's target when it is still this very file (same device and
+/// inode), so that the ranks are named after the binary in ps and top (execve names a process after the file's
+/// base name: "exe" for /proc/self/exe); /proc/self/exe itself when the binary was replaced since it started.
+inline std::string executable_path(const std::string& program) {
+  if (program != "/proc/self/exe") return program;
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return program;
+  const std::string real(buf, static_cast<size_t>(n));
+  struct stat a {}, b {};
+  if (::stat(program.c_str(), &a) != 0 || ::stat(real.c_str(), &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+    return program;
+  return real;
+}
+
 /// One attempt of launch_local: starts the ranks with `attempt` as TORCHELASTIC_RESTART_COUNT and waits for them.
 inline GroupOutcome launch_group(const LaunchOptions& o, int attempt) {
+  const std::string program = executable_path(o.program);
   const int port = o.master_port > 0 ? o.master_port : free_port(o.master_addr);
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   std::vector<pid_t> pids(o.nproc, -1);
@@ -199,7 +216,7 @@ inline GroupOutcome launch_group(const LaunchOptions& o, int attempt) {
       // Die with the launcher (even a SIGKILLed one); if it died before prctl, the parent is already another.
       if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != launcher) _exit(126);
 #endif
-      ::execve(o.program.c_str(), argv.data(), envp.data());
+      ::execve(program.c_str(), argv.data(), envp.data());
       _exit(127);
     }
     pids[r] = pid;
