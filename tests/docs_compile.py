@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Compiles docs/getting-started.md's C++ blocks as quoted: as a reader pastes them, one after the other.
+"""Compiles a page's C++ blocks as quoted (docs/getting-started.md, README.md's first trainer): as a reader pastes
+them, one after the other.
 
 The page's blocks become one translation unit, in page order and with nothing added but a frame: the blocks that
 include headers first, then the blocks that define types (namespace scope), then the blocks of statements, inside
@@ -7,9 +8,10 @@ one function whose parameters are the names those statements use and leave to th
 number of epochs, a batch limit: NAMES_LEFT_TO_THE_READER below). No precompiled header and no other include, so a
 header the page forgets to include is an error (issue 30: the include block lacked <torch/torch.h>).
 
-  docs_compile.py --root SRC --out TU.cpp [--build BIN --target T]
-writes TU.cpp (only when its content changes) and, with --build, compiles it by building target T (an object
-library of TU.cpp, compiled with -fsyntax-only: tests/CMakeLists.txt, docs.getting_started_compiles).
+  docs_compile.py --root SRC --out TU.cpp [--doc PAGE] [--build BIN --target T]
+writes TU.cpp (PAGE's blocks, docs/getting-started.md by default) (only when its content changes) and, with --build, compiles it by building target T (an object
+library of TU.cpp, compiled with -fsyntax-only: tests/CMakeLists.txt, docs.getting_started_compiles and
+docs.readme_compiles).
 """
 import argparse
 import pathlib
@@ -17,7 +19,6 @@ import re
 import subprocess
 import sys
 
-DOC = "docs/getting-started.md"
 NAMES_LEFT_TO_THE_READER = "const std::string& dir, int64_t epochs, int64_t limit"
 FENCE = re.compile(r"^\s*```(?P<lang>[\w+-]*)\s*$")
 TYPE_START = re.compile(r"^(template\s*<.*>\s*)?(struct|class|enum|union)\b")
@@ -46,7 +47,7 @@ def kind(body):
     return "type" if code and TYPE_START.match(code[0]) else "statements"
 
 
-def translation_unit(root):
+def translation_unit(root, DOC):
     blocks = cpp_blocks((root / DOC).read_text())
     if not blocks:
         raise SystemExit(f"docs_compile: {DOC} has no C++ block")
@@ -64,10 +65,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--root", required=True, type=pathlib.Path)
     ap.add_argument("--out", required=True, type=pathlib.Path)
+    ap.add_argument("--doc", default="docs/getting-started.md")
     ap.add_argument("--build", type=pathlib.Path)
     ap.add_argument("--target")
     args = ap.parse_args()
-    tu, n = translation_unit(args.root.resolve())
+    DOC = args.doc
+    tu, n = translation_unit(args.root.resolve(), DOC)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if not args.out.is_file() or args.out.read_text() != tu:
         args.out.write_text(tu)
