@@ -243,7 +243,7 @@ class Lr {
 
   void validate() const;
   /// The horizon from the fit: steps per epoch = ceil(batches / accumulate), total = epochs × that, capped by
-  /// max_steps; total_steps overrides the total.
+  /// max_steps (a run by steps: max_steps); total_steps overrides the total.
   template <class Ctx>
   void resolve(Ctx& ctx) {
     if (!o_.horizon_per_fit && o_.total_steps == 0 && recorded_) {
@@ -257,6 +257,8 @@ class Lr {
     h_.steps_per_epoch = batches > 0 ? (batches + acc - 1) / acc : 0;
     if (o_.total_steps > 0) {
       h_.total_steps = o_.total_steps;
+    } else if (ctx.options().by_steps()) {
+      h_.total_steps = ctx.options().max_steps;  // a run by steps: its length, whatever its data's epochs
     } else {
       h_.total_steps = h_.steps_per_epoch * ctx.options().epochs;
       if (ctx.options().max_steps >= 0) h_.total_steps = std::min(h_.total_steps, ctx.options().max_steps);
