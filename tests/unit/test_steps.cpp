@@ -81,6 +81,16 @@ bool same(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>&
   return true;
 }
 
+/// What was written to `f` (a std::tmpfile), which is closed.
+std::string drain(std::FILE* f) {
+  std::rewind(f);
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+  std::fclose(f);
+  return text;
+}
+
 /// nanoGPT's cosine without warmup, written from its formula: lr_t = min + (base - min) (1 + cos(pi t / (T - 1))) / 2,
 /// min = kLrf base (schedule::Lr's cosine, decay to lrf on the run's last step).
 double cosine_lr(int64_t t, int64_t total) {
@@ -315,13 +325,9 @@ TEST_CASE("a run by steps stops early after `patience` validations without impro
   CHECK(es.stopped_step() == 9);
   CHECK(es.best_step() == 3);
   CHECK(t.state().best_step == 3);
-  std::rewind(log);
-  char buf[512] = {};
-  const size_t n = std::fread(buf, 1, sizeof buf - 1, log);
-  const std::string msg(buf, n);
+  const std::string msg = drain(log);
   CHECK(msg.find("stopping after step 9: loss did not improve for 2 validations (best") != std::string::npos);
   CHECK(msg.find("at step 3)") != std::string::npos);
-  std::fclose(log);
 }
 
 TEST_CASE("a run by steps resumed with another interval and length continues from the step reached") {
@@ -425,11 +431,7 @@ TEST_CASE("a run by steps prints steps: the bar counts optimizer steps, each val
   // [snippet:fit-by-steps]
   t.fit(train, val, {.max_steps = 12, .val_every_steps = 6, .eval_on_start = true});
   // [/snippet:fit-by-steps]
-  std::rewind(out);
-  std::string text;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, out)) > 0;) text.append(buf, n);
-  std::fclose(out);
+  const std::string text = drain(out);
   INFO(text);
   for (const char* want : {"step 0/12  loss nan  val_loss", "step 6/12  loss ", "step 12/12  loss ", "] 5/12 ", "] 10/12 ",
                            "] 12/12 ", "steps/s", "epoch 0  loss", "epoch 2  loss"})
@@ -439,6 +441,13 @@ TEST_CASE("a run by steps prints steps: the bar counts optimizer steps, each val
 }
 
 namespace {
+/// The lr of every step.
+struct LrSeen {
+  std::shared_ptr<std::vector<double>> lrs = std::make_shared<std::vector<double>>();
+  template <class C>
+  void after_step(C& c, bool) { lrs->push_back(c.step_lr()); }
+};
+
 /// A Trainer of the defaults over the test's data.
 struct Plain {
   Data d;
@@ -669,4 +678,152 @@ TEST_CASE("a fit whose max_steps is already reached trains nothing (it trained o
   CHECK(r.global_steps == 7);
   CHECK(r.samples_seen == 0);
   CHECK(same(weights(task.module()), w));
+}
+
+TEST_CASE("FitOptions' default epochs (-1: one epoch) gives a decaying schedule a one-epoch horizon") {
+  Plain p;
+  auto& [d, task, opt, t0, train] = p;
+  LrSeen seen;
+  pt::Trainer<testing::MlpTask, pt::schedule::Lr, LrSeen> t(task, opt, cosine(), seen);
+  const auto r = t.fit(train);
+  CHECK(r.global_steps == 5);
+  CHECK(t.get<pt::schedule::Lr>().horizon().total_steps == 5);
+  REQUIRE(seen.lrs->size() == 5);
+  for (int64_t s = 0; s < 5; ++s) CHECK((*seen.lrs)[s] == doctest::Approx(cosine_lr(s, 5)).epsilon(1e-12));
+}
+
+// --- a resume with changed hyperparameters (issue 52, U3) ---
+
+namespace {
+
+/// nanoGPT's get_lr(it), transcribed from its train.py.
+double nanogpt_lr(int64_t it, double lr, double min_lr, int64_t warmup, int64_t decay) {
+  if (it < warmup) return lr * static_cast<double>(it + 1) / static_cast<double>(warmup + 1);
+  if (it > decay) return min_lr;
+  const double ratio = static_cast<double>(it - warmup) / static_cast<double>(decay - warmup);
+  return min_lr + 0.5 * (1.0 + std::cos(std::numbers::pi * ratio)) * (lr - min_lr);
+}
+
+/// schedule::Lr as nanoGPT's get_lr (docs/schedules.md): cosine after a linear warmup that starts at 1/(W+1) of the
+/// peak, over total_steps = lr_decay_iters with the decay ending after it, min_lr = lrf × the peak.
+pt::schedule::LrOptions nanogpt_schedule(int64_t warmup, int64_t decay, pt::schedule::OnResume on_resume, std::FILE* log) {
+  return {.kind = pt::schedule::Kind::cosine, .total_steps = decay, .lrf = 0.1,
+          .decay_end = pt::schedule::DecayEnd::after_run, .warmup_steps = warmup,
+          .warmup_start_factor = 1.0 / static_cast<double>(warmup + 1), .on_resume = on_resume, .log = log};
+}
+
+/// A fit to global step `max_steps` with AdamW at peak `lr` and the schedule `o` (its log set here), resumed from
+/// `dir` when asked; returns the lr of every step it took and what the schedule said.
+std::pair<std::vector<double>, std::string> lr_fit(const Data& d, const fs::path& dir, double lr,
+                                                   pt::schedule::LrOptions o, int64_t max_steps, bool resume) {
+  testing::MlpTask task(11);
+  torch::optim::AdamW opt(task.module().parameters(), torch::optim::AdamWOptions(lr).weight_decay(0.1));
+  o.log = std::tmpfile();
+  LrSeen seen;
+  pt::Trainer<testing::MlpTask, pt::schedule::Lr, pt::checkpoint::Disk, LrSeen> t(
+      task, opt, pt::schedule::Lr(o),
+      pt::checkpoint::Disk({.directory = dir, .resume = resume ? "auto" : "", .export_final = false, .log = nullptr}),
+      seen);
+  auto train = d.train();
+  t.fit(train, {.max_steps = max_steps});
+  return {*seen.lrs, drain(o.log)};
+}
+
+std::pair<std::vector<double>, std::string> nanogpt_fit(const Data& d, const fs::path& dir, double lr, int64_t decay,
+                                                        int64_t max_steps, bool resume, pt::schedule::OnResume on_resume) {
+  return lr_fit(d, dir, lr, nanogpt_schedule(10, decay, on_resume, nullptr), max_steps, resume);
+}
+
+}  // namespace
+
+TEST_CASE("a resume with a new peak lr: the schedule says what it keeps and what it takes; take is nanoGPT's get_lr") {
+  const Data d;
+  // The first run: peak 6e-4, warmup 10, decay over 112 iterations, stopped after 61 steps. Its lrs are nanoGPT's.
+  const auto dir = testing::temp_dir("resume-lr");
+  const auto [first, said0] = nanogpt_fit(d, dir, 6e-4, 112, 61, false, pt::schedule::OnResume::keep);
+  REQUIRE(first.size() == 61);
+  for (int64_t it = 0; it < 61; ++it) CHECK(first[it] == doctest::Approx(nanogpt_lr(it, 6e-4, 6e-5, 10, 112)).epsilon(1e-12));
+  CHECK(said0.empty());
+  const auto copy = testing::temp_dir("resume-lr-copy");
+  fs::copy(dir, copy, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  SUBCASE("keep (the default): the checkpoint's peak, and it says so") {
+    const auto [lrs, said] = nanogpt_fit(d, dir, 3e-4, 112, 70, true, pt::schedule::OnResume::keep);
+    REQUIRE(lrs.size() == 9);
+    // Iteration 61 (the 62nd step) runs at the checkpoint's schedule's 3.3e-4, not the asked 1.65e-4.
+    CHECK(lrs[0] == doctest::Approx(3.3e-4).epsilon(1e-9));
+    for (int64_t it = 61; it < 70; ++it) CHECK(lrs[it - 61] == doctest::Approx(nanogpt_lr(it, 6e-4, 6e-5, 10, 112)).epsilon(1e-12));
+    INFO(said);
+    CHECK(said.find("policytrain::schedule::Lr: resumed at step 61: param group 0: base lr 0.0006 kept (the "
+                    "checkpoint's schedule had 0.0006; this run's optimizer asks 0.0003)") != std::string::npos);
+    CHECK(said.find("the next step's lr: 0.00033") != std::string::npos);
+    CHECK(said.find("LrOptions::on_resume = OnResume::take takes this run's values instead") != std::string::npos);
+  }
+  SUBCASE("take: this run's peak at the step reached, nanoGPT's get_lr with the new config") {
+    const auto [lrs, said] = nanogpt_fit(d, copy, 3e-4, 112, 70, true, pt::schedule::OnResume::take);
+    REQUIRE(lrs.size() == 9);
+    CHECK(lrs[0] == doctest::Approx(1.65e-4).epsilon(1e-9));  // the issue's value at iteration 61
+    for (int64_t it = 61; it < 70; ++it) CHECK(lrs[it - 61] == doctest::Approx(nanogpt_lr(it, 3e-4, 3e-5, 10, 112)).epsilon(1e-12));
+    INFO(said);
+    CHECK(said.find("param group 0: base lr 0.0003 taken (the checkpoint's schedule had 0.0006; this run's optimizer "
+                    "asks 0.0003)") != std::string::npos);
+    CHECK(said.find("the next step's lr: 0.000165") != std::string::npos);
+  }
+  SUBCASE("the same peak: nothing to say") {
+    const auto [lrs, said] = nanogpt_fit(d, dir, 6e-4, 112, 70, true, pt::schedule::OnResume::keep);
+    REQUIRE(lrs.size() == 9);
+    CHECK(said.empty());
+  }
+  fs::remove_all(dir);
+  fs::remove_all(copy);
+}
+
+TEST_CASE("a resume whose fit gives another horizon says which it runs over; take takes this fit's") {
+  const Data d;
+  const auto dir = testing::temp_dir("resume-horizon"), copy = testing::temp_dir("resume-horizon-copy");
+  auto fit = [&](const fs::path& where, int64_t max_steps, bool resume, pt::schedule::OnResume on_resume) {
+    return lr_fit(d, where, kLr, {.kind = pt::schedule::Kind::cosine, .lrf = kLrf, .on_resume = on_resume}, max_steps,
+                  resume);
+  };
+  fit(dir, 10, false, pt::schedule::OnResume::keep);  // a run by steps of 10: its cosine's horizon is 10
+  fs::copy(dir, copy, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  const auto [kept, said_keep] = fit(dir, 20, true, pt::schedule::OnResume::keep);
+  INFO(said_keep);
+  CHECK(said_keep.find("the schedule's horizon 10 steps kept (the run's was 10; this fit's epochs and max_steps give 20)") !=
+        std::string::npos);
+  for (int64_t t = 10; t < 20; ++t) CHECK(kept[t - 10] == doctest::Approx(cosine_lr(t, 10)).epsilon(1e-12));
+  const auto [taken, said_take] = fit(copy, 20, true, pt::schedule::OnResume::take);
+  INFO(said_take);
+  CHECK(said_take.find("the schedule's horizon 20 steps taken") != std::string::npos);
+  for (int64_t t = 10; t < 20; ++t) CHECK(taken[t - 10] == doctest::Approx(cosine_lr(t, 20)).epsilon(1e-12));
+  fs::remove_all(dir);
+  fs::remove_all(copy);
+}
+
+TEST_CASE("Hugging Face's cosine-with-warmup as schedule::Lr (docs/schedules.md's row), and a warmup as long as the run said") {
+  // transformers.get_cosine_schedule_with_warmup(num_warmup_steps=W, num_training_steps=T), transcribed.
+  auto hf = [](int64_t t, int64_t W, int64_t T) {
+    if (t < W) return static_cast<double>(t) / static_cast<double>(std::max<int64_t>(1, W));
+    const double progress = static_cast<double>(t - W) / static_cast<double>(std::max<int64_t>(1, T - W));
+    return std::max(0.0, 0.5 * (1.0 + std::cos(std::numbers::pi * progress)));
+  };
+  auto run = [&](int64_t W, int64_t T) {
+    Plain p;
+    auto& [d, task, opt, t0, train] = p;
+    std::FILE* log = std::tmpfile();
+    LrSeen seen;
+    pt::Trainer<testing::MlpTask, pt::schedule::Lr, LrSeen> t(
+        task, opt,
+        pt::schedule::Lr({.kind = pt::schedule::Kind::cosine, .lrf = 0, .decay_end = pt::schedule::DecayEnd::after_run,
+                          .warmup_steps = W, .log = log}),
+        seen);
+    t.fit(train, {.max_steps = T});
+    return std::pair{*seen.lrs, drain(log)};
+  };
+  const auto [lrs, said] = run(4, 23);
+  REQUIRE(lrs.size() == 23);
+  for (int64_t s = 0; s < 23; ++s) CHECK(lrs[s] == doctest::Approx(kLr * hf(s, 4, 23)).epsilon(1e-12));
+  CHECK(said.empty());
+  const auto [short_lrs, short_said] = run(30, 12);
+  CHECK(short_said.find("policytrain::schedule::Lr: the warmup of 30 steps is as long as the run (12 steps): the lr "
+                        "never reaches its base value") != std::string::npos);
 }
