@@ -23,6 +23,7 @@
 
 #include <policytrain/data/resume_check.hpp>
 #include <policytrain/data/token_stream.hpp>
+#include <policytrain/metric/perplexity.hpp>
 
 #include "helpers.hpp"
 
@@ -736,7 +737,7 @@ std::pair<std::vector<double>, std::string> nanogpt_fit(const Data& d, const fs:
 
 }  // namespace
 
-TEST_CASE("a resume with a new peak lr: the schedule says what it keeps and what it takes; take is nanoGPT's get_lr") {
+TEST_CASE("a resume with a new peak lr: the schedule says what it keeps and what it takes, take is nanoGPT's get_lr") {
   const Data d;
   // The first run: peak 6e-4, warmup 10, decay over 112 iterations, stopped after 61 steps. Its lrs are nanoGPT's.
   const auto dir = testing::temp_dir("resume-lr");
@@ -777,7 +778,7 @@ TEST_CASE("a resume with a new peak lr: the schedule says what it keeps and what
   fs::remove_all(copy);
 }
 
-TEST_CASE("a resume whose fit gives another horizon says which it runs over; take takes this fit's") {
+TEST_CASE("a resume whose fit gives another horizon says which it runs over, take takes this fit's") {
   const Data d;
   const auto dir = testing::temp_dir("resume-horizon"), copy = testing::temp_dir("resume-horizon-copy");
   auto fit = [&](const fs::path& where, int64_t max_steps, bool resume, pt::schedule::OnResume on_resume) {
@@ -826,4 +827,78 @@ TEST_CASE("Hugging Face's cosine-with-warmup as schedule::Lr (docs/schedules.md'
   const auto [short_lrs, short_said] = run(30, 12);
   CHECK(short_said.find("policytrain::schedule::Lr: the warmup of 30 steps is as long as the run (12 steps): the lr "
                         "never reaches its base value") != std::string::npos);
+}
+
+TEST_CASE("a tensor in two param groups is named as such, twice in one group is blamed on tied weights") {
+  Plain p;
+  auto& [d, task, opt0, t0, train] = p;
+  const auto w = task.net->fc1->weight;
+  torch::optim::AdamW two({torch::optim::OptimizerParamGroup(task.module().parameters()),
+                           torch::optim::OptimizerParamGroup({w})},
+                          torch::optim::AdamWOptions(kLr));
+  pt::Trainer<testing::MlpTask> a(task, two);
+  CHECK_THROWS_WITH_AS(a.fit(train),
+                       doctest::Contains("the parameter 'fc1.weight' is in param groups 0 and 1 of the optimizer, so "
+                                         "every step would update it twice, once with each group's settings; put each "
+                                         "tensor in one group"),
+                       std::invalid_argument);
+  torch::optim::AdamW tied(std::vector<torch::Tensor>{w, w}, torch::optim::AdamWOptions(kLr));
+  pt::Trainer<testing::MlpTask> b(task, tied);
+  CHECK_THROWS_WITH_AS(b.fit(train), doctest::Contains("holds the parameter 'fc1.weight' more than once (tied weights"),
+                       std::invalid_argument);
+}
+
+TEST_CASE("metric::Perplexity is exp of the mean cross-entropy over every non-ignored token of every batch") {
+  auto gen = torch::make_generator<at::CPUGeneratorImpl>(52);
+  for (const std::optional<int64_t> ignore : {std::optional<int64_t>{}, std::optional<int64_t>{-100}}) {
+    CAPTURE(ignore.has_value());
+    pt::metric::Perplexity ppl(ignore);
+    std::vector<torch::Tensor> logits, targets;
+    for (int b = 0; b < 4; ++b) {  // batches of different sizes, about a fifth of the targets padding
+      const int64_t n = 1 + b;
+      auto l = torch::randn({n, 7, 11}, gen) * 2;
+      auto t = torch::randint(0, 11, {n, 7}, gen, torch::kLong);
+      if (ignore) t = torch::where(torch::rand({n, 7}, gen) < 0.2, torch::full_like(t, *ignore), t);
+      ppl.update(l, t);
+      logits.push_back(l.reshape({-1, 11}));
+      targets.push_back(t.reshape({-1}));
+    }
+    // The oracle: LibTorch's cross_entropy over all tokens at once (its ignore_index), in double.
+    const auto ce = torch::nn::functional::cross_entropy(
+        torch::cat(logits).to(torch::kDouble), torch::cat(targets),
+        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(ignore.value_or(-1000)));
+    CHECK(ppl.compute().item<double>() == doctest::Approx(std::exp(ce.item<double>())).epsilon(1e-12));
+    ppl.reset();
+    CHECK(std::isnan(ppl.compute().item<double>()));
+  }
+  pt::metric::Perplexity ppl;
+  CHECK_THROWS_WITH_AS(ppl.update(torch::zeros({2, 3, 5}), torch::zeros({2, 4}, torch::kLong)),
+                       doctest::Contains("logits [2, 3, 5] and targets [2, 4]"), std::invalid_argument);
+}
+
+namespace {
+/// The bigram model with a validation: its perplexity as an epoch-level metric.
+struct BigramEval : Bigram {
+  pt::Prediction validation_step(const pt::Batch& b) {
+    auto logits = emb->forward(b.x);
+    return {torch::nn::functional::cross_entropy(logits.flatten(0, 1), b.y.flatten()), logits};
+  }
+  // [snippet:perplexity]
+  pt::MetricCollection metrics() const { return {pt::metric::Perplexity(/*ignore_index=*/-100)}; }
+  // [/snippet:perplexity]
+};
+}  // namespace
+
+TEST_CASE("metric::Perplexity in a task's metrics(): the validation reports exp of its token-mean loss") {
+  auto gen = torch::make_generator<at::CPUGeneratorImpl>(6);
+  auto tokens = torch::randint(0, 50, {3000}, gen, torch::kLong);
+  BigramEval task;
+  torch::optim::AdamW opt(task.module().parameters(), torch::optim::AdamWOptions(0.01));
+  pt::Trainer<BigramEval> t(task, opt);
+  pt::data::TokenStream train(tokens, {.block_size = 8, .batch_size = 4, .seed = 1});
+  pt::data::TokenStream val(tokens, {.block_size = 8, .batch_size = 4, .seed = 2, .batches_per_epoch = 3});
+  const auto r = t.fit(train, val, {.max_steps = 6, .val_every_steps = 3});
+  REQUIRE(r.validation.size() == 2);
+  for (const auto& m : r.validation)  // equal batches: the loss is the token mean, perplexity its exp
+    CHECK(m.get("perplexity") == doctest::Approx(std::exp(m.loss)).epsilon(1e-6));
 }

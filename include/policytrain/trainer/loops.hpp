@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
-#include <unordered_set>
+#include <unordered_map>
 #include <utility>
 
 #include <torch/cuda.h>
@@ -104,16 +104,27 @@ struct Loops {
     t.state_.window_samples = 0;
   }
 
-  /// A tensor listed twice in the optimizer (tied weights: Module::parameters() repeats a shared tensor) would be
-  /// updated twice per step: refuse it.
+  /// A tensor listed twice in the optimizer would be updated twice per step: refuse it, naming the cause (twice in
+  /// one group: tied weights, Module::parameters() repeats a shared tensor; in two groups: the groups' split).
   static void check_unique_parameters(T& t) {
-    std::unordered_set<const void*> seen;
-    for (auto& g : t.optimizer_.param_groups())
-      for (auto& p : g.params())
-        if (!seen.insert(p.unsafeGetTensorImpl()).second) {
+    std::unordered_map<const void*, size_t> seen;  // each tensor's first param group
+    const auto& groups = t.optimizer_.param_groups();
+    for (size_t gi = 0; gi < groups.size(); ++gi)
+      for (const auto& p : groups[gi].params())
+        if (const auto [it, fresh] = seen.emplace(p.unsafeGetTensorImpl(), gi); !fresh) {
           std::string name = "(a tensor not in the module)";
           for (const auto& q : t.module().named_parameters(true))
             if (q.value().unsafeGetTensorImpl() == p.unsafeGetTensorImpl()) { name = q.key(); break; }
+          // In two groups: the groups were built wrong (a decay/no-decay split that lists a tensor in both), not
+          // tied weights.
+          if (it->second != gi)
+            throw std::invalid_argument(error_message(
+                "policytrain::Trainer",
+                format("the parameter '{}' is in param groups {} and {} of the optimizer, so every step would update "
+                       "it twice, once with each group's settings",
+                       name, it->second, gi),
+                {}, "put each tensor in one group (split the module's named_parameters() once, e.g. by dim() for "
+                    "decay and no-decay)"));
           throw std::invalid_argument(error_message(
               "policytrain::Trainer",
               format("the optimizer holds the parameter '{}' more than once (tied weights: "
