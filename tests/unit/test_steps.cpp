@@ -902,3 +902,17 @@ TEST_CASE("metric::Perplexity in a task's metrics(): the validation reports exp 
   for (const auto& m : r.validation)  // equal batches: the loss is the token mean, perplexity its exp
     CHECK(m.get("perplexity") == doctest::Approx(std::exp(m.loss)).epsilon(1e-6));
 }
+
+TEST_CASE("the progress bar's rate is in optimizer steps, in a run by epochs too") {
+  Plain p;
+  auto& [d, task, opt, t0, train] = p;
+  std::FILE* out = std::tmpfile();
+  pt::Trainer<testing::MlpTask, pt::accumulate::Steps, pt::callbacks::ProgressBar> t(
+      task, opt, pt::accumulate::Steps(2), pt::callbacks::ProgressBar({.every = 1, .force_tty = 0, .out = out}));
+  t.fit(train, {.epochs = 1});
+  const std::string text = drain(out);
+  INFO(text);
+  CHECK(text.find("epoch 0/0 [") != std::string::npos);
+  CHECK(text.find(" steps/s ETA ") != std::string::npos);
+  CHECK(text.find("it/s") == std::string::npos);
+}

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// callbacks::ProgressBar — progress of each epoch (it/s, ETA, loss, lr, and the loss scale when a precision
+/// callbacks::ProgressBar — progress of each epoch (optimizer steps per second, ETA, loss, lr, and the loss scale when a precision
 /// policy scales), and one summary line per epoch with the validation metrics. In a run by steps
 /// (FitOptions::by_steps) the bar counts optimizer steps to max_steps (steps/s); a validation every
 /// val_every_steps steps (or eval_on_start's) prints a line of its own, "step S/M  loss ...  val_loss ...".
@@ -156,12 +156,13 @@ class ProgressBar {
   std::string line(Ctx& ctx, Clock::time_point now) const {
     const int64_t done = ctx.state().batch_in_epoch;
     const double secs = std::chrono::duration<double>(now - t0_).count();
-    const double rate = secs > 0 ? done / secs : 0.0;
+    const double rate = secs > 0 ? done / secs : 0.0;  // micro-batches per second: the ETA's
+    // The rate shown counts optimizer steps (an accumulation window is one), as a run by steps counts them.
+    const double step_rate = secs > 0 ? static_cast<double>(ctx.state().global_step - steps0_) / secs : 0.0;
     std::string s;
     if (ctx.options().by_steps()) {
       // A run by steps: its bar counts optimizer steps to max_steps, at optimizer steps per second (this epoch's).
       const int64_t step = ctx.state().global_step, total = ctx.options().max_steps;
-      const double step_rate = secs > 0 ? (step - steps0_) / secs : 0.0;
       constexpr int width = 24;
       const int filled = total > 0 ? static_cast<int>(width * std::min(step, total) / total) : width;
       const double eta = step_rate > 0 ? (total - step) / step_rate : 0.0;
@@ -178,9 +179,10 @@ class ProgressBar {
       const int filled = static_cast<int>(width * done / batches_);
       s += policytrain::detail::format("[{}{}] {}/{} ", std::string(filled, '#'), std::string(width - filled, '.'), done, batches_);
       const double eta = rate > 0 ? (batches_ - done) / rate : 0.0;
-      s += policytrain::detail::format("{:.1f} it/s ETA {}:{:02d} ", rate, static_cast<int>(eta) / 60, static_cast<int>(eta) % 60);
+      s += policytrain::detail::format("{:.1f} steps/s ETA {}:{:02d} ", step_rate, static_cast<int>(eta) / 60,
+                                       static_cast<int>(eta) % 60);
     } else {
-      s += policytrain::detail::format("{} {:.1f} it/s ", done, rate);
+      s += policytrain::detail::format("{} {:.1f} steps/s ", done, step_rate);
     }
     s += policytrain::detail::format("loss {:.4f} lr {:.3g}", ctx.state().loss_value(), ctx.step_lr());
     if constexpr (requires { ctx.template policy<Category::precision>().loss_scale(); }) {
