@@ -12,7 +12,8 @@
 ///   forward (around_forward: autocast) → transform_loss (accumulation normalisation, loss scale)
 ///   → should_step? → backward (around_backward: no-sync on non-final micro-steps)
 ///   → [last micro-step] before_step (reduce, normalise, unscale, clip) → step (skipped on inf/NaN)
-///   → after_step (scale update, schedule, EMA, logging) → zero_grad → on_step_end (checkpoints).
+///   → after_step (scale update, schedule, EMA, logging) → zero_grad → [every val_every_steps steps] the step's
+///   validation (evaluate, on_validation_end) → on_step_end (checkpoints).
 /// A step policy (step::CudaGraph) may capture forward to step into one CUDA graph and replay it; the host part
 /// (counters, after_step, on_step_end) then runs beside the replay. Every hook inside the captured part must be
 /// graph-safe (core/hooks.hpp), checked at compile time.

@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// callbacks::EarlyStopping — stops training when a validation metric has not improved for `patience`
-/// validations (an improvement beats the best by more than `min_delta`), when it is not finite, when it is
+/// validations (an improvement beats the best by more than `min_delta`; a validation is an epoch's end, or every
+/// FitOptions::val_every_steps steps, when messages name steps), when it is not finite, when it is
 /// better than `stopping_threshold` (good enough) or worse than `divergence_threshold` (hopeless), with the
 /// semantics of PyTorch Lightning's EarlyStopping. Reports the best value and epoch in TrainState
 /// (best_metric, best_epoch); the Trainer's FitResult::stopped_early tells whether it stopped.
@@ -60,8 +61,12 @@ class EarlyStopping {
   int64_t best_epoch() const { return best_epoch_; }
   /// Validations since the last improvement.
   int64_t wait() const { return wait_; }
+  /// The global step of the validation with the best value (-1 before the first validation).
+  int64_t best_step() const { return best_step_; }
   /// The epoch at which it asked to stop (-1: it did not), and why.
   int64_t stopped_epoch() const { return stopped_epoch_; }
+  /// The global step at which it asked to stop (-1: it did not).
+  int64_t stopped_step() const { return stopped_step_; }
   /// Why it asked to stop (empty: it did not).
   const std::string& reason() const { return reason_; }
 
@@ -71,11 +76,15 @@ class EarlyStopping {
     if (!o_.enabled) return false;
     const double v = m.get(o_.monitor.metric);
     const int64_t epoch = ctx.state().epoch;
+    const int64_t step = ctx.state().global_step;
+    // A run validated every N steps counts validations and names steps; an epoch-validated one, epochs.
+    const bool steps = ctx.options().val_every_steps > 0;
     const auto& mon = o_.monitor;
     std::string why;
     if (mon.improves(v, best_)) {
       best_ = v;
       best_epoch_ = epoch;
+      best_step_ = step;
       wait_ = 0;
     } else if (std::isfinite(v)) {
       ++wait_;
@@ -86,16 +95,20 @@ class EarlyStopping {
       why = policytrain::detail::format("{} {:.6g} reached the stopping threshold {:.6g}", mon.metric, v, *o_.stopping_threshold);
     else if (o_.divergence_threshold && mon.worse(v, *o_.divergence_threshold))
       why = policytrain::detail::format("{} {:.6g} is beyond the divergence threshold {:.6g}", mon.metric, v, *o_.divergence_threshold);
+    else if (wait_ >= o_.patience && steps)
+      why = policytrain::detail::format("{} did not improve for {} validations (best {:.6g} at step {})", mon.metric, wait_, best_, best_step_);
     else if (wait_ >= o_.patience)
       why = policytrain::detail::format("{} did not improve for {} epochs (best {:.6g} at epoch {})", mon.metric, wait_, best_, best_epoch_);
     ctx.state().best_metric = best_;
     ctx.state().best_epoch = best_epoch_;
+    ctx.state().best_step = best_step_;
     if (why.empty()) return false;
     stopped_epoch_ = epoch;
+    stopped_step_ = step;
     reason_ = why;
     if (o_.log && ctx.is_main()) {
-      std::fprintf(o_.log, "policytrain::callbacks::EarlyStopping: stopping after epoch %lld: %s\n",
-                   static_cast<long long>(epoch), why.c_str());
+      std::fprintf(o_.log, "policytrain::callbacks::EarlyStopping: stopping after %s %lld: %s\n", steps ? "step" : "epoch",
+                   static_cast<long long>(steps ? step : epoch), why.c_str());
       std::fflush(o_.log);
     }
     return true;
@@ -110,21 +123,25 @@ class EarlyStopping {
   Options o_;
   double best_ = std::numeric_limits<double>::quiet_NaN();
   int64_t best_epoch_ = -1;
+  int64_t best_step_ = -1;
   int64_t wait_ = 0;
   int64_t stopped_epoch_ = -1;
+  int64_t stopped_step_ = -1;
   std::string reason_;
 };
 
 // EarlyStopping's non-template members: defined here header-only, in <policytrain/src.hpp> with separate compilation.
 #if POLICYTRAIN_DEFINE
 POLICYTRAIN_DECL StateDict EarlyStopping::state_dict() const {
-  return {{"best", scalar_tensor(best_)}, {"best_epoch", scalar_tensor(best_epoch_)}, {"wait", scalar_tensor(wait_)}};
+  return {{"best", scalar_tensor(best_)}, {"best_epoch", scalar_tensor(best_epoch_)}, {"best_step", scalar_tensor(best_step_)},
+          {"wait", scalar_tensor(wait_)}};
 }
 
 POLICYTRAIN_DECL void EarlyStopping::load_state_dict(const StateDict& d) {
   best_ = state_double(d, "best");
   best_epoch_ = state_int(d, "best_epoch");
   wait_ = state_int(d, "wait");
+  best_step_ = d.count("best_step") ? state_int(d, "best_step") : -1;  // written since training by steps
 }
 #endif
 

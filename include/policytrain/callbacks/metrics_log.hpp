@@ -7,7 +7,9 @@
 /// backward_s, optimizer_s, and whether the step was taken; epochs.csv and epochs.jsonl, one row per epoch:
 /// train loss (mean over the epoch's logged steps), validation loss and one val_NAME column per metric the validation
 /// declares (Context::metric_names: no val_accuracy for a regression), seconds, samples/s and the
-/// fraction of the time spent waiting for data.
+/// fraction of the time spent waiting for data. A fit that validates every N steps (FitOptions::val_every_steps) or at
+/// its start (eval_on_start) also writes validations.csv and validations.jsonl, one row per validation: step, epoch,
+/// train loss (the mean of the logged steps since the previous validation), validation loss and val_NAME columns.
 /// At the end of fit it prints a summary (data wait vs compute, and the advice that follows) and keeps it for
 /// summary.json (`summary()`: data_wait_fraction, step_seconds by phase).
 /// A fit that continues a run (its state has steps or epochs done: resumed from a checkpoint, or a second fit)
@@ -80,6 +82,7 @@ class MetricsLog {
     val_names_.clear();
     for (auto& k : ctx.metric_names())
       if (k != "loss") val_names_.push_back(std::move(k));
+    log_validations_ = ctx.options().val_every_steps > 0 || ctx.options().eval_on_start;
     if (o_.dir.empty() || !ctx.is_main()) return;
     open_logs(ctx.state().global_step, ctx.state().epoch, ctx.state().batch_in_epoch > 0);
   }
@@ -131,6 +134,8 @@ class MetricsLog {
     if (std::isfinite(loss)) {
       epoch_loss_sum_ += loss;
       ++epoch_loss_n_;
+      interval_loss_sum_ += loss;
+      ++interval_loss_n_;
     }
     if (!steps_csv_.is_open()) return;
     std::optional<double> scale, norm;
@@ -146,9 +151,13 @@ class MetricsLog {
                    stepped);
   }
 
-  /// Keeps the epoch's validation metrics for its row.
+  /// Keeps the epoch's validation metrics for its row; in a fit validated by steps, writes the validation's row.
   template <class Ctx>
-  void on_validation_end(Ctx&, const Metrics& m) { val_ = m; }
+  void on_validation_end(Ctx& ctx, const Metrics& m) {
+    val_ = m;
+    if (!log_validations_) return;
+    write_validation_row(ctx.state().global_step, ctx.state().epoch, m);
+  }
 
   /// Before a checkpoint is written: flushes every row so far, after writing the epoch's row when the checkpoint
   /// ends the epoch, so that a run killed after the checkpoint and resumed from it finds every row up to its step
@@ -171,6 +180,7 @@ class MetricsLog {
 
  private:
   void write_epoch_row(int64_t epoch);
+  void write_validation_row(int64_t step, int64_t epoch, const Metrics& m);
 
  public:
 
@@ -182,6 +192,8 @@ class MetricsLog {
     steps_jsonl_.close();
     epochs_csv_.close();
     epochs_jsonl_.close();
+    validations_csv_.close();
+    validations_jsonl_.close();
     if (o_.print_summary && ctx.is_main()) std::fprintf(o_.out, "%s\n", summary_text().c_str());
   }
 
@@ -224,13 +236,16 @@ class MetricsLog {
   double carry_loss_sum_ = 0;  // the training loss of the kept rows of an epoch resumed in its middle
   int64_t carry_loss_n_ = 0;
   bool epoch_row_written_ = false;
+  bool log_validations_ = false;  // the fit validates by steps or at its start: validations.csv and .jsonl
+  double interval_loss_sum_ = 0;  // the logged steps' losses since the last validation (its row's train_loss)
+  int64_t interval_loss_n_ = 0;
   double step_lr_ = 0;
   std::vector<std::string> val_names_;  ///< the validation metrics but loss (Context::metric_names): epochs.csv columns
   std::optional<Metrics> val_;
   memory::PeakMemory peak_;
   memory::PeakReading peak_max_;
   bool peak_pending_ = false;
-  std::ofstream steps_csv_, steps_jsonl_, epochs_csv_, epochs_jsonl_;
+  std::ofstream steps_csv_, steps_jsonl_, epochs_csv_, epochs_jsonl_, validations_csv_, validations_jsonl_;
 };
 
 // MetricsLog's non-template members: defined here header-only, in <policytrain/src.hpp> with separate compilation.
@@ -266,6 +281,23 @@ POLICYTRAIN_DECL void MetricsLog::open_logs(int64_t step0, int64_t epoch0, bool 
   std::string epochs_header = "epoch,train_loss,val_loss";
   for (const auto& k : val_names_) epochs_header += ",val_" + k;
   epochs_header += ",seconds,samples_per_s,data_wait_fraction";
+  // validations.csv and .jsonl (a fit validated by steps): the rows up to step0. The last kept one bounds the steps
+  // whose training loss the next row averages, read back below.
+  interval_loss_sum_ = 0;
+  interval_loss_n_ = 0;
+  int64_t last_validation = -1;
+  if (log_validations_) {
+    std::string validations_header = "step,epoch,train_loss,val_loss";
+    for (const auto& k : val_names_) validations_header += ",val_" + k;
+    open_log(validations_csv_, o_.dir / "validations.csv", validations_header, fresh,
+             [&](const std::string& l) { auto v = field(l, 0); return v && *v <= step0; });
+    open_log(validations_jsonl_, o_.dir / "validations.jsonl", "", fresh, [&](const std::string& l) {
+      const auto v = key(l, "step");
+      if (!v || *v > step0) return false;
+      last_validation = std::max(last_validation, *v);
+      return true;
+    });
+  }
   open_log(steps_csv_, o_.dir / "steps.csv", steps_header, fresh,
            [&](const std::string& l) { auto v = field(l, 1); return v && *v <= step0; });
   // The rows kept of an epoch resumed in its middle carry its training loss so far, read back exactly (JSON
@@ -280,6 +312,10 @@ POLICYTRAIN_DECL void MetricsLog::open_logs(int64_t step0, int64_t epoch0, bool 
         j["loss"].is_number()) {
       carry_loss_sum_ += j["loss"].get<double>();
       ++carry_loss_n_;
+    }
+    if (log_validations_ && j["step"].get<int64_t>() > last_validation && j.contains("loss") && j["loss"].is_number()) {
+      interval_loss_sum_ += j["loss"].get<double>();
+      ++interval_loss_n_;
     }
     return true;
   });
@@ -336,8 +372,25 @@ POLICYTRAIN_DECL void MetricsLog::write_epoch_row(int64_t epoch) {
   epochs_jsonl_ << j.dump() << "\n";
 }
 
+POLICYTRAIN_DECL void MetricsLog::write_validation_row(int64_t step, int64_t epoch, const Metrics& m) {
+  const double train_loss =
+      interval_loss_n_ ? interval_loss_sum_ / interval_loss_n_ : std::numeric_limits<double>::quiet_NaN();
+  interval_loss_sum_ = 0;
+  interval_loss_n_ = 0;
+  if (!validations_csv_.is_open()) return;
+  std::string vals;
+  for (const auto& k : val_names_)
+    vals += "," + (m.has(k) ? policytrain::detail::format("{:.6g}", m.get(k)) : std::string());
+  validations_csv_ << policytrain::detail::format("{},{},{:.6g},{:.6g}{}\n", step, epoch, train_loss, m.loss, vals);
+  nlohmann::json j{{"step", step}, {"epoch", epoch}, {"train_loss", finite_or_null(train_loss)},
+                   {"val_loss", finite_or_null(m.loss)}};
+  if (m.has_accuracy()) j["val_accuracy"] = m.accuracy;
+  for (const auto& [k, v] : m.extra) j["val_" + k] = finite_or_null(v);
+  validations_jsonl_ << j.dump() << "\n";
+}
+
 POLICYTRAIN_DECL void MetricsLog::flush() {
-  for (auto* f : {&steps_csv_, &steps_jsonl_, &epochs_csv_, &epochs_jsonl_})
+  for (auto* f : {&steps_csv_, &steps_jsonl_, &epochs_csv_, &epochs_jsonl_, &validations_csv_, &validations_jsonl_})
     if (f->is_open()) f->flush();
 }
 

@@ -9,14 +9,14 @@
 /// states, the run's settings, the metric history and the LibTorch and policytrain versions. File format and
 /// atomic writes: checkpoint/format.hpp; what is validated before loading: checkpoint/archive.hpp.
 ///
-/// Files: last.ckpt (every epoch end, and every `every_seconds`), best.ckpt (+ `best-e<epoch>.ckpt` with top_k > 1),
+/// Files: last.ckpt (every epoch end, every step validation (FitOptions::val_every_steps), and every `every_seconds`), best.ckpt (+ `best-e<epoch>.ckpt` with top_k > 1),
 /// `epoch-<n>.ckpt` (every_epochs), `step-<n>.ckpt` (every_steps), final.pt (export at fit end), best.pt (export of
 /// the weights that scored, with best.ckpt).
 /// The best model is the model that scored: with a callback that evaluates other weights (callbacks::Ema), a best
 /// file's metadata says which ("evaluated": "callbacks::Ema"; "model" without one) and its payload holds them (the
 /// "evaluated" section) beside the trained weights the run resumes from; best.pt holds them; load_weights loads
 /// them by default.
-/// Hooks: on_fit_begin (resume), on_step_end (step and wall-clock saves), on_validation_end (best),
+/// Hooks: on_fit_begin (resume), on_step_end (step, wall-clock and step-validation saves), on_validation_end (best),
 /// on_epoch_end (last, best, epoch saves), on_fit_end (export). Files are written by the main rank only.
 /// An epoch-end checkpoint resumes at the start of the next epoch; a step checkpoint resumes mid-epoch (the
 /// Trainer skips the batches already consumed). Requires nothing; final.pt holds the weights the evaluation
@@ -280,6 +280,13 @@ class Disk {
     // the next checkpoints record, so that they resume with the optimizer built as they were written. A group's
     // hyper-parameters stay those of the fit it first appeared in (a schedule has moved the momentum meanwhile;
     // the run is the same): refresh_fingerprint.
+    // Top-k files are named after the epoch that scored (best-e<n>.ckpt): one per epoch, not per step validation.
+    if (o_.best && o_.top_k > 1 && ctx.options().val_every_steps > 0)
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::checkpoint::Disk",
+          policytrain::detail::format("top_k is {} and the fit validates every {} steps; top-k files are named after "
+                                      "epochs", o_.top_k, ctx.options().val_every_steps),
+          {}, "keep top_k at 1 (best.ckpt) in a run validated by steps, or validate at epoch ends"));
     fingerprint_ = fingerprint_.is_null() ? fingerprint(ctx) : refresh_fingerprint(fingerprint_, fingerprint(ctx));
     const auto& st = ctx.state();
     const bool at_zero = st.global_step == 0 && st.epoch == 0 && st.batch_in_epoch == 0;
@@ -296,12 +303,25 @@ class Disk {
     last_saved_step_ = ctx.state().global_step;
   }
 
-  /// Writes step-N.ckpt every `every_steps` steps, else last.ckpt when `every_seconds` elapsed.
+  /// Writes step-N.ckpt every `every_steps` steps, else last.ckpt when `every_seconds` elapsed; after a step's
+  /// validation (FitOptions::val_every_steps) also last.ckpt and best.ckpt when the metric improved, in one save.
   template <class Ctx>
   void on_step_end(Ctx& ctx) {
     if (!enabled()) return;
     const int64_t step = ctx.state().global_step;
-    if (o_.every_steps > 0 && step % o_.every_steps == 0) {
+    bool validated = false;
+    if constexpr (requires { ctx.step_validated(); }) validated = ctx.step_validated();
+    if (validated) {
+      std::vector<std::pair<std::string, std::string>> files;
+      if (o_.last) files.emplace_back(Layout::last(), "last");
+      if (std::exchange(pending_best_, false)) files.emplace_back(Layout::best(), "best");
+      const bool periodic = o_.every_steps > 0 && step % o_.every_steps == 0;
+      if (periodic) files.emplace_back(Layout::step(step), "step");
+      if (files.empty()) return;
+      save(ctx, files, false, [this, periodic] {
+        if (periodic) layout_.rotate(run_id_, o_.keep);
+      });
+    } else if (o_.every_steps > 0 && step % o_.every_steps == 0) {
       save(ctx, {{Layout::step(step), "step"}}, false, [this] { layout_.rotate(run_id_, o_.keep); });
     } else if (o_.every_seconds > 0 && o_.last &&
                ctx.agree_any(std::chrono::duration<double>(Clock::now() - last_write_).count() >= o_.every_seconds)) {
@@ -323,7 +343,10 @@ class Disk {
       best_epoch_ = epoch;
       ctx.state().best_metric = v;
       ctx.state().best_epoch = epoch;
-      pending_best_ = true;
+      ctx.state().best_step = ctx.state().global_step;
+      // A validation before the first step (FitOptions::eval_on_start) sets the value to beat; the initial weights
+      // are not saved as the best (nanoGPT saves nothing at iteration 0).
+      pending_best_ = ctx.state().global_step > 0;
     }
     if (o_.top_k > 1 && std::isfinite(v) &&
         (static_cast<int64_t>(top_.size()) < o_.top_k || o_.monitor.improves(v, top_.back().first))) {

@@ -5,6 +5,7 @@
 /// contract, and the Trainer (policytrain/trainer.hpp) is built on it together with the categories' defaults.
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -19,12 +20,35 @@
 
 namespace policytrain {
 
-/// Run-time settings of one `fit`.
+/// Run-time settings of one `fit`. Two shapes of run: by epochs (`epochs`, validation at each epoch's end) and by
+/// steps (`max_steps` alone: the loader is passed over as many times as the steps need, or never ends; validation
+/// every `val_every_steps` optimizer steps). Steps are the run's clock in both: a resumed run continues from the
+/// step reached, whatever its new intervals or length (docs/trainer.md, "Training by steps").
 struct FitOptions {
-  int64_t epochs = 1;                ///< epochs to train (counted from epoch 0, so a resumed run continues)
+  /// Epochs to train, counted from epoch 0 (so a resumed run continues). -1 (the default): one epoch, or, when
+  /// `max_steps` is set, as many as the steps take: the run is by steps (Lightning's `max_epochs=None` with
+  /// `max_steps`).
+  int64_t epochs = -1;
   int64_t max_steps = -1;            ///< stop after this many optimizer steps (-1: no limit)
   int64_t limit_train_batches = -1;  ///< micro-batches per epoch at most (-1: all)
   int64_t limit_val_batches = -1;    ///< evaluation batches at most (-1: all)
+  /// Validate every this many optimizer steps, at the global steps that are its multiples, instead of at each
+  /// epoch's end (0: at each epoch's end). Lightning's `val_check_interval=N` with `check_val_every_n_epoch=None`,
+  /// counted in optimizer steps (Lightning counts batches: the same without accumulation). A step's validation runs
+  /// after its after_step hooks and before its on_step_end hooks, where a checkpoint policy saves last and best.
+  int64_t val_every_steps = 0;
+  /// Validate once before the first step when the run is at step 0 (nanoGPT's evaluation at iteration 0): it sets
+  /// the value to beat, and nothing is saved (the weights are the initial ones). A resumed run does not repeat it.
+  bool eval_on_start = false;
+
+  /// The epoch count `fit` runs to: `epochs`, or its default's meaning (1, or no limit when `max_steps` is set).
+  int64_t epoch_limit() const {
+    if (epochs >= 0) return epochs;
+    return max_steps >= 0 ? std::numeric_limits<int64_t>::max() : 1;
+  }
+  /// Whether the run's length is given in steps only (`max_steps` set, `epochs` left at -1): progress, logs and
+  /// messages then speak in steps.
+  bool by_steps() const { return epochs < 0 && max_steps >= 0; }
 };
 
 /// What `fit` returns.
@@ -37,13 +61,15 @@ struct FitResult {
   int64_t skipped_steps = 0;
   /// Training samples consumed by this call.
   int64_t samples_seen = 0;
-  /// Whether a policy stopped training before the last epoch.
+  /// Whether a policy stopped training before the run's end (its last epoch, or max_steps in a run by steps).
   bool stopped_early = false;
   /// Whether a hook stopped training at a step boundary inside an epoch (TrainState::stop_at_step, set by
   /// callbacks::Preemption): the epoch was cut there, not validated, and a checkpoint policy saved it mid-epoch.
   bool stopped_at_step = false;
   double train_seconds = 0;          ///< wall time in the training loops (evaluation excluded)
-  std::vector<Metrics> validation;   ///< one entry per validated epoch
+  std::vector<Metrics> validation;   ///< one entry per validation of this call, in order
+  /// The global step each entry of `validation` was taken at (0 for eval_on_start; an epoch's end's step).
+  std::vector<int64_t> validation_steps;
   /// Training throughput of this call (samples_seen / train_seconds).
   double samples_per_second() const { return train_seconds > 0 ? samples_seen / train_seconds : 0.0; }
 };
@@ -79,6 +105,9 @@ class Context {
   /// mid-epoch one, which resumes at the batch after the last one trained. Known for every loader, a loader of
   /// unknown length included.
   bool epoch_cut() const { return t_->epoch_cut_; }
+  /// Whether the optimizer step now ending was validated (FitOptions::val_every_steps): true from that validation's
+  /// on_validation_end hooks to the step's on_step_end hooks, where a checkpoint policy saves last and best.
+  bool step_validated() const { return t_->step_validated_; }
   /// Whether the current micro-batch ends an accumulation window (an optimizer step follows its backward).
   bool is_last_micro_step() const { return t_->last_micro_step_; }
   /// Whether this process logs, prints and writes files (rank 0 under data parallelism).

@@ -15,9 +15,9 @@
 /// | `step(ctx)` | each optimizer step (one policy at most) | bool (false = skipped) |
 /// | `around_step(ctx, fn)` | each optimizer step, around `step` (the optimizer's step) | bool (`fn()`'s, false = skipped) |
 /// | `after_step(ctx, stepped)` | each optimizer step | void |
-/// | `on_step_end(ctx)` | each optimizer step, after every after_step and zero_grad (the state is whole: checkpoints) | void |
+/// | `on_step_end(ctx)` | each optimizer step, after every after_step, zero_grad and the step's validation if one is due (FitOptions::val_every_steps; the state is whole: checkpoints) | void |
 /// | `around_evaluate(ctx, fn)` | each evaluation | `fn()`'s result (Metrics) |
-/// | `on_validation_end(ctx, metrics)` | after each validation | void or bool (true = stop) |
+/// | `on_validation_end(ctx, metrics)` | after each validation (an epoch's end, or a step's: Context::step_validated) | void or bool (true = stop) |
 /// | `around_evaluated_weights(ctx, fn)` | a checkpoint of evaluated weights (best.ckpt, best.pt): `fn()` with the weights this policy evaluates swapped in | std::string (their name; empty: the live weights) |
 /// | `on_weights_loaded(ctx)` | after evaluated weights were loaded into the module (checkpoint::load_weights(trainer, file)) | void |
 /// | `state_dict()`, `load_state_dict(d)` | checkpoint save and load | StateDict / void |

@@ -19,6 +19,7 @@ struct TrainState {
   int64_t window_samples = 0;    ///< samples in the current accumulation window
   double best_metric = std::numeric_limits<double>::quiet_NaN();  ///< best monitored validation metric
   int64_t best_epoch = -1;       ///< epoch of best_metric
+  int64_t best_step = -1;        ///< global step of best_metric (the step its validation followed)
   torch::Tensor last_loss;       ///< loss of the last micro-batch (detached; read it lazily: `loss_value()`)
   bool stop_requested = false;   ///< a hook asked to stop
   /// A hook asked to stop at the end of this optimizer step (callbacks::Preemption): the Trainer cuts the epoch

@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <numbers>
 #include <stdexcept>
@@ -134,6 +135,15 @@ class Lr {
   void on_fit_begin(Ctx& ctx) {
     resolved_ = false;  // at the first epoch: the run's horizon, or this fit's with horizon_per_fit
     auto& groups = ctx.optimizer().param_groups();
+    // What this run's optimizer asks for, before a checkpoint policy's resume (later in the hook order) loads the
+    // checkpoint's optimizer and schedule over it: compared at the first epoch (OnResume).
+    asked_lr_.clear();
+    asked_momentum_.clear();
+    for (const auto& g : groups) {
+      asked_lr_.push_back(g.options().get_lr());
+      asked_momentum_.push_back(momentum_of(g.options()));
+    }
+    resumed_ = false;
     if (groups.size() < base_lr_.size())
       throw std::invalid_argument(policytrain::detail::error_message(
           policytrain::detail::format("policytrain::{}", name),
@@ -173,7 +183,24 @@ class Lr {
   /// Resolves the horizon on the first epoch, then sets every group's lr (and momentum).
   template <class Ctx>
   void on_epoch_begin(Ctx& ctx) {
-    if (!resolved_) resolve(ctx);
+    if (!resolved_) {
+      std::vector<std::string> said;
+      if (resumed_) reconcile(said);
+      resolve(ctx, said);
+      if (!said.empty() && o_.log && ctx.is_main()) {
+        std::string lrs;
+        for (size_t g = 0; g < base_lr_.size(); ++g)
+          lrs += policytrain::detail::format("{}{:.6g}", g ? ", " : "", lr_at(g, t_));
+        std::fprintf(o_.log, "policytrain::schedule::Lr: %s at step %lld: %s; the next step's lr: %s%s\n",
+                     resumed_ ? "resumed" : "a later fit", static_cast<long long>(t_), joined(said).c_str(), lrs.c_str(),
+                     o_.on_resume == OnResume::keep
+                         ? " (LrOptions::on_resume = OnResume::take takes this run's values instead)"
+                         : " (LrOptions::on_resume = OnResume::keep continues the checkpoint's instead)");
+        std::fflush(o_.log);
+      }
+      resumed_ = false;
+      asked_lr_.clear();
+    }
     apply(ctx);
   }
 
@@ -242,25 +269,71 @@ class Lr {
   }
 
   void validate() const;
-  /// The horizon from the fit: steps per epoch = ceil(batches / accumulate), total = epochs × that, capped by
-  /// max_steps; total_steps overrides the total.
-  template <class Ctx>
-  void resolve(Ctx& ctx) {
-    if (!o_.horizon_per_fit && o_.total_steps == 0 && recorded_) {
-      resolved_ = true;  // the run's horizon, from its first fit (or the state it was resumed from)
-      return;
+  static std::string joined(const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : "; ") + x;
+    return s;
+  }
+  /// A resume (load_state_dict after on_fit_begin): the checkpoint's base lrs and momenta against what this run's
+  /// optimizer asked for; kept or taken (on_resume), and said.
+  void reconcile(std::vector<std::string>& said) {
+    auto differs = [](double a, double b) { return !(std::isnan(a) && std::isnan(b)) && std::abs(a - b) > 1e-12 * std::max(std::abs(a), std::abs(b)); };
+    const bool take = o_.on_resume == OnResume::take;
+    for (size_t g = 0; g < base_lr_.size() && g < asked_lr_.size(); ++g) {
+      if (differs(base_lr_[g], asked_lr_[g])) {
+        said.push_back(policytrain::detail::format("param group {}: base lr {:.6g} {} (the checkpoint's schedule had "
+                                                   "{:.6g}; this run's optimizer asks {:.6g})",
+                                                   g, take ? asked_lr_[g] : base_lr_[g], take ? "taken" : "kept",
+                                                   base_lr_[g], asked_lr_[g]));
+        if (take) base_lr_[g] = asked_lr_[g];
+      }
+      if (differs(base_momentum_[g], asked_momentum_[g])) {
+        said.push_back(policytrain::detail::format("param group {}: base momentum {:.6g} {} (the checkpoint's {:.6g}; "
+                                                   "this run's {:.6g})",
+                                                   g, take ? asked_momentum_[g] : base_momentum_[g],
+                                                   take ? "taken" : "kept", base_momentum_[g], asked_momentum_[g]));
+        if (take) base_momentum_[g] = asked_momentum_[g];
+      }
     }
+  }
+
+  /// The horizon this fit gives: steps per epoch = ceil(batches / accumulate), total = epochs × that, capped by
+  /// max_steps (a run by steps: max_steps); total_steps overrides the total.
+  template <class Ctx>
+  Horizon fit_horizon(Ctx& ctx) const {
+    Horizon h;
     int64_t acc = 1;
     if constexpr (requires { ctx.template policy<Category::accumulation>().accumulate(); })
       acc = ctx.template policy<Category::accumulation>().accumulate();
     const int64_t batches = ctx.epoch_batches();
-    h_.steps_per_epoch = batches > 0 ? (batches + acc - 1) / acc : 0;
-    if (o_.total_steps > 0) {
-      h_.total_steps = o_.total_steps;
-    } else {
-      h_.total_steps = h_.steps_per_epoch * ctx.options().epochs;
-      if (ctx.options().max_steps >= 0) h_.total_steps = std::min(h_.total_steps, ctx.options().max_steps);
+    h.steps_per_epoch = batches > 0 ? (batches + acc - 1) / acc : 0;
+    if (o_.total_steps > 0) h.total_steps = o_.total_steps;
+    else if (ctx.options().by_steps()) h.total_steps = ctx.options().max_steps;
+    else {
+      h.total_steps = h.steps_per_epoch * ctx.options().epoch_limit();
+      if (ctx.options().max_steps >= 0) h.total_steps = std::min(h.total_steps, ctx.options().max_steps);
     }
+    return h;
+  }
+
+  /// The horizon: the run's (its first fit's, or the checkpoint's), or this fit's (see fit_horizon); a later fit or
+  /// a resume whose own differs says which it runs over (`said`).
+  template <class Ctx>
+  void resolve(Ctx& ctx, std::vector<std::string>& said) {
+    if (!o_.horizon_per_fit && o_.total_steps == 0 && recorded_) {
+      resolved_ = true;  // the run's horizon, from its first fit (or the state it was resumed from)
+      const Horizon f = fit_horizon(ctx);
+      if (f.total_steps > 0 && f.total_steps != h_.total_steps && needs_total_steps(o_.kind)) {
+        const bool take = resumed_ && o_.on_resume == OnResume::take;
+        said.push_back(policytrain::detail::format("the schedule's horizon {} steps {} (the run's was {}; this "
+                                                   "fit's epochs and max_steps give {})",
+                                                   take ? f.total_steps : h_.total_steps, take ? "taken" : "kept",
+                                                   h_.total_steps, f.total_steps));
+        if (take) h_ = f;
+      }
+      return;
+    }
+    h_ = fit_horizon(ctx);
     const bool epoch_units = (o_.unit == Unit::epochs && (o_.kind == Kind::step || o_.kind == Kind::multistep ||
                                                          o_.kind == Kind::exponential)) ||
                              (o_.warmup_steps == 0 && o_.warmup_epochs > 0);
@@ -275,6 +348,17 @@ class Lr {
                                             to_string(o_.kind))));
     resolved_ = true;
     recorded_ = true;
+    // A warmup as long as the run never reaches the base lr, and the decay never starts: said, not refused (a short
+    // trial run of a long recipe is a legitimate use).
+    const int64_t W = warmup_steps(o_, h_);
+    if (W > 0 && h_.total_steps > 0 && W >= h_.total_steps && o_.log && ctx.is_main()) {
+      std::fprintf(o_.log,
+                   "policytrain::schedule::Lr: the warmup of %lld steps is as long as the run (%lld steps): the lr "
+                   "never reaches its base value and the '%s' schedule never starts; shorten the warmup or lengthen the "
+                   "run\n",
+                   static_cast<long long>(W), static_cast<long long>(h_.total_steps), std::string(to_string(o_.kind)).c_str());
+      std::fflush(o_.log);
+    }
   }
 
   template <class Ctx>
@@ -292,6 +376,8 @@ class Lr {
   Horizon h_;
   bool resolved_ = false;
   bool recorded_ = false;  // h_ holds the run's horizon (resolved once, or restored by load_state_dict)
+  bool resumed_ = false;   // a state was loaded since this fit began (a resume): reconciled at the first epoch
+  std::vector<double> asked_lr_, asked_momentum_;  // this run's optimizer's, at fit begin (before a resume)
   int64_t t_ = 0;
   std::vector<double> base_lr_, base_momentum_, plateau_factor_;
   double lr_scale_ = 1;
@@ -330,6 +416,7 @@ POLICYTRAIN_DECL void Lr::load_state_dict(const StateDict& d) {
   if (std::isnan(best_)) best_ = worst();  // written by a version that started from NaN
   bad_ = state_int(d, "plateau/bad");
   cooldown_left_ = state_int(d, "plateau/cooldown_left");
+  resumed_ = !asked_lr_.empty();  // loaded after this fit began, before its first epoch: a resume
   // The run's horizon; a state without one (written before it was saved, or before the first epoch) resolves it
   // from the next fit.
   recorded_ = d.count("horizon/total_steps") > 0 && d.count("horizon/steps_per_epoch") > 0;

@@ -4,6 +4,7 @@
 /// of schedule::Lr (lr.hpp, which includes this header), and the parsing of a kind's name. Part of <policytrain/schedule/lr.hpp>.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -28,6 +29,12 @@ enum class DecayEnd {
 enum class WarmupMode {
   sequential,  ///< PyTorch's SequentialLR([LinearLR(start, 1, W), main], milestones=[W]): the schedule starts at W
   interpolate  ///< Ultralytics: interpolates towards the schedule's value at the absolute step (np.interp)
+};
+/// What a resumed run does when its rebuilt optimizer asks for other base lrs (or momenta) than the checkpoint's
+/// schedule holds, or its fit gives another horizon (LrOptions::on_resume). Either way the difference is said.
+enum class OnResume {
+  keep,  ///< continue the checkpoint's schedule: its base lrs, momenta and horizon (the run as it was planned)
+  take   ///< take this run's: the optimizer's lrs and momenta, this fit's horizon, at the step reached (nanoGPT's get_lr)
 };
 /// OneCycleLR's anneal_strategy.
 enum class Anneal { cos, linear };
@@ -104,6 +111,12 @@ struct LrOptions {
   double warmup_momentum = -1;     ///< ≥ 0: momentum (SGD) / beta1 (Adam) rises from this to its base value
   double warmup_bias_lr = -1;      ///< ≥ 0: the groups in bias_groups start the warmup at this lr
   std::vector<size_t> bias_groups{};  ///< param groups holding biases (Ultralytics: its group 0)
+  // resume
+  /// A resume whose optimizer asks for other base lrs or momenta than the checkpoint's schedule, or whose fit gives
+  /// another horizon (without total_steps, which is always taken): continue the checkpoint's schedule (keep), or take
+  /// the new values at the step reached (take). The kind, warmup, lrf and the other options are always this run's.
+  OnResume on_resume = OnResume::keep;
+  std::FILE* log = stderr;         ///< where a resume's kept or taken values are said (main rank; nullptr: nowhere)
 };
 
 }  // namespace policytrain::schedule

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// The Trainer's training loop: fit's epochs (resume mid-epoch, max_steps, a stop at a step boundary, validation
-/// and the stop agreed over the ranks) and its micro-steps (forward, loss, backward, the optimizer step when a window
+/// at epoch ends or every N steps, and the stop agreed over the ranks) and its micro-steps (forward, loss, backward, the optimizer step when a window
 /// ends, or the step policy's captured step). A friend of the Trainer, which calls it from fit(); evaluate() stays
 /// in the Trainer, beside the parallel policy's services it asks for.
 /// Part of the Trainer (docs/trainer.md, "File map"); include <policytrain/trainer.hpp>.
@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
-#include <unordered_set>
+#include <unordered_map>
 #include <utility>
 
 #include <torch/cuda.h>
@@ -39,7 +39,10 @@ struct Loops {
   /// One micro-batch: forward, loss, backward, and the optimizer step when it ends a window. Under a step policy
   /// (step::CudaGraph) every micro-batch is a step, and the policy runs (or captures, or replays) the device part:
   /// forward, backward, before_step and step; the host part (counters, after_step, on_step_end) runs here.
-  static void train_micro_step(T& t, Batch b) {
+  /// `step_end()` runs once an optimizer step is finished: the step's validation when one is due, then the
+  /// on_step_end hooks (Loops::fit's end_step).
+  template <class StepEnd>
+  static void train_micro_step(T& t, Batch b, StepEnd&& step_end) {
     const int64_t n = b.size();
     ++t.state_.micro_step;
     ++t.state_.batch_in_epoch;
@@ -53,9 +56,13 @@ struct Loops {
         return t.do_step();
       });
       finish_step(t, stepped);
+      step_end();
     } else {
       forward_backward(t, b);
-      if (t.last_micro_step_) optimizer_step(t);
+      if (t.last_micro_step_) {
+        optimizer_step(t);
+        step_end();
+      }
     }
   }
 
@@ -95,19 +102,29 @@ struct Loops {
     }
     t.state_.micro_step = 0;
     t.state_.window_samples = 0;
-    t.on_step_end();
   }
 
-  /// A tensor listed twice in the optimizer (tied weights: Module::parameters() repeats a shared tensor) would be
-  /// updated twice per step: refuse it.
+  /// A tensor listed twice in the optimizer would be updated twice per step: refuse it, naming the cause (twice in
+  /// one group: tied weights, Module::parameters() repeats a shared tensor; in two groups: the groups' split).
   static void check_unique_parameters(T& t) {
-    std::unordered_set<const void*> seen;
-    for (auto& g : t.optimizer_.param_groups())
-      for (auto& p : g.params())
-        if (!seen.insert(p.unsafeGetTensorImpl()).second) {
+    std::unordered_map<const void*, size_t> seen;  // each tensor's first param group
+    const auto& groups = t.optimizer_.param_groups();
+    for (size_t gi = 0; gi < groups.size(); ++gi)
+      for (const auto& p : groups[gi].params())
+        if (const auto [it, fresh] = seen.emplace(p.unsafeGetTensorImpl(), gi); !fresh) {
           std::string name = "(a tensor not in the module)";
           for (const auto& q : t.module().named_parameters(true))
             if (q.value().unsafeGetTensorImpl() == p.unsafeGetTensorImpl()) { name = q.key(); break; }
+          // In two groups: the groups were built wrong (a decay/no-decay split that lists a tensor in both), not
+          // tied weights.
+          if (it->second != gi)
+            throw std::invalid_argument(error_message(
+                "policytrain::Trainer",
+                format("the parameter '{}' is in param groups {} and {} of the optimizer, so every step would update "
+                       "it twice, once with each group's settings",
+                       name, it->second, gi),
+                {}, "put each tensor in one group (split the module's named_parameters() once, e.g. by dim() for "
+                    "decay and no-decay)"));
           throw std::invalid_argument(error_message(
               "policytrain::Trainer",
               format("the optimizer holds the parameter '{}' more than once (tied weights: "
@@ -145,6 +162,43 @@ struct Loops {
     }
   }
 
+  static bool reached_max_steps(const T& t, const FitOptions& o) {
+    return o.max_steps >= 0 && t.state_.global_step >= o.max_steps;
+  }
+
+  /// Refuses settings that cannot mean anything, by name, before any step.
+  static void check_options(const FitOptions& o, bool has_val) {
+    auto refuse = [](const std::string& what, const std::string& fix) {
+      throw std::invalid_argument(error_message("policytrain::Trainer::fit", what, {}, fix));
+    };
+    if (o.val_every_steps < 0)
+      refuse(format("FitOptions::val_every_steps is {}", o.val_every_steps),
+             "give a positive number of optimizer steps, or 0 to validate at each epoch's end");
+    if (!has_val && (o.val_every_steps > 0 || o.eval_on_start))
+      refuse(format("FitOptions::{} is set but fit was given no validation data",
+                    o.val_every_steps > 0 ? "val_every_steps" : "eval_on_start"),
+             "call fit(train, val, options), or leave it unset");
+    if (o.epochs < -1)
+      refuse(format("FitOptions::epochs is {}", o.epochs),
+             "give a count of epochs, or -1 (one epoch; with max_steps, as many as the steps take)");
+  }
+
+  /// One validation (a step's, an epoch's start): the evaluation, the on_validation_end hooks, and a stop they ask
+  /// for agreed over the ranks (it takes effect after this step). Returns its wall time.
+  template <class ValData>
+  static double validate(T& t, ValData& val, const FitOptions& options, FitResult& result) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Metrics m = t.evaluate(val, options.limit_val_batches);
+    const bool stop = t.on_validation_end(m);
+    result.validation.push_back(std::move(m));
+    result.validation_steps.push_back(t.state_.global_step);
+    if (t.agree_any(stop)) {
+      t.state_.stop_requested = true;
+      result.stopped_early = !reached_max_steps(t, options);
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
   template <class TrainData, class ValData>
   static FitResult fit(T& t, TrainData& train, ValData val, const FitOptions& options) {
     static_assert(not_a_raw_torch_loader<TrainData>());
@@ -154,15 +208,38 @@ struct Loops {
     // different number of times, and the gradient reductions wait for each other until the timeout.
     if constexpr (requires { { train.training_refusal() } -> std::convertible_to<std::string>; })
       if (!train.training_refusal().empty()) throw std::invalid_argument(train.training_refusal());
+    check_options(options, !std::is_same_v<ValData, std::nullptr_t>);
     FitResult result;
     t.state_.stop_requested = false;
     t.state_.stop_at_step = false;
+    t.step_validated_ = false;
     t.module().train();
     if constexpr (!std::is_same_v<ValData, std::nullptr_t>) check_monitors<Task>(t.policies_, t.scalar_metric_names());
     t.on_fit_begin();
     const int64_t start_epoch = t.state_.epoch;
+    const int64_t epochs = options.epoch_limit();
+    // The end of every optimizer step: its validation when one is due (val_every_steps, at the global steps that are
+    // its multiples, so that a resumed run validates where the uninterrupted one does, whatever interval it had),
+    // then the on_step_end hooks, which see it (Context::step_validated: a checkpoint policy saves last and best).
+    double val_seconds = 0;  // of the step validations in the current epoch: not training time
+    auto end_step = [&] {
+      if constexpr (!std::is_same_v<ValData, std::nullptr_t>) {
+        if (options.val_every_steps > 0 && t.state_.global_step % options.val_every_steps == 0) {
+          t.step_validated_ = true;
+          wait_for_device(t);
+          val_seconds += validate(t, *val, options, result);
+        }
+      }
+      t.on_step_end();
+      t.step_validated_ = false;
+    };
+    if constexpr (!std::is_same_v<ValData, std::nullptr_t>) {
+      // nanoGPT's evaluation at iteration 0: once, at the run's start (not again at a resume).
+      if (options.eval_on_start && t.state_.global_step == 0 && t.state_.batch_in_epoch == 0 && t.state_.epoch == 0)
+        validate(t, *val, options, result);
+    }
     // A finished epoch leaves batch_in_epoch at 0: a state taken between epochs resumes at the next one's start.
-    for (; t.state_.epoch < options.epochs && !t.state_.stop_requested;
+    for (; t.state_.epoch < epochs && !t.state_.stop_requested && !reached_max_steps(t, options);
          ++t.state_.epoch, t.state_.batch_in_epoch = 0) {
       if constexpr (requires { train.set_epoch(t.state_.epoch); }) train.set_epoch(t.state_.epoch);
       const int64_t n = size_or_unknown(train);
@@ -173,6 +250,7 @@ struct Loops {
       t.module().train();
       t.on_epoch_begin();
       const auto t0 = std::chrono::steady_clock::now();
+      val_seconds = 0;
       const int64_t seen0 = t.state_.samples_seen;
       // A resumed epoch passes over the batches already consumed: a loader with begin_at(k) (data::from_torch)
       // skips them before loading any; otherwise the iterator is advanced without dereferencing (TensorLoader
@@ -194,9 +272,11 @@ struct Loops {
       for (; it != end; ++it) {
         if (t.epoch_batches_ >= 0 && t.state_.batch_in_epoch >= t.epoch_batches_) break;
         auto&& item = *it;
-        train_micro_step(t, t.to_device(item));
+        train_micro_step(t, t.to_device(item), end_step);
         if (t.state_.stop_at_step && t.state_.micro_step == 0) break;  // after the step: handled below the loop
-        if (options.max_steps >= 0 && t.state_.global_step >= options.max_steps) {
+        // A stop agreed at a step's validation (val_every_steps), or the run's last step: the epoch ends here.
+        if (t.state_.micro_step == 0 &&
+            ((options.val_every_steps > 0 && t.state_.stop_requested) || reached_max_steps(t, options))) {
           t.state_.stop_requested = true;
           // Cut before the epoch's last batch: the epoch is not finished, and the next fit resumes it.
           if (t.epoch_batches_ >= 0) {
@@ -209,6 +289,13 @@ struct Loops {
           break;
         }
       }
+      // A run by steps over data without a batch would pass over it for ever.
+      if (options.by_steps() && t.state_.batch_in_epoch == 0)
+        throw std::invalid_argument(error_message(
+            "policytrain::Trainer::fit",
+            format("epoch {} of the training data yielded no batch, and the run is by steps (max_steps {}): it would "
+                   "pass over the data for ever", t.state_.epoch, options.max_steps),
+            {}, "give training data with at least one batch"));
       // A stop at a step boundary (callbacks::Preemption): the epoch ends here, unvalidated, and resumes at the
       // next batch (the checkpoint policy's fit end saves it mid-epoch); no epoch-end hook runs, so a resumed run
       // validates and ends this epoch once, as the uninterrupted one does.
@@ -217,7 +304,7 @@ struct Loops {
         t.epoch_cut_ = true;
         result.stopped_at_step = true;
         wait_for_device(t);
-        result.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        result.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - val_seconds;
         result.samples_seen += t.state_.samples_seen - seen0;
         result.epochs_run = t.state_.epoch - start_epoch;
         t.resume_batches_ = t.state_.batch_in_epoch;
@@ -228,20 +315,24 @@ struct Loops {
       if (t.state_.micro_step > 0) {
         t.last_micro_step_ = true;
         optimizer_step(t);
+        end_step();
       }
       wait_for_device(t);
-      result.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      result.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - val_seconds;
       result.samples_seen += t.state_.samples_seen - seen0;
       bool stop = false;
       if constexpr (!std::is_same_v<ValData, std::nullptr_t>) {
-        Metrics m = t.evaluate(*val, options.limit_val_batches);
-        stop = t.on_validation_end(m) || stop;
-        result.validation.push_back(std::move(m));
+        if (options.val_every_steps <= 0) {
+          Metrics m = t.evaluate(*val, options.limit_val_batches);
+          stop = t.on_validation_end(m) || stop;
+          result.validation.push_back(std::move(m));
+          result.validation_steps.push_back(t.state_.global_step);
+        }
       }
       stop = t.on_epoch_end() || stop;
       if (t.agree_any(stop)) {
         t.state_.stop_requested = true;
-        result.stopped_early = t.state_.epoch + 1 < options.epochs;
+        result.stopped_early = t.state_.epoch + 1 < epochs;
       }
       result.epochs_run = t.state_.epoch + 1 - start_epoch;
       if (cut) {

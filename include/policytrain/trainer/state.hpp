@@ -22,7 +22,8 @@ inline StateDict counters_state_dict(const TrainState& s) {
           {"trainer/batch_in_epoch", scalar_tensor(s.batch_in_epoch)},
           {"trainer/samples_seen", scalar_tensor(s.samples_seen)},
           {"trainer/best_metric", scalar_tensor(s.best_metric)},
-          {"trainer/best_epoch", scalar_tensor(s.best_epoch)}};
+          {"trainer/best_epoch", scalar_tensor(s.best_epoch)},
+          {"trainer/best_step", scalar_tensor(s.best_step)}};
 }
 
 /// Restores what counters_state_dict wrote; throws std::invalid_argument naming a missing entry.
@@ -34,6 +35,9 @@ inline void load_counters(const StateDict& d, TrainState& s) {
   s.samples_seen = state_int(d, "trainer/samples_seen");
   s.best_metric = state_double(d, "trainer/best_metric");
   s.best_epoch = state_int(d, "trainer/best_epoch");
+  // Added with training by steps: a state written before has none (checkpoint::read_payload lets it be absent).
+  const auto it = d.find("trainer/best_step");
+  s.best_step = it != d.end() ? it->second.item<int64_t>() : -1;
 }
 
 /// "<policy name>/", the prefix of a stateful policy's entries.

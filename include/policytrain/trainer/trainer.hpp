@@ -216,12 +216,13 @@ class Trainer {
     each_with<hook::on_weights_loaded>([&](auto& p) { p.on_weights_loaded(ctx_); });
   }
 
-  /// Trains for `options.epochs` epochs (from the current state's epoch, so a resumed run continues).
+  /// Trains for `options.epochs` epochs, or to `options.max_steps` (from the current state's step and epoch, so a
+  /// resumed run continues).
   template <class TrainData>
   FitResult fit(TrainData& train, const FitOptions& options = {}) {
     return detail::Loops<Trainer>::fit(*this, train, nullptr, options);
   }
-  /// Trains, and evaluates on `val` after each epoch.
+  /// Trains, and evaluates on `val` after each epoch, or every `options.val_every_steps` optimizer steps.
   template <class TrainData, class ValData>
   FitResult fit(TrainData& train, ValData& val, const FitOptions& options = {}) {
     return detail::Loops<Trainer>::fit(*this, train, &val, options);
@@ -449,6 +450,7 @@ class Trainer {
   int64_t resume_batches_ = 0;  ///< micro-batches the next epoch skips (set by load_state_dict)
   bool epoch_cut_ = false;      ///< the current epoch ends early (max_steps) before its last batch
   bool last_micro_step_ = true;
+  bool step_validated_ = false;  ///< the step now ending was validated (Context::step_validated)
   std::vector<double> step_lrs_;  ///< each group's lr in the latest optimizer step (Context::step_lr)
 };
 
