@@ -29,7 +29,7 @@
 /// A write that fails (a full disk, a file size limit, an I/O error) leaves the previous file intact (the atomic
 /// write) and names the file and the system's reason; the ranks agree on it, then by default every rank stops
 /// (CheckpointError); `on_write_error = retry_next_save` keeps training and tries again at the next save. A best
-/// save writes best.ckpt (best-e<N>.ckpt) and best.pt together or not at all, before the save's other files; one
+/// save writes best.ckpt (`best-e<N>.ckpt`) and best.pt together or not at all, before the save's other files; one
 /// that failed is kept in memory and written first at the next save, so that best.ckpt, best.pt and the best every
 /// file records never disagree (docs/checkpoint.md, "A full disk").
 /// Sharded (`sharded`): every rank writes its optimizer partition into a folder per checkpoint, rank 0 the rest and

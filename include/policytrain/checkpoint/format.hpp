@@ -426,7 +426,9 @@ class StagedFile {
   /// Writes the concatenation of `pieces` to `file`'s temporary name and fsyncs it. On failure the temporary file
   /// is removed and CheckpointError names `file` and the system's reason; `file` is left as it was.
   POLICYTRAIN_DECL StagedFile(const std::filesystem::path& file, std::initializer_list<std::string_view> pieces);
+  /// Takes over `o`'s temporary file; `o` is left empty.
   StagedFile(StagedFile&& o) noexcept : file_(std::move(o.file_)), tmp_(std::move(o.tmp_)) { o.tmp_.clear(); }
+  /// Removes this one's uncommitted temporary file, then takes over `o`'s; `o` is left empty.
   StagedFile& operator=(StagedFile&& o) noexcept {
     if (this != &o) {
       discard();
