@@ -44,7 +44,7 @@ struct ParallelFlags {
                  "order (another all-reduce), batch norm normalises each rank's share (its statistics are over "
                  "another number of images) and dropout and augmentation draw from other ranks' generators; what "
                  "holds is the same steps, the same samples once per epoch and the same schedule. Not with --batch-size auto or --nominal-batch (the accumulation they derive depends on the "
-                 "per-rank batch)");
+                 "per-rank batch); with --data-on-device, another world size resumes from an epoch's end only");
     app.add_option("--max-restarts", max_restarts,
                    "With --nproc: when a rank fails, stop the others and restart every rank, at most this many "
                    "times (as torchrun's --max-restarts); with --resume each restart continues from the newest "

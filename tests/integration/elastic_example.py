@@ -12,7 +12,7 @@ What a resume on another world size promises, checked against the uninterrupted 
   sums run in another order);
 - on 2 ranks again: bit-identical (params_sha256) to the uninterrupted run;
 - without --elastic, a run of 2 ranks resumed on 1 is refused, naming both world sizes; a --batch-size the world
-  size does not divide is refused, naming both.
+  size does not divide is refused, naming both; --data-on-device, which cannot re-shard the epoch's rest, is refused.
 
 Usage: elastic_example.py FASHION_MNIST_EXE WORK_DIR
 """
@@ -76,6 +76,13 @@ assert "world size: 2 in the checkpoint, 1 in this run" in r.stderr, r.stderr[-2
 # --elastic: the world size must divide the global batch.
 r = run(os.path.join(work, "indivisible"), ["--nproc", "2", "--elastic", "--batch-size", "49"], expect=1)
 assert "--batch-size 49 is the global micro-batch, and the world size 2 does not divide it" in r.stderr + r.stdout, \
+    r.stderr[-2000:]
+
+# --data-on-device (DeviceLoader) does not re-shard an epoch's rest: that resume is refused by name.
+dod = os.path.join(work, "data_on_device")
+shutil.copytree(stopped, dod)
+r = run(dod, ["--nproc", "3", "--elastic", "--resume", "--data-on-device"], expect=1)
+assert "--data-on-device: a checkpoint taken mid-epoch at another world size cannot resume with it" in r.stderr, \
     r.stderr[-2000:]
 
 want = rows(ref_dir)
