@@ -73,9 +73,8 @@ struct CheckpointFlags {
     app.add_flag("--async-checkpoint", async_checkpoint, "Write checkpoints in a background thread");
     app.add_flag("--shard-checkpoints", shard_checkpoints,
                  "Sharded checkpoints: a folder per checkpoint, each rank writing its own optimizer partition (with "
-                 "--zero 1|2), rank 0 a manifest with every file's SHA-256 last. The format re-partitions at another world "
-                 "size (checkpoint::RunInfo::world_size = -1), but this program records its world size in the run "
-                 "fingerprint: it resumes them at the same number of ranks");
+                 "--zero 1|2), rank 0 a manifest with every file's SHA-256 last. They resume at the same number of ranks, "
+                 "or with --elastic at any (each rank reads the partition it owns at the new world size)");
     app.add_flag("--no-export", no_export, "Do not write RUN_DIR/checkpoints/final.pt (torch.load-able weights)");
     app.add_flag("--ema", ema, "Evaluate with an exponential moving average of the weights");
     // [0, 1): CLI::Range(0.0, 0.999999999) refused 1 while its help read "[0 - 1]".

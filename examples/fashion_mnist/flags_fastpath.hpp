@@ -6,6 +6,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -30,6 +31,13 @@ class TrainLoader {
   explicit TrainLoader(std::unique_ptr<policytrain::data::PrefetchLoader> p) : p_(std::move(p)) {}
   explicit TrainLoader(std::unique_ptr<policytrain::data::DeviceLoader> d) : d_(std::move(d)) {}
   void set_epoch(int64_t e) { p_ ? p_->set_epoch(e) : d_->set_epoch(e); }
+  /// --elastic's mid-epoch resume on another world size (PrefetchLoader::reshard_after); DeviceLoader has none.
+  int64_t reshard_after(int64_t done) {
+    if (p_) return p_->reshard_after(done);
+    throw std::invalid_argument("--data-on-device: a checkpoint taken mid-epoch at another world size cannot resume "
+                                "with it (DeviceLoader does not re-shard an epoch's rest); resume without "
+                                "--data-on-device, or from a checkpoint taken at an epoch's end");
+  }
   size_t size() const { return p_ ? p_->size() : d_->size(); }
   int64_t num_samples() const { return p_ ? p_->num_samples() : d_->num_samples(); }
   int64_t padding() const { return p_ ? p_->padding() : d_->padding(); }

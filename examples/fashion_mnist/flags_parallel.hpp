@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -25,11 +26,25 @@ struct ParallelFlags {
   bool static_graph = false;
   int zero = 0;
   int max_restarts = 0;
+  bool elastic = false;
 
   void add(CLI::App& app) {
     app.add_option("--nproc", nproc,
-                   "Start this many local ranks (data parallel; --batch-size is per rank). "
-                   "Under torchrun, leave it out")->check(CLI::PositiveNumber);
+                   "Start this many local ranks (data parallel; --batch-size is per rank, with --elastic over all "
+                   "ranks). Under torchrun, leave it out")->check(CLI::PositiveNumber);
+    app.add_flag("--elastic", elastic,
+                 "A run that may resume on another number of ranks (docs/parallel.md, \"Elastic restarts\"); give it "
+                 "to every attempt of the run. --batch-size is then the global micro-batch, summed over the ranks: "
+                 "each rank takes --batch-size / world size (refused unless the world size divides it). The world "
+                 "size is left out of the checkpoints' run fingerprint, so --resume continues at any world size, "
+                 "mid-epoch included: the steps per epoch, the schedule and the global step carry over, and the "
+                 "samples of the interrupted epoch not yet trained are shared over the new ranks (each trained once "
+                 "in the epoch). At the same world size a resume is bit-identical. At another one it cannot be: each step "
+                 "averages the same global batch, but split otherwise over the ranks, so the sums run in another "
+                 "order (another all-reduce), batch norm normalises each rank's share (its statistics are over "
+                 "another number of images) and dropout and augmentation draw from other ranks' generators; what "
+                 "holds is the same steps, the same samples once per epoch and the same schedule. Not with --batch-size auto or --nominal-batch (the accumulation they derive depends on the "
+                 "per-rank batch); with --data-on-device, another world size resumes from an epoch's end only");
     app.add_option("--max-restarts", max_restarts,
                    "With --nproc: when a rank fails, stop the others and restart every rank, at most this many "
                    "times (as torchrun's --max-restarts); with --resume each restart continues from the newest "
@@ -53,6 +68,17 @@ struct ParallelFlags {
                    "PyTorch's ZeroRedundancyOptimizer), 2 the gradients too (ZeRO-2: reduce-scattered to their "
                    "owners); 0: every rank keeps all of both")
         ->check(CLI::IsMember({0, 1, 2}));
+  }
+
+  /// The per-rank micro-batch of `batch` (--batch-size): with --elastic the global one divided by the world size.
+  int64_t rank_batch(int64_t batch, int64_t world_size) const {
+    if (!elastic) return batch;
+    if (batch % world_size != 0)
+      throw std::invalid_argument("--elastic: --batch-size " + std::to_string(batch) + " is the global micro-batch, "
+                                  "and the world size " + std::to_string(world_size) + " does not divide it; give a "
+                                  "batch size that is a multiple of every world size the run may resume at (e.g. " +
+                                  std::to_string((batch / world_size + 1) * world_size) + ")");
+    return batch / world_size;
   }
 
   policytrain::parallel::DataParallel make() const { return policytrain::parallel::DataParallel(options()); }
@@ -107,7 +133,7 @@ struct ParallelFlags {
   nlohmann::json describe(const Parallel& dp) const {
     if (!dp.active()) return {{"name", zero ? "parallel::ShardedDataParallel" : "parallel::Single"}, {"zero", zero}};
     nlohmann::json d = {{"name", zero ? "parallel::ShardedDataParallel" : "parallel::DataParallel"}, {"zero", zero},
-            {"world_size", dp.world_size()}, {"backend", backend},
+            {"world_size", dp.world_size()}, {"elastic", elastic}, {"backend", backend},
             {"bucket_mb", bucket_mb}, {"buckets", dp.bucket_count()}, {"allreduce_calls", dp.allreduce_calls()},
             {"comm_wait_seconds", dp.comm_wait_seconds()}, {"timeout_s", timeout_s},
             {"bucket_bytes_per_step", dp.bucket_bytes()}, {"buffer_broadcasts", dp.buffer_broadcasts()},

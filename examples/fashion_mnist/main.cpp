@@ -235,7 +235,12 @@ int main(int argc, char** argv) {
     task.tta_flip = fastpath.tta;
     task.module().to(device);  // before the optimizer takes the parameters; the Trainer moves batches here
     auto optimizer = make_optimizer(cfg, task.module());
-    const int64_t micro_batch = accumulation.resolve(task, train.x, train.y, cfg.batch_size);
+    if (par.elastic && (accumulation.auto_batch || accumulation.nominal > 0))
+      throw std::invalid_argument("--elastic cannot compose with --batch-size auto or --nominal-batch: the accumulation "
+                                  "they derive depends on the per-rank batch, so the global batch would change with "
+                                  "the world size; give --batch-size a number (and --accumulate)");
+    // --elastic: --batch-size is the global micro-batch, each rank takes its share (docs/parallel.md).
+    const int64_t micro_batch = accumulation.resolve(task, train.x, train.y, par.rank_batch(cfg.batch_size, world_size));
     // [snippet:loader]
     // --data-on-device: the same split's images as uint8, standardised on the device by the loader.
     const auto train_u8 = fastpath.data_on_device
@@ -256,7 +261,11 @@ int main(int argc, char** argv) {
     const nlohmann::json hparams{{"lr", cfg.lr}, {"batch_size", cfg.batch_size}, {"epochs", cfg.epochs},
                                  {"optimizer", cfg.optimizer}, {"weight_decay", cfg.weight_decay}, {"width", cfg.width},
                                  {"precision", precision_flags.describe().at("dtype")}};
-    ckpt_flags.run = {.batch_size = micro_batch, .data_size = train.x.size(0)};  // the run fingerprint's sizes
+    // The run fingerprint's sizes. --elastic: no world size, and the batch the global one (what a resume on
+    // another world size keeps; docs/parallel.md, "Elastic restarts").
+    ckpt_flags.run = {.world_size = par.elastic ? -1 : 0,
+                      .batch_size = par.elastic ? micro_batch * world_size : micro_batch,
+                      .data_size = train.x.size(0)};
     const pt::FitOptions fit{.epochs = cfg.epochs,
                              .limit_train_batches = cfg.limit_train_batches,
                              .limit_val_batches = cfg.limit_val_batches};

@@ -9,6 +9,9 @@ our own launcher: srun's ranks train the same weights):
              (data loading): the first step's end stops it, nothing is lost
   kill       SIGKILL of task 1 mid-run: srun ends the job, naming the task, within the timeout; a resubmission
              resumes from the last checkpoint
+  stop       SIGSTOP of task 1 mid-run (a hung rank), with --dist-timeout 15: rank 0's collective times out, it
+             names rank 1 and exits 1, srun (--kill-on-bad-exit) kills the stopped task and the job ends FAILED
+             within the timeout + 15 s; a resubmission resumes from the last checkpoint
 No job may end FAILED because of our exit code 75 (the accounting's log, jobcomp.txt, is read).
 Usage: slurm_jobs.py FASHION_MNIST_EXE SBATCH_SCRIPT SLURM_DIR WORK_DIR SCENARIO   (STOP_SEED=n reproduces the
 signal times). Exits 77 (CTest's skip) with the reason when SLURM_DIR has no running cluster (scripts/slurm-up said
@@ -30,6 +33,10 @@ epochs, batches = ("4", "400") if scenario == "timelimit" else ("2", "40")
 flags = ["--epochs", epochs, "--limit-train-batches", batches, "--limit-val-batches", "1", "--eval-batch-size", "200",
          "--progress-tty", "0", "--width", "32", "--batch-size", "32", "--threads", "1", "--train-eval-size", "0",
          "--save", "last,steps:20"]
+# stop: a collective timeout short enough to wait for (it changes no weight: the reference is the same run).
+STOP_TIMEOUT = 15
+if scenario == "stop":
+    flags += ["--dist-timeout", str(STOP_TIMEOUT)]
 seed = int(os.environ.get("STOP_SEED", random.randrange(1 << 30)))
 rng = random.Random(seed)
 t_start = time.time()
@@ -256,6 +263,34 @@ elif scenario == "kill":
     text = open(log).read()
     assert info2["JobState"] == "COMPLETED", (info2, text[-3000:])
     check_equal(ref, "kill, resubmitted", killed=True)
+elif scenario == "stop":
+    job = submit()
+    wait_log(r"^epoch 0/", 300)
+    time.sleep(rng.uniform(0, 0.4 * train_s))
+    victims = [pid for pid, rank in tasks(job).items() if rank == 1]
+    assert victims, "rank 1 not found"
+    t_stop = time.time()
+    os.kill(victims[0], signal.SIGSTOP)
+    info = wait_state(job, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}, STOP_TIMEOUT + 120)
+    ended = time.time() - t_stop
+    text = open(log).read()
+    print(f"SIGSTOP of rank 1: the job ended {info['JobState']} {info['ExitCode']} {ended:.1f} s later "
+          f"(--dist-timeout {STOP_TIMEOUT})")
+    still = [pid for pid in victims if os.path.exists(f"/proc/{pid}")]
+    assert not still, f"the stopped rank {still} outlived its job"
+    if info["JobState"] == "COMPLETED":  # the stop came after the last collective: nothing to time out
+        print("  (the stop came after training's last collective)")
+    else:
+        assert info["JobState"] == "FAILED", info
+        # Rank 0's CollectiveError: its own rank, the timeout, and rank 1 as the one that did not answer.
+        assert re.search(r"rank 0 of 2: .*timed out.*rank 1 did not answer", text, re.S), text[-3000:]
+        assert ended <= STOP_TIMEOUT + 15, f"the job ended {ended:.1f} s after the stop; timeout {STOP_TIMEOUT} s"
+    job2 = submit()
+    info2 = wait_state(job2, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}, 600)
+    text = open(log).read()
+    assert info2["JobState"] == "COMPLETED", (info2, text[-3000:])
+    check_equal(ref, "stop, resubmitted", killed=True)
 else:
-    raise SystemExit(f"slurm_jobs: unknown scenario '{scenario}'; expected usr1, cancel, timelimit, startup or kill")
+    raise SystemExit(f"slurm_jobs: unknown scenario '{scenario}'; expected usr1, cancel, timelimit, startup, kill or "
+                     f"stop")
 print(f"slurm_jobs {scenario}: equal to the uninterrupted run ({ref['params_sha256'][:16]}); {time.time() - t_start:.0f} s")

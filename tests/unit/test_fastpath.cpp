@@ -347,6 +347,51 @@ TEST_CASE("PrefetchLoader keeps its workers across epochs and passes cut short")
   CHECK(l.threads_started() == 2);
 }
 
+TEST_CASE("PrefetchLoader::reshard_after re-shards an epoch as TensorLoader::reshard_after does, and refuses as it does") {
+  // An elastic resume (docs/parallel.md, "Elastic restarts"): a run of one world size trained `done` samples of the
+  // epoch; this run, of another, re-shards the rest. TensorLoader (tested against the samples' identity in
+  // test_parallel.cpp) is the reference; sizes, global batches and the point of the stop come from a seeded generator.
+  std::mt19937 gen(51);
+  for (int round = 0; round < 6; ++round) {
+    const int64_t n = std::uniform_int_distribution<int64_t>(40, 130)(gen);
+    const int64_t new_world = std::uniform_int_distribution<int64_t>(1, 4)(gen);
+    const int64_t per_rank = std::uniform_int_distribution<int64_t>(1, 6)(gen);
+    const int64_t global = per_rank * new_world, batches = (n + global - 1) / global;
+    const int64_t done = std::uniform_int_distribution<int64_t>(1, std::max<int64_t>(1, batches - 1))(gen) * global;
+    auto [x, y] = images(n);
+    for (int64_t rank = 0; rank < new_world; ++rank) {
+      const pd::LoaderOptions lo{.batch_size = per_rank, .shuffle = true, .seed = 9, .rank = rank,
+                                 .world_size = new_world};
+      CAPTURE(n);
+      CAPTURE(new_world);
+      CAPTURE(per_rank);
+      CAPTURE(done);
+      CAPTURE(rank);
+      pd::TensorLoader ref(x, y, lo);
+      ref.set_epoch(1);
+      const int64_t k = ref.reshard_after(done);
+      std::vector<pt::Batch> expected;
+      for (auto&& b : ref) expected.push_back(b);
+      for (int64_t workers : {0, 2}) {
+        CAPTURE(workers);
+        pd::PrefetchLoader l(x, y, lo, {.workers = workers, .prefetch = 2});
+        l.set_epoch(1);
+        auto first = l.begin();  // a pass in progress, ended by the re-shard
+        (void)*first;
+        CHECK(l.reshard_after(done) == k);
+        CHECK(l.num_samples() == ref.num_samples());
+        CHECK(l.padding() == ref.padding());
+        CHECK(same_batches(collect(l), expected));
+        // Not a whole number of this run's global batches: TensorLoader's refusal, passed on.
+        if (global > 1)
+          CHECK_THROWS_WITH_AS(l.reshard_after(done + 1),
+                               doctest::Contains("not a whole number of this run's global batches"),
+                               std::invalid_argument);
+      }
+    }
+  }
+}
+
 TEST_CASE("Skipping batches (exact resume) does not assemble them") {
   auto [x, y] = images(100);
   pd::TensorLoader ref(x, y, {.batch_size = 10, .seed = 4});

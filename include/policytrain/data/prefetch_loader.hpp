@@ -106,6 +106,16 @@ class PrefetchLoader {
     order_.set_epoch(epoch);
     reset_locked();
   }
+  /// An elastic resume (docs/parallel.md, "Elastic restarts"): re-shards the current epoch after the `done`
+  /// samples of its global order that a run of another world size trained (TensorLoader::reshard_after, whose
+  /// refusal it passes on); ends any pass in progress. Returns the prefix's batches on this rank.
+  int64_t reshard_after(int64_t done) {
+    std::lock_guard lk(m_);
+    ++generation_;
+    const int64_t k = order_.reshard_after(done);
+    reset_locked();
+    return k;
+  }
   /// The current epoch.
   int64_t epoch() const { return order_.epoch(); }
   /// Batches per epoch.
