@@ -21,7 +21,6 @@ not divide by the ranks) must be refused with the library's message, naming data
 Run it with a python that has torchmetrics (the venv of the torchmetrics.venv test). On a difference it prints the
 first one, the seed and the command that reproduces it, and exits 1; at the end it prints how many inputs it compared.
 """
-import argparse
 import json
 import math
 import os
@@ -30,8 +29,9 @@ import shlex
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
+
+import seed_loop
 
 import torch
 import torch.nn.functional as F
@@ -231,29 +231,8 @@ def check(binary, seeds, totals):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--binary", required=True, help="the differential_ranks program")
-    ap.add_argument("--seeds", help="A-B: the seeds A to B")
-    ap.add_argument("--random", type=float, help="seconds of fresh seeds")
-    ap.add_argument("--start", type=int, default=1, help="the first fresh seed")
-    a = ap.parse_args()
-    totals = {"inputs": 0, "values": 0}
-    start = time.monotonic()
-    ok = True
-    if a.seeds:
-        lo, hi = (int(x) for x in a.seeds.split("-"))
-        ok = check(a.binary, list(range(lo, hi + 1)), totals)
-    elif a.random:
-        seed = a.start
-        while ok and time.monotonic() - start < a.random:
-            ok = check(a.binary, list(range(seed, seed + 30)), totals)
-            seed += 30
-        print(f"differential.metrics: seeds {a.start} to {seed - 1}")
-    else:
-        ap.error("give --seeds A-B or --random SECONDS")
-    print(f"differential.metrics: {totals['inputs']} inputs compared ({totals['values']} values against torchmetrics "
-          f"{tm.__version__}), {0 if ok else 1} differences, {time.monotonic() - start:.1f} s")
-    return 0 if ok else 1
+    return seed_loop.drive("metrics", __doc__, check, 30,
+                           lambda t: f"{t['values']} values against torchmetrics {tm.__version__}")
 
 
 if __name__ == "__main__":

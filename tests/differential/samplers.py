@@ -23,7 +23,6 @@ the stopped and the resumed run:
 Run it with a python that has lightning (the venv of the lightning.venv test). On a difference it prints the
 first one, the seed and the command that reproduces it, and exits 1; at the end it prints how many inputs it compared.
 """
-import argparse
 import collections
 import json
 import os
@@ -32,7 +31,8 @@ import shlex
 import subprocess
 import sys
 import tempfile
-import time
+
+import seed_loop
 
 from torch.utils.data import DistributedSampler
 from lightning.pytorch.overrides.distributed import UnrepeatedDistributedSampler
@@ -206,29 +206,8 @@ def check(binary, seeds, totals):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--binary", required=True, help="the differential_ranks program")
-    ap.add_argument("--seeds", help="A-B: the seeds A to B")
-    ap.add_argument("--random", type=float, help="seconds of fresh seeds")
-    ap.add_argument("--start", type=int, default=1, help="the first fresh seed")
-    a = ap.parse_args()
-    totals = {"inputs": 0, "values": 0}
-    start = time.monotonic()
-    ok = True
-    if a.seeds:
-        lo, hi = (int(x) for x in a.seeds.split("-"))
-        ok = check(a.binary, list(range(lo, hi + 1)), totals)
-    elif a.random:
-        seed = a.start
-        while ok and time.monotonic() - start < a.random:
-            ok = check(a.binary, list(range(seed, seed + 12)), totals)
-            seed += 12
-        print(f"differential.samplers: seeds {a.start} to {seed - 1}")
-    else:
-        ap.error("give --seeds A-B or --random SECONDS")
-    print(f"differential.samplers: {totals['inputs']} inputs compared ({totals['values']} training epochs and "
-          f"validation passes), {0 if ok else 1} differences, {time.monotonic() - start:.1f} s")
-    return 0 if ok else 1
+    return seed_loop.drive("samplers", __doc__, check, 12,
+                           lambda t: f"{t['values']} training epochs and validation passes")
 
 
 if __name__ == "__main__":
