@@ -38,6 +38,7 @@ struct CheckpointFlags {
   std::string resume;
   bool resume_weights_only = false;
   bool async_checkpoint = false;
+  bool log_every_rank = false;
   bool shard_checkpoints = false;
   policytrain::checkpoint::RunInfo run{};  // not a flag: the batch and data sizes main resolves
   bool no_export = false;
@@ -71,6 +72,8 @@ struct CheckpointFlags {
     app.add_flag("--resume-weights-only", resume_weights_only,
                  "With --resume: load the model's weights only (even from another run's checkpoint) and start a new run");
     app.add_flag("--async-checkpoint", async_checkpoint, "Write checkpoints in a background thread");
+    app.add_flag("--log-every-rank", log_every_rank,
+                 "Every rank prints its checkpoint lines (default: rank 0 only, and each rank about its own shard)");
     app.add_flag("--shard-checkpoints", shard_checkpoints,
                  "Sharded checkpoints: a folder per checkpoint, each rank writing its own optimizer partition (with "
                  "--zero 1|2), rank 0 a manifest with every file's SHA-256 last. They resume at the same number of ranks, "
@@ -138,6 +141,7 @@ struct CheckpointFlags {
     o.weights_only = resume_weights_only;
     o.async = async_checkpoint;
     o.sharded = shard_checkpoints;
+    o.log_every_rank = log_every_rank;
     o.run = run;
     o.settings = std::move(settings);
     o.export_final = !no_export && !none;
