@@ -1394,7 +1394,8 @@ int failure_worker() {
                 .every_steps = 3, .resume = env_or("PT_CK_RESUME", ""), .async = env_or("PT_CK_ASYNC", "0") == "1",
                 .on_write_error = env_or("PT_CK_RETRY", "0") == "1" ? ck::Disk::OnWriteError::retry_next_save
                                                                     : ck::Disk::OnWriteError::stop,
-                .log = log, .sharded = env_or("PT_CK_SHARDED", "0") == "1"}),
+                .log = log, .log_every_rank = env_or("PT_CK_EVERY_RANK", "0") == "1",
+                .sharded = env_or("PT_CK_SHARDED", "0") == "1"}),
       pt::callbacks::Ema({.decay = 0.9, .tau = 4}),
       FailSave{.point = point, .dir = dir, .bytes = static_cast<rlim_t>(std::atoll(env_or("PT_CK_LIMIT", "1000").c_str())),
                .epoch = std::atoll(env_or("PT_CK_EPOCH", "1").c_str())});
@@ -1435,9 +1436,10 @@ struct FailCase {
   int world = 1;
   int64_t limit = 1000;  ///< the file size limit in bytes
   int64_t epoch = kFailEpoch;  ///< the epoch whose save fails (epoch_end, best_pt)
+  bool every_rank = false;     ///< Disk::Options::log_every_rank
   std::string name() const {
     return fmt::format("p{}-{}-{}-{}-w{}-e{}", static_cast<int>(point), retry ? "retry" : "stop", async ? "async" : "sync",
-                       sharded ? "sharded" : "file", world, epoch);
+                       sharded ? "sharded" : "file", world, epoch) + (every_rank ? "-every-rank" : "");
   }
 };
 
@@ -1456,7 +1458,8 @@ FailOutcome launch_fail_case(const FailCase& c, const fs::path& dir, const fs::p
                {"PT_CK_OUT", out.string()}, {"PT_CK_POINT", std::to_string(static_cast<int>(resume ? FailPoint::none : c.point))},
                {"PT_CK_RETRY", c.retry ? "1" : "0"}, {"PT_CK_ASYNC", c.async ? "1" : "0"},
                {"PT_CK_SHARDED", c.sharded ? "1" : "0"}, {"PT_CK_RESUME", resume ? "auto" : ""},
-               {"PT_CK_LIMIT", std::to_string(c.limit)}, {"PT_CK_EPOCH", std::to_string(c.epoch)}},
+               {"PT_CK_LIMIT", std::to_string(c.limit)}, {"PT_CK_EPOCH", std::to_string(c.epoch)},
+               {"PT_CK_EVERY_RANK", c.every_rank ? "1" : "0"}},
        .stop_others_on_failure = false,
        .deadline = std::chrono::seconds(240)});
   FailOutcome r;
@@ -1533,9 +1536,9 @@ void check_fail_case(const FailCase& c) {
       REQUIRE(r["completed"] == true);
       CHECK(r["write_failures"].get<int64_t>() >= 1);
       // The message comes from the main rank (Disk::Options::log_every_rank off), and, sharded, from every rank
-      // about its own shard.
+      // about its own shard; with log_every_rank from every rank.
       const bool said = log.find("training goes on and the next save writes again") != std::string::npos;
-      if (k == 0) CHECK(said);
+      if (k == 0 || c.every_rank) CHECK(said);
       else if (!c.sharded) CHECK(!said);
       CHECK(r["best_epoch"] == oracle.ranks[0]["best_epoch"]);  // the run's recorded best
     }
@@ -1596,6 +1599,9 @@ TEST_CASE("a best save that fails under retry_next_save is written at the next s
     const auto limit = static_cast<int64_t>((files.best_ckpt_bytes + files.best_pt.size()) / 2);
     for (const int64_t epoch : {files.best_epoch, int64_t{1}})
       check_fail_case({.point = FailPoint::epoch_end, .retry = true, .world = world, .limit = limit, .epoch = epoch});
+    if (world == 2)  // every rank says it with log_every_rank (the main job's --log-every-rank)
+      check_fail_case({.point = FailPoint::epoch_end, .retry = true, .world = world, .limit = limit,
+                       .epoch = files.best_epoch, .every_rank = true});
   }
 }
 
