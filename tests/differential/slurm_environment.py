@@ -9,7 +9,7 @@ Departures from the reference, kept on purpose (docs/parallel.md, "Slurm host li
 bracket groups ("r[1-2]-g[3-4]") is r1-g3 for Slurm and for us, "r1" for Lightning's regular expression; the
 driver checks such names against Slurm's expansion only.
 Usage: slurm_environment.py PYTHON_WITH_LIGHTNING PROBE (--seeds A-B | --random SECONDS --start N)"""
-import json, os, random, shutil, subprocess, sys, time
+import itertools, json, os, random, shutil, subprocess, sys, time
 
 python, probe = sys.argv[1], sys.argv[2]
 mode = sys.argv[3:]
@@ -142,7 +142,8 @@ if mode[:1] == ["--seeds"]:
     seeds = range(a, b + 1)
 elif mode[:1] == ["--random"]:
     deadline, start = time.time() + float(mode[1]), int(mode[3]) if len(mode) > 3 else 0
-    seeds = (s for s in range(start, 1 << 62) if time.time() < deadline)
+    # takewhile, not a filter: a filter would walk the whole range once the deadline passed
+    seeds = itertools.takewhile(lambda s: time.time() < deadline, range(start, 1 << 62))
 else:
     raise SystemExit("usage: slurm_environment.py PYTHON PROBE (--seeds A-B | --random SECONDS --start N)")
 for seed in seeds:
