@@ -34,6 +34,40 @@ SECTIONS = {
 }
 
 
+# What the errors of each section mean, and where their facility is explained (docs/errors.md).
+MEANING = {
+    "Compile-time errors (static_assert)":
+        "A Trainer that does not compile: a composition rule (one policy per category, each callback once) or the "
+        "hook contract is broken. The message names the rule and the fix; the contract is "
+        "[writing-a-policy.md](writing-a-policy.md), the compositions [compositions.md](compositions.md).",
+    "The Trainer": "`fit` or `evaluate` refuses a task, its metrics or a loader that cannot give a correct run, or a "
+                   "resume whose batches would not line up: [trainer.md](trainer.md).",
+    "Precision": "A dtype autocast cannot run on the device, a non-finite loss, or the loss scaler called out of "
+                 "order: [precision.md](precision.md).",
+    "Accumulation": "Accumulation or auto batch size set up so that the step would be wrong or cannot fit: "
+                    "[accumulation.md](accumulation.md).",
+    "Schedules": "Schedule options out of range, or a state that belongs to another optimizer: "
+                 "[schedules.md](schedules.md).",
+    "Checkpoints": "A file that is not a complete checkpoint of this run, a directory another job holds, a write the "
+                   "disk refused: [checkpoint.md](checkpoint.md).",
+    "Parallel training": "A launcher's environment that is partial or contradictory, a collective that failed or "
+                         "timed out (a dead or hung rank), ranks that would train from different states: "
+                         "[parallel.md](parallel.md), [cluster-job.md](cluster-job.md).",
+    "The step as a CUDA graph": "A step that cannot be captured as composed: [cuda-graph.md](cuda-graph.md).",
+    "Activation recompute": "A recomputed block whose arguments or results cannot be replayed: "
+                            "[memory.md](memory.md).",
+    "Fused optimizers": "Gradients or a scaler state the fused kernels do not take: [optimizers.md](optimizers.md).",
+    "Callbacks": "A callback's options out of range, or a run it has to stop: [checkpoint.md](checkpoint.md) (EMA, "
+                 "early stopping, rollback, preemption), [performance.md](performance.md) (clipping, logs, "
+                 "profiler, TensorBoard).",
+    "Data": "A file that is missing, truncated or not what its reader reads, or a loader set up inconsistently: "
+            "[your-data.md](your-data.md).",
+    "Metrics": "Predictions and targets a metric cannot score: [metrics.md](metrics.md).",
+    "Files and digests": "A file the library could not read or hash: [checkpoint.md](checkpoint.md).",
+    "LibTorch and formatting": "A LibTorch too old for what was asked: [packaging.md](packaging.md).",
+}
+
+
 def section_of(rel):
     return SECTIONS.get(rel.split("/")[0], "Other")
 
@@ -103,21 +137,39 @@ def placeholder(text):
         return placeholder(m.group(1))
     if m := re.fullmatch(r"(?:[\w:]+(?:\.|->))*(\w+)\s*\(.*\)", t):
         return "‹" + m.group(1) + "›"
-    if re.fullmatch(r"[\w:]+(?:(?:\.|->)\w+|\[[^\]]*\])*", t):
-        return "‹" + re.split(r"\.|->|::", re.sub(r"\[[^\]]*\]", "", t))[-1].rstrip("_") + "›"
+    path = r"[\w:]+(?:(?:\.|->)\w+|\[[^\]]*\])*"
+    if re.fullmatch(path, t):
+        return "‹" + short(t) + "›"
+    if re.fullmatch(rf"{path}(?:\s*[-+*/]\s*{path})+", t):
+        return "‹" + re.sub(path, lambda m: short(m.group(0)), t) + "›"
     return "‹…›"
 
 
+def short(path):
+    """The last member of a path, its index kept: o_.milestones[0] -> milestones[0]."""
+    return re.split(r"\.|->|::", path)[-1].rstrip("_") if "[" not in path else \
+        re.split(r"\.|->|::", path[:path.index("[")])[-1].rstrip("_") + path[path.index("["):]
+
+
 def is_text(code):
-    """Whether an argument builds text of its own (literals, a format or str call, a concatenation, a choice)."""
+    """Whether an argument builds text of its own (literals, a format or str call, a concatenation or a choice with
+    text in it)."""
     code = code.strip()
-    return bool(code.startswith('"') or re.match(r"[\w:]*(?:format|str)\s*\(", code) or code.startswith("(")
-                or len(split_top(code, code, "?")) > 1 or len(split_top(code, code, "+")) > 1)
+    if code.startswith("(") and matching(code, 0) == len(code) - 1:
+        return is_text(code[1:-1])
+    if code.startswith('"') or re.match(r"[\w:]*(?:format|str)\s*\(", code):
+        return True
+    parts = split_top(code, code, "+")
+    if len(parts) == 1:
+        choice = split_top(code, code, "?")
+        parts = split_top(choice[1][0], choice[1][0], ":") if len(choice) == 2 else []
+    return len(parts) > 1 and any(is_text(c) for c, _ in parts)
 
 
 def render(code, text, env):
     """The message an expression builds: string literals as they read, formatted values as ‹name›."""
-    code, text = code.strip(), text.strip()
+    # A macro's line continuations, as two blanks each so that code and text keep the same offsets.
+    code, text = code.replace("\\\n", "  ").strip(), text.replace("\\\n", "  ").strip()
     lead = len(text) - len(text.lstrip())
     while code.startswith("(") and matching(code, 0) == len(code) - 1:
         code, text = code[1:-1].strip(), text[1:-1].strip()
@@ -128,11 +180,14 @@ def render(code, text, env):
     ternary = split_top(code, text, "?")
     if len(ternary) == 2:
         branches = split_top(ternary[1][0], ternary[1][1], ":")
-        if len(branches) == 2:
+        if len(branches) == 2 and any(is_text(c) for c, _ in branches):
             return " / ".join(dict.fromkeys(render(c, t, env) for c, t in branches))
+        return placeholder(text)
     summands = split_top(code, text, "+")
     if len(summands) > 1:
-        return "".join(render(c, t, env) for c, t in summands)
+        if any(is_text(c) for c, _ in summands):
+            return "".join(render(c, t, env) for c, t in summands)
+        return placeholder(text)
     if m := re.match(r"([\w:]*(?:format|str))\s*\(", code):
         close = matching(code, m.end() - 1)
         args = split_top(code[m.end():close], text[m.end():close], ",")
@@ -150,7 +205,7 @@ def render(code, text, env):
         # Adjacent literals, with a macro's parameters between them: #hook, PREFIX_##hook, or a bare one.
         out, k = [], 0
         for lit in LITERAL.finditer(text):
-            for tok in re.findall(r"#?#?\s*\w+", text[k:lit.start()].replace("\\\n", " ")):
+            for tok in re.findall(r"\w*##\w+|#\s*\w+|\w+", text[k:lit.start()]):
                 tok = tok.replace(" ", "")
                 out.append("‹the signature of " + tok.split("##")[1] + "›" if "##" in tok
                            else "‹" + tok.lstrip("#") + "›")
@@ -166,9 +221,34 @@ def call_args(code, text, open_paren):
 
 
 def message(code, text, open_paren, env):
-    """(entity, what, expected, fix) of an error_message call whose '(' is at open_paren."""
-    args = [render(c, t, env) for c, t in call_args(code, text, open_paren)]
+    """(entity, what, expected, fix) of an error_message call whose '(' is at open_paren. An entity held in a
+    variable is read from the variable's initialization above the call (`static constexpr std::string_view name =
+    "schedule::Lr"`), where the header has one."""
+    spans = call_args(code, text, open_paren)
+    if spans:
+        env = dict(env)
+        for var in set(re.findall(r"(?<![\w.:>])([A-Za-z_]\w*)\b(?!\s*[(:])", spans[0][0])) - set(env):
+            if (init := initializer(code, text, var, open_paren)) is not None:
+                env[var] = init
+    args = [render(c, t, env) for c, t in spans]
     return tuple((args + ["", "", "", ""])[:4])
+
+
+def initializer(code, text, var, before):
+    """The text a variable holding part of a message was initialized with above `before`, when it is text
+    (`static constexpr std::string_view name = "schedule::Lr"`); None otherwise."""
+    inits = list(re.finditer(r"\b" + var + r"\s*(?:=(?!=)|\{)", code[:before]))
+    if not inits:
+        return None
+    m = inits[-1]
+    if code[m.end() - 1] == "{":
+        end = matching(code, m.end() - 1, "{", "}")
+    else:
+        end = code.find(";", m.end())
+    if end < 0:
+        return None
+    init = (code[m.end():end], text[m.end():end])
+    return render(*init, {}) if is_text(init[0]) else None
 
 
 def builder_bodies(codes):
@@ -277,7 +357,7 @@ def errors_page(texts):
            f"{count} messages from {len({s[0] for s in sites})} headers.", ""]
     out += [f"- [{t}](#{anchor(t)})" for t in order] + [""]
     for title in order:
-        out += [f"## {title}", ""]
+        out += [f"## {title}", ""] + ([MEANING[title], ""] if title in MEANING else [])
         for entity in sorted(by_section[title]):
             out += [f"**{code_span(entity)}**", ""]
             for wrong, todo, rel in by_section[title][entity]:
