@@ -135,6 +135,8 @@ def placeholder(text):
         return placeholder(m.group(1))
     if m := re.fullmatch(r"(.*?)(?:\.|->)" + ACCESSORS + r"\(\)", t):
         return placeholder(m.group(1))
+    if m := re.fullmatch(r"(\w+)(?:\.|->)(\w+)\(([\w ,]{1,12})\)", t):
+        return f"‹{short(m.group(1))}.{m.group(2)}({m.group(3)})›"  # preds.size(0): whose size, which dimension
     if m := re.fullmatch(r"(?:[\w:]+(?:\.|->))*(\w+)\s*\(.*\)", t):
         return "‹" + m.group(1) + "›"
     path = r"[\w:]+(?:(?:\.|->)\w+|\[[^\]]*\])*"
