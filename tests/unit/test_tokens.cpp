@@ -49,12 +49,16 @@ struct Bigram {
 
 /// The bigram model that counts its tokens: every position of a window is one (batch x block).
 struct CountingBigram : Bigram {
-  int64_t tokens(const pt::Batch& b) const { return b.x.numel(); }
+  // [snippet:tokens]
+  int64_t tokens(const pt::Batch& b) const { return b.x.numel(); }  // batch x block
+  // [/snippet:tokens]
 };
 
 /// ... and says what a token costs: nanoGPT's 6N (no attention in a bigram model).
 struct CostedBigram : CountingBigram {
-  double flops_per_token() const { return 6.0 * static_cast<double>(kVocab * kVocab); }
+  // [snippet:flops-per-token]
+  double flops_per_token() const { return 6.0 * static_cast<double>(kVocab * kVocab); }  // 6N + 12 L H Q T
+  // [/snippet:flops-per-token]
 };
 
 torch::Tensor token_corpus(uint64_t seed) {
