@@ -66,15 +66,16 @@ torch::Tensor token_corpus(uint64_t seed) {
   return torch::randint(0, kVocab, {4000}, gen, torch::kLong);
 }
 
-/// What was written to `f` (a std::tmpfile), which is closed.
-std::string drain(std::FILE* f) {
-  std::rewind(f);
-  std::string text;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
-  std::fclose(f);
-  return text;
-}
+/// A file that a callback or policy prints into, and what it printed once closed.
+struct Printed {
+  fs::path path;
+  std::FILE* f;
+  explicit Printed(fs::path p) : path(std::move(p)), f(std::fopen(path.c_str(), "w")) {}
+  std::string text() {
+    std::fclose(f);
+    return testing::read_text(path);
+  }
+};
 
 /// The 2-rank worker: rank r trains `PT_TOKENS_STEPS` optimizer steps of 2 micro-batches of 3 windows of 8 + 4 r
 /// tokens (the ranks count different tokens, so a sum is told from twice one rank's), and writes its FitResult.
@@ -201,13 +202,14 @@ TEST_CASE("the progress bar's rate is in optimizer steps: its tokens/s over its 
   // rate in micro-batches would show 4 times the steps, and tok/s over it a quarter of 128.
   CountingBigram task;
   torch::optim::AdamW opt(task.module().parameters(), torch::optim::AdamWOptions(0.01));
-  std::FILE* out = std::tmpfile();
+  const auto dir = testing::temp_dir("tokens-bar");
+  Printed out(dir / "bar.txt");
   pt::Trainer<CountingBigram, pt::accumulate::Steps, pt::callbacks::ProgressBar> t(
-      task, opt, pt::accumulate::Steps(4), pt::callbacks::ProgressBar({.every = 1, .force_tty = 0, .out = out}));
+      task, opt, pt::accumulate::Steps(4), pt::callbacks::ProgressBar({.every = 1, .force_tty = 0, .out = out.f}));
   pt::data::TokenStream train(token_corpus(2), {.block_size = 8, .batch_size = 4, .seed = 3});
   const auto r = t.fit(train, {.max_steps = 6});
   CHECK(r.tokens_seen == 6 * 128);
-  const std::string text = drain(out);
+  const std::string text = out.text();
   INFO(text);
   int lines = 0;
   std::istringstream in(text);
@@ -224,16 +226,17 @@ TEST_CASE("the progress bar's rate is in optimizer steps: its tokens/s over its 
   }
   CHECK(lines == 6);
   CHECK(text.find("mfu") == std::string::npos);  // no flops_per_token, no peak
+  fs::remove_all(dir);
 }
 
 TEST_CASE("MFU = flops_per_token x tokens/s / peak, in FitResult, the progress bar and the metrics log's rows") {
   CostedBigram task;
   torch::optim::AdamW opt(task.module().parameters(), torch::optim::AdamWOptions(0.01));
   const auto dir = testing::temp_dir("tokens-mfu");
-  std::FILE* out = std::tmpfile();
+  Printed out(dir / "bar.txt");
   pt::Trainer<CostedBigram, pt::accumulate::Steps, pt::callbacks::ProgressBar, pt::callbacks::MetricsLog,
               pt::callbacks::TensorBoard>
-      t(task, opt, pt::accumulate::Steps(2), pt::callbacks::ProgressBar({.every = 1, .force_tty = 0, .out = out}),
+      t(task, opt, pt::accumulate::Steps(2), pt::callbacks::ProgressBar({.every = 1, .force_tty = 0, .out = out.f}),
         pt::callbacks::MetricsLog({.dir = dir, .print_summary = false}), pt::callbacks::TensorBoard({.dir = dir / "tb"}));
   pt::data::TokenStream train(token_corpus(3), {.block_size = 6, .batch_size = 3, .seed = 4, .batches_per_epoch = 8});
   const double peak = 1e9, fpt = 6.0 * kVocab * kVocab;
@@ -264,7 +267,7 @@ TEST_CASE("MFU = flops_per_token x tokens/s / peak, in FitResult, the progress b
   for (const auto& e : fs::directory_iterator(dir / "tb")) events += testing::read_text(e.path());
   CHECK(events.find("train/tokens_per_s") != std::string::npos);
   CHECK(events.find("train/mfu") != std::string::npos);
-  const std::string text = drain(out);
+  const std::string text = out.text();
   INFO(text);
   CHECK(text.find(" tok/s mfu ") != std::string::npos);
   fs::remove_all(dir);
@@ -331,12 +334,12 @@ ResumeOutcome resume_fit(const fs::path& dir, double wd, std::tuple<double, doub
                          pt::checkpoint::Disk::Hyperparameters h) {
   CountingBigram task;
   torch::optim::AdamW opt(task.module().parameters(), torch::optim::AdamWOptions(0.01).weight_decay(wd).betas(betas));
-  std::FILE* log = std::tmpfile();
+  Printed log(dir.string() + ".log");  // beside the run directory, which holds the run's files only
   FirstStepOptions first;
   pt::Trainer<CountingBigram, pt::checkpoint::Disk, FirstStepOptions> t(
       task, opt,
       pt::checkpoint::Disk({.directory = dir, .resume = resume ? "auto" : "", .hyperparameters = h,
-                            .export_final = false, .log = log}),
+                            .export_final = false, .log = log.f}),
       first);
   pt::data::TokenStream train(token_corpus(4), {.block_size = 6, .batch_size = 3, .seed = 2});
   std::string said;
@@ -345,7 +348,7 @@ ResumeOutcome resume_fit(const fs::path& dir, double wd, std::tuple<double, doub
   } catch (const std::exception& e) {
     said = std::string("threw: ") + e.what() + "\n";
   }
-  said += drain(log);
+  said += log.text();
   ResumeOutcome o{said};
   if (first.seen->size() == 3) std::tie(o.weight_decay, o.beta1, o.beta2) = std::tie((*first.seen)[0], (*first.seen)[1], (*first.seen)[2]);
   return o;
@@ -415,9 +418,10 @@ TEST_CASE("a resume with another weight decay and betas: refused by default, kep
     CHECK(o.said.find("other optimizer settings") == std::string::npos);
     CHECK(o.said.find("threw") == std::string::npos);
   }
-  fs::remove_all(dir);
-  fs::remove_all(keep_dir);
-  fs::remove_all(take_dir);
+  for (const auto& d : {dir, keep_dir, take_dir}) {
+    fs::remove_all(d);
+    fs::remove(d.string() + ".log");
+  }
 }
 
 TEST_CASE("schedule::Lr says a momentum kept or taken only where it sets the momentum, the checkpoint the rest") {
@@ -426,16 +430,16 @@ TEST_CASE("schedule::Lr says a momentum kept or taken only where it sets the mom
   auto fit = [&](double beta1, int64_t max_steps, bool resume, pt::schedule::OnResume on_resume, H h) {
     CountingBigram task;
     torch::optim::AdamW opt(task.module().parameters(), torch::optim::AdamWOptions(0.01).betas({beta1, 0.999}));
-    std::FILE* log = std::tmpfile();
+    Printed log(dir.string() + ".log");
     FirstStepOptions first;
     pt::Trainer<CountingBigram, pt::schedule::Lr, pt::checkpoint::Disk, FirstStepOptions> t(
-        task, opt, pt::schedule::Lr({.kind = pt::schedule::Kind::cosine, .on_resume = on_resume, .log = log}),
+        task, opt, pt::schedule::Lr({.kind = pt::schedule::Kind::cosine, .on_resume = on_resume, .log = log.f}),
         pt::checkpoint::Disk({.directory = dir, .resume = resume ? "auto" : "", .hyperparameters = h,
-                              .export_final = false, .log = log}),
+                              .export_final = false, .log = log.f}),
         first);
     pt::data::TokenStream train(token_corpus(4), {.block_size = 6, .batch_size = 3, .seed = 2});
     t.fit(train, {.max_steps = max_steps});
-    return std::pair{drain(log), (*first.seen)[1]};
+    return std::pair{log.text(), (*first.seen)[1]};
   };
   (void)fit(0.9, 4, false, pt::schedule::OnResume::keep, H::keep);
   // The schedule takes (its lr) while the checkpoint keeps the betas: the step runs at the checkpoint's beta1, and
@@ -446,4 +450,5 @@ TEST_CASE("schedule::Lr says a momentum kept or taken only where it sets the mom
   CHECK(said.find("base momentum") == std::string::npos);
   CHECK(said.find("param group 0 betas [0.9,0.999] kept") != std::string::npos);
   fs::remove_all(dir);
+  fs::remove(dir.string() + ".log");
 }

@@ -77,6 +77,7 @@ struct Loops {
     }
   }
 
+  /// Adds a micro-batch's `k` tokens to the run's count and to its accumulation window's (the logs' per-step rate).
   static void count_tokens(T& t, int64_t k) {
     t.state_.tokens_seen += k;
     t.state_.window_tokens += k;
