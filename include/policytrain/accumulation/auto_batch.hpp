@@ -260,6 +260,7 @@ auto fit_auto_batch(TrainerT& trainer, AutoBatch& auto_batch, BatchPlan& plan, M
         trainer.template policy<Category::precision>().discard_step();
       trainer.state().micro_step = 0;
       trainer.state().window_samples = 0;
+      trainer.state().window_tokens = 0;
 #ifdef POLICYTRAIN_WITH_CUDA
       c10::cuda::CUDACachingAllocator::emptyCache();
 #endif

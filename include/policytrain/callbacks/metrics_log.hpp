@@ -7,7 +7,9 @@
 /// backward_s, optimizer_s, and whether the step was taken; epochs.csv and epochs.jsonl, one row per epoch:
 /// train loss (mean over the epoch's logged steps), validation loss and one val_NAME column per metric the validation
 /// declares (Context::metric_names: no val_accuracy for a regression), seconds, samples/s and the
-/// fraction of the time spent waiting for data. A fit that validates every N steps (FitOptions::val_every_steps) or at
+/// fraction of the time spent waiting for data. A fit that counts tokens (Context::counts_tokens) adds tokens and
+/// tokens_per_s to the step rows and tokens_per_s to the epoch rows (this rank's, as samples_per_s), and mfu to
+/// both with the task's flops_per_token() and FitOptions::peak_flops (against one device's peak). A fit that validates every N steps (FitOptions::val_every_steps) or at
 /// its start (eval_on_start) also writes validations.csv and validations.jsonl, one row per validation: step, epoch,
 /// train loss (the mean of the logged steps since the previous validation), validation loss and val_NAME columns.
 /// At the end of fit it prints a summary (data wait vs compute, and the advice that follows) and keeps it for
@@ -83,6 +85,10 @@ class MetricsLog {
     for (auto& k : ctx.metric_names())
       if (k != "loss") val_names_.push_back(std::move(k));
     log_validations_ = ctx.options().val_every_steps > 0 || ctx.options().eval_on_start;
+    // Token columns only in a fit that counts tokens: the logs of any other run keep their columns.
+    tokens_ = ctx.counts_tokens();
+    mfu_flops_ = tokens_ && ctx.options().peak_flops > 0 ? ctx.flops_per_token() : 0.0;
+    peak_flops_ = ctx.options().peak_flops;
     if (o_.dir.empty() || !ctx.is_main()) return;
     open_logs(ctx.state().global_step, ctx.state().epoch, ctx.state().batch_in_epoch > 0);
   }
@@ -94,6 +100,7 @@ class MetricsLog {
     epoch_loss_sum_ = std::exchange(carry_loss_sum_, 0.0);
     epoch_loss_n_ = std::exchange(carry_loss_n_, 0);
     epoch_samples_ = 0;
+    epoch_tokens_ = 0;
     epoch_row_written_ = false;
     val_.reset();
   }
@@ -129,6 +136,8 @@ class MetricsLog {
     ++steps_;
     samples_ += n;
     epoch_samples_ += n;
+    const int64_t tokens = ctx.state().window_tokens;
+    epoch_tokens_ += tokens;
     if (o_.every <= 0 || ctx.state().global_step % o_.every != 0) return;
     const double loss = ctx.state().loss_value();
     if (std::isfinite(loss)) {
@@ -147,8 +156,8 @@ class MetricsLog {
       auto& clip = ctx.template get<GradClip>();
       if (clip.clips_by_norm() && clip.last_norm_tensor().defined()) norm = clip.last_norm();
     }
-    write_step_row(ctx.state().epoch, ctx.state().global_step, ctx.state().batch_in_epoch, loss, n, t, mem, scale, norm,
-                   stepped);
+    write_step_row(ctx.state().epoch, ctx.state().global_step, ctx.state().batch_in_epoch, loss, n, tokens, t, mem, scale,
+                   norm, stepped);
   }
 
   /// Keeps the epoch's validation metrics for its row; in a fit validated by steps, writes the validation's row.
@@ -218,9 +227,12 @@ class MetricsLog {
   /// `mid_epoch`: it resumes in the middle of epoch0, whose training loss so far is read back from steps.jsonl.
   void open_logs(int64_t step0, int64_t epoch0, bool mid_epoch);
   /// after_step's rows (steps.csv, steps.jsonl).
-  void write_step_row(int64_t epoch, int64_t step, int64_t batch_in_epoch, double loss, int64_t n, const PhaseTimes& t,
-                      const memory::PeakReading& mem, std::optional<double> scale, std::optional<double> norm,
-                      bool stepped);
+  void write_step_row(int64_t epoch, int64_t step, int64_t batch_in_epoch, double loss, int64_t n, int64_t tokens,
+                      const PhaseTimes& t, const memory::PeakReading& mem, std::optional<double> scale,
+                      std::optional<double> norm, bool stepped);
+  /// The token columns of a row of `tokens` tokens in `seconds` (CSV, after a comma each, and JSON), empty in a fit
+  /// that counts none: tokens (step rows), tokens_per_s, and mfu with the task's flops_per_token and a peak.
+  std::string token_columns(int64_t tokens, double seconds, bool with_count, nlohmann::json& j) const;
   static std::optional<double> mb(std::optional<int64_t> bytes) {
     return bytes ? std::optional<double>(static_cast<double>(*bytes) / (1024.0 * 1024.0)) : std::nullopt;
   }
@@ -231,7 +243,10 @@ class MetricsLog {
   RunFeatures features_{};  // what the run uses, so that the advice does not suggest it
   StepPhases phases_;
   PhaseTimes totals_, epoch_;
-  int64_t steps_ = 0, samples_ = 0, epoch_samples_ = 0, epoch_loss_n_ = 0;
+  int64_t steps_ = 0, samples_ = 0, epoch_samples_ = 0, epoch_loss_n_ = 0, epoch_tokens_ = 0;
+  bool tokens_ = false;    // the fit counts tokens (Context::counts_tokens): the logs have token columns
+  double mfu_flops_ = 0;   // the task's flops per token when an MFU is reported (FitOptions::peak_flops set), else 0
+  double peak_flops_ = 0;  // FitOptions::peak_flops
   double epoch_loss_sum_ = 0;
   double carry_loss_sum_ = 0;  // the training loss of the kept rows of an epoch resumed in its middle
   int64_t carry_loss_n_ = 0;
@@ -276,11 +291,13 @@ POLICYTRAIN_DECL void MetricsLog::open_logs(int64_t step0, int64_t epoch0, bool 
     return j[k].get<int64_t>();
   };
   const std::string steps_header = "epoch,step,batch_in_epoch,loss,lr,loss_scale,grad_norm,samples,samples_per_s,"
-                                   "step_s,data_s,forward_s,backward_s,optimizer_s,stepped,peak_rss_mib,peak_cuda_mib";
+                                   "step_s,data_s,forward_s,backward_s,optimizer_s,stepped,peak_rss_mib,peak_cuda_mib" +
+                                   std::string(tokens_ ? ",tokens,tokens_per_s" : "") + (mfu_flops_ > 0 ? ",mfu" : "");
   // One column per metric the validation declares (a regression has no val_accuracy).
   std::string epochs_header = "epoch,train_loss,val_loss";
   for (const auto& k : val_names_) epochs_header += ",val_" + k;
   epochs_header += ",seconds,samples_per_s,data_wait_fraction";
+  if (tokens_) epochs_header += mfu_flops_ > 0 ? ",tokens_per_s,mfu" : ",tokens_per_s";
   // validations.csv and .jsonl (a fit validated by steps): the rows up to step0. The last kept one bounds the steps
   // whose training loss the next row averages, read back below.
   interval_loss_sum_ = 0;
@@ -325,21 +342,37 @@ POLICYTRAIN_DECL void MetricsLog::open_logs(int64_t step0, int64_t epoch0, bool 
            [&](const std::string& l) { auto v = key(l, "epoch"); return v && *v < epoch0; });
 }
 
+POLICYTRAIN_DECL std::string MetricsLog::token_columns(int64_t tokens, double seconds, bool with_count,
+                                                     nlohmann::json& j) const {
+  if (!tokens_) return {};
+  const double rate = seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0;
+  std::string csv = with_count ? policytrain::detail::format(",{},{:.6g}", tokens, rate)
+                               : policytrain::detail::format(",{:.6g}", rate);
+  if (with_count) j["tokens"] = tokens;
+  j["tokens_per_s"] = rate;
+  if (mfu_flops_ > 0) {
+    const double mfu = mfu_flops_ * rate / peak_flops_;
+    csv += policytrain::detail::format(",{:.6g}", mfu);
+    j["mfu"] = mfu;
+  }
+  return csv;
+}
+
 POLICYTRAIN_DECL void MetricsLog::write_step_row(int64_t epoch, int64_t step, int64_t batch_in_epoch, double loss, int64_t n,
-                                                const PhaseTimes& t, const memory::PeakReading& mem,
+                                                int64_t tokens, const PhaseTimes& t, const memory::PeakReading& mem,
                                                 std::optional<double> scale, std::optional<double> norm, bool stepped) {
   const double total = t.total();
   const double rate = total > 0 ? n / total : 0.0;
   auto opt = [](const std::optional<double>& v) { return v ? policytrain::detail::format("{:.6g}", *v) : std::string(); };
-  steps_csv_ << policytrain::detail::format("{},{},{},{:.6g},{:.6g},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{}\n",
-                            epoch, step, batch_in_epoch, loss, step_lr_,
-                            opt(scale), opt(norm), n, rate, total, t.data, t.forward, t.backward, t.step,
-                            stepped ? 1 : 0, opt(mb(mem.rss)), opt(mb(mem.cuda)));
   nlohmann::json j{{"epoch", epoch}, {"step", step},
                    {"batch_in_epoch", batch_in_epoch}, {"loss", finite_or_null(loss)},
                    {"lr", step_lr_}, {"samples", n}, {"samples_per_s", rate}, {"step_s", total},
                    {"data_s", t.data}, {"forward_s", t.forward}, {"backward_s", t.backward},
                    {"optimizer_s", t.step}, {"stepped", stepped}};
+  steps_csv_ << policytrain::detail::format("{},{},{},{:.6g},{:.6g},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{}{}\n",
+                            epoch, step, batch_in_epoch, loss, step_lr_,
+                            opt(scale), opt(norm), n, rate, total, t.data, t.forward, t.backward, t.step,
+                            stepped ? 1 : 0, opt(mb(mem.rss)), opt(mb(mem.cuda)), token_columns(tokens, total, true, j));
   if (scale) j["loss_scale"] = *scale;
   if (norm) j["grad_norm"] = finite_or_null(*norm);
   if (mem.rss) j["peak_rss_mib"] = *mb(mem.rss);
@@ -360,10 +393,11 @@ POLICYTRAIN_DECL void MetricsLog::write_epoch_row(int64_t epoch) {
   std::string vals;
   for (const auto& k : val_names_)
     vals += "," + (val_ && val_->has(k) ? policytrain::detail::format("{:.6g}", val_->get(k)) : std::string());
-  epochs_csv_ << policytrain::detail::format("{},{:.6g},{}{},{:.6g},{:.6g},{:.6g}\n", epoch, train_loss,
-                             val_ ? policytrain::detail::format("{:.6g}", vl) : "", vals, secs, rate, wait);
   nlohmann::json j{{"epoch", epoch}, {"train_loss", finite_or_null(train_loss)}, {"seconds", secs},
                    {"samples_per_s", rate}, {"data_wait_fraction", wait}};
+  epochs_csv_ << policytrain::detail::format("{},{:.6g},{}{},{:.6g},{:.6g},{:.6g}{}\n", epoch, train_loss,
+                             val_ ? policytrain::detail::format("{:.6g}", vl) : "", vals, secs, rate, wait,
+                             token_columns(epoch_tokens_, secs, false, j));
   if (val_) {
     j["val_loss"] = finite_or_null(vl);
     if (has_acc) j["val_accuracy"] = va;

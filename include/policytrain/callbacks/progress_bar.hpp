@@ -2,7 +2,9 @@
 /// \file
 /// callbacks::ProgressBar — progress of each epoch (optimizer steps per second, ETA, loss, lr, and the loss scale when a precision
 /// policy scales), and one summary line per epoch with the validation metrics. In a run by steps
-/// (FitOptions::by_steps) the bar counts optimizer steps to max_steps (steps/s); a validation every
+/// (FitOptions::by_steps) the bar counts optimizer steps to max_steps (steps/s); when the fit counts tokens
+/// (Context::counts_tokens) the line adds this rank's tokens/s ("tok/s") and, with the task's flops_per_token() and
+/// FitOptions::peak_flops, its MFU against one device's peak; a validation every
 /// val_every_steps steps (or eval_on_start's) prints a line of its own, "step S/M  loss ...  val_loss ...".
 /// On a terminal it redraws one line; otherwise (CI logs, files) it prints plain lines every `every` steps
 /// (default: about ten per epoch). Prints on the main rank only. Each line ends with the peak memory: the peak
@@ -61,6 +63,7 @@ class ProgressBar {
     if (!in_epoch_seen_) val_t0_ = t0_;
     in_epoch_seen_ = in_epoch_ = true;
     steps0_ = ctx.state().global_step;
+    tokens0_ = ctx.state().tokens_seen;
     batches_ = ctx.epoch_batches();
     loss_sum_ = loss_count_ = torch::Tensor();
   }
@@ -188,6 +191,14 @@ class ProgressBar {
     } else {
       s += policytrain::detail::format("{} {:.1f} steps/s ", done, step_rate);
     }
+    if (ctx.counts_tokens()) {
+      // This rank's tokens per second over the same time as the steps' rate (so tokens/s = steps/s x the tokens
+      // of a step), and the MFU they give against one device's peak.
+      const double tokens_rate = secs > 0 ? static_cast<double>(ctx.state().tokens_seen - tokens0_) / secs : 0.0;
+      s += policytrain::detail::format("{:.0f} tok/s ", tokens_rate);
+      const double flops = ctx.flops_per_token(), peak = ctx.options().peak_flops;
+      if (flops > 0 && peak > 0) s += policytrain::detail::format("mfu {:.2f}% ", 100.0 * flops * tokens_rate / peak);
+    }
     s += policytrain::detail::format("loss {:.4f} lr {:.3g}", ctx.state().loss_value(), ctx.step_lr());
     if constexpr (requires { ctx.template policy<Category::precision>().loss_scale(); }) {
       const double scale = ctx.template policy<Category::precision>().loss_scale();
@@ -202,7 +213,7 @@ class ProgressBar {
   bool tty_ = false;
   bool in_epoch_ = false, in_epoch_seen_ = false;
   Clock::time_point t0_{}, last_draw_{}, val_t0_{};
-  int64_t steps0_ = 0, batches_ = -1;
+  int64_t steps0_ = 0, batches_ = -1, tokens0_ = 0;
   std::string val_;
 };
 

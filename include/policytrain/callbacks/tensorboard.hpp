@@ -4,7 +4,9 @@
 ///   scalars every `every` optimizer steps: train/loss (the step's last micro-batch), `train/lr/group<i>` (each
 ///     param group), train/loss_scale (when the precision policy has loss_scale()), train/grad_norm (when a
 ///     GradClip callback clips by norm), train/samples_per_s and train/data_wait_fraction (over the steps since
-///     the last row; phases as StepPhases times them);
+///     the last row; phases as StepPhases times them); when the fit counts tokens (Context::counts_tokens)
+///     train/tokens_per_s (this rank's, over the same time), and train/mfu with the task's flops_per_token() and
+///     FitOptions::peak_flops (against one device's peak);
 ///   per validation: val/loss and val/accuracy, at the step it followed;
 ///   histograms of every parameter (`weights/<name>`) and its gradient (`grads/<name>`) every `histogram_every`
 ///     steps (0: never): 30 equal-width buckets between the tensor's min and max, finite values only; under
@@ -97,6 +99,7 @@ class TensorBoard {
   void on_fit_begin(Ctx& ctx) {
     since_ = {};
     since_samples_ = 0;
+    since_tokens_ = 0;
     if (!enabled() || !ctx.is_main()) return;
     std::filesystem::create_directories(o_.dir);
     const int64_t s0 = ctx.state().global_step;
@@ -129,6 +132,7 @@ class TensorBoard {
   void after_step(Ctx& ctx, bool) {
     since_ += phases_.step_end();
     since_samples_ += ctx.state().window_samples;
+    since_tokens_ += ctx.state().window_tokens;
     const int64_t step = ctx.state().global_step;
     const bool histograms = enabled() && o_.histogram_every > 0 && step % o_.histogram_every == 0;
     // ZeRO-2: each rank holds its own partition's gradients; every rank takes part in gathering them (a collective).
@@ -152,10 +156,17 @@ class TensorBoard {
       }
       const double total = since_.total();
       add("train/samples_per_s", total > 0 ? since_samples_ / total : 0.0);
+      if (ctx.counts_tokens()) {
+        const double tokens_rate = total > 0 ? static_cast<double>(since_tokens_) / total : 0.0;
+        add("train/tokens_per_s", tokens_rate);
+        const double flops = ctx.flops_per_token(), peak = ctx.options().peak_flops;
+        if (flops > 0 && peak > 0) add("train/mfu", flops * tokens_rate / peak);
+      }
       add("train/data_wait_fraction", total > 0 ? since_.data / total : 0.0);
       write(tb_events::event(now(), step).msg(5, summary));
       since_ = {};
       since_samples_ = 0;
+      since_tokens_ = 0;
       wrote = true;
     }
     if (histograms) {
@@ -371,7 +382,7 @@ class TensorBoard {
   Options o_;
   StepPhases phases_;
   PhaseTimes since_;
-  int64_t since_samples_ = 0;
+  int64_t since_samples_ = 0, since_tokens_ = 0;
   std::filesystem::path path_;
   std::ofstream f_;
 };

@@ -172,8 +172,10 @@ POLICYTRAIN_DECL Loaded read_payload(const RawFile& raw, const std::filesystem::
                                "same policies as the run that wrote it", k.substr(0, k.find('/'))));
     for (const auto& [k, v] : live_state) {
       auto it = r.state.find(k);
-      // Entries added with training by steps, which their readers default (-1) in a file written before.
-      if (it == r.state.end() && (k == "trainer/best_step" || k.ends_with("/best_step"))) continue;
+      // Entries added with training by steps and with tokens as the unit, which their readers default (-1, 0) in a
+      // file written before.
+      if (it == r.state.end() && (k == "trainer/best_step" || k.ends_with("/best_step") || k == "trainer/tokens_seen"))
+        continue;
       if (it == r.state.end())
         fail(file, policytrain::detail::format("the checkpoint lacks the state entry '{}'; it was written by a Trainer with other "
                                "policies or settings", k));

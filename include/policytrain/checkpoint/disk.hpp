@@ -167,6 +167,16 @@ class Disk {
     retry_next_save,
   };
 
+  /// What a resume does when this run's optimizer asks for other hyper-parameters than the checkpoint's (weight
+  /// decay, Adam's betas, SGD's momentum, eps: every one but the lr, which the schedule reconciles:
+  /// schedule::LrOptions::on_resume). LibTorch's Optimizer::load replaces a group's options with the file's, so
+  /// without this the checkpoint's would win in silence.
+  enum class Hyperparameters {
+    refuse,  ///< the file belongs to another run: CheckpointError naming each difference (the default)
+    keep,    ///< continue with the checkpoint's values, and say which this run's optimizer asked otherwise
+    take,    ///< train on with this run's values (the optimizer's moments are still the checkpoint's), and say which
+  };
+
   /// Settings of Disk.
   struct Options {
     std::filesystem::path directory{};  ///< where checkpoints go; empty: the policy is off
@@ -187,6 +197,9 @@ class Disk {
     bool async = false;               ///< write in a background thread (the step pays only the serialization)
     Existing existing = Existing::rotate;  ///< a fresh or weights-only start into a directory holding another run's files
     bool weights_only = false;        ///< resume: load the model's weights only (any run's file), start a new run
+    /// A resume whose optimizer asks for other hyper-parameters (weight decay, betas, momentum) than the file's:
+    /// refuse it, keep the file's, or take this run's; kept and taken ones are said.
+    Hyperparameters hyperparameters = Hyperparameters::refuse;
     bool export_final = true;         ///< write final.pt (torch.load-able weights) at fit end
     bool export_best = true;          ///< with best: write best.pt (torch.load-able) of the weights that scored, beside best.ckpt
     bool verbose = false;             ///< a line per file written
@@ -572,6 +585,12 @@ class Disk {
 
   /// Loads `file` (metadata `meta`): everything, or the weights only. Throws CheckpointError.
   void load_one(const Access& a, const std::filesystem::path& file, const nlohmann::json& meta);
+  /// After a resume loaded the file's optimizer over this run's (`asked`: each group's options before the load):
+  /// the hyper-parameters that differ, kept or taken (Options::hyperparameters) and said.
+  void reconcile_hyperparameters(torch::optim::Optimizer& opt,
+                                 const std::vector<std::unique_ptr<torch::optim::OptimizerOptions>>& asked);
+  /// The fingerprint as compared: without the groups' hyper-parameters when a resume keeps or takes them.
+  nlohmann::json compared(const nlohmann::json& fingerprint) const;
 
   /// Returns whether a full checkpoint was loaded (the run continues; false: weights only, or nothing to load).
   bool resume(const Access& a);

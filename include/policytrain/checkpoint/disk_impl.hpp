@@ -90,7 +90,7 @@ POLICYTRAIN_DECL std::string Disk::other_run(const std::filesystem::path& file, 
     return "";
   }
   check_fingerprint(file, meta["fingerprint"]);
-  const auto diff = fingerprint_differences(meta["fingerprint"], fingerprint_);
+  const auto diff = fingerprint_differences(compared(meta["fingerprint"]), compared(fingerprint_));
   if (diff.empty()) return "";
   return policytrain::detail::error_message(
       "policytrain::checkpoint",
@@ -102,7 +102,7 @@ POLICYTRAIN_DECL bool Disk::same_fingerprint(const std::filesystem::path& file, 
   if (!meta.contains("fingerprint")) return true;
   try {
     check_fingerprint(file, meta["fingerprint"]);
-    return fingerprint_differences(meta["fingerprint"], fingerprint_).empty();
+    return fingerprint_differences(compared(meta["fingerprint"]), compared(fingerprint_)).empty();
   } catch (const CheckpointError&) {
     return false;
   }
@@ -117,11 +117,67 @@ POLICYTRAIN_DECL void Disk::load_one(const Access& a, const std::filesystem::pat
     return;
   }
   if (const std::string why = other_run(file, meta); !why.empty()) throw CheckpointError(why);
+  std::vector<std::unique_ptr<torch::optim::OptimizerOptions>> asked;
+  for (const auto& g : a.optimizer.param_groups()) asked.push_back(g.options().clone());
   (void)load(a, file);
+  reconcile_hyperparameters(a.optimizer, asked);
   resumed_from_ = file;
   // The run continues under its id (a file written before run ids were recorded: a new one).
   const std::string id = meta_string(file, meta, "run_id", "");
   run_id_ = id.empty() ? detail::new_run_id() : id;
+}
+
+POLICYTRAIN_DECL nlohmann::json Disk::compared(const nlohmann::json& fingerprint) const {
+  if (o_.hyperparameters == Hyperparameters::refuse || !fingerprint.is_object() || !fingerprint.contains("optimizer") ||
+      !fingerprint["optimizer"].is_object() || !fingerprint["optimizer"].contains("param_groups") ||
+      !fingerprint["optimizer"]["param_groups"].is_array())
+    return fingerprint;
+  // What makes it the same run stays: the family, and each group's parameters; the hyper-parameters are reconciled.
+  nlohmann::json f = fingerprint;
+  for (auto& g : f["optimizer"]["param_groups"]) {
+    if (!g.is_object()) continue;
+    nlohmann::json kept = nlohmann::json::object();
+    for (const char* k : {"params", "elements"})
+      if (g.contains(k)) kept[k] = g[k];
+    g = std::move(kept);
+  }
+  return f;
+}
+
+POLICYTRAIN_DECL void Disk::reconcile_hyperparameters(
+    torch::optim::Optimizer& opt, const std::vector<std::unique_ptr<torch::optim::OptimizerOptions>>& asked) {
+  const bool take = o_.hyperparameters == Hyperparameters::take;
+  std::vector<std::string> said;
+  auto& groups = opt.param_groups();
+  for (size_t g = 0; g < groups.size() && g < asked.size(); ++g) {
+    const auto [family_file, file_values] = detail::optimizer_options(groups[g].options());
+    const auto [family_asked, asked_values] = detail::optimizer_options(*asked[g]);
+    if (family_file != family_asked) continue;  // refused as another run before the load
+    bool differs = false;
+    for (const auto& [k, v] : file_values.items()) {
+      if (!asked_values.contains(k) || asked_values[k] == v) continue;
+      differs = true;
+      said.push_back(policytrain::detail::format("param group {} {} {} {} (the checkpoint's {}; this run's optimizer "
+                                                 "asks {})",
+                                                 g, k, (take ? asked_values[k] : v).dump(), take ? "taken" : "kept",
+                                                 v.dump(), asked_values[k].dump()));
+      // Later checkpoints record the values the run goes on with.
+      if (!take && fingerprint_.contains("optimizer") && fingerprint_["optimizer"].contains("param_groups") &&
+          g < fingerprint_["optimizer"]["param_groups"].size() &&
+          fingerprint_["optimizer"]["param_groups"][g].contains(k))
+        fingerprint_["optimizer"]["param_groups"][g][k] = v;
+    }
+    if (take && differs) {
+      // This run's options, at the checkpoint's lr (the schedule's to set, from its own restored state).
+      auto mine = asked[g]->clone();
+      mine->set_lr(groups[g].options().get_lr());
+      groups[g].set_options(std::move(mine));
+    }
+  }
+  if (said.empty()) return;
+  say("policytrain::checkpoint: resumed with other optimizer settings than the checkpoint's: {}{}", fmt::join(said, "; "),
+      take ? " (checkpoint::Disk::Options::hyperparameters = Hyperparameters::keep continues the checkpoint's instead)"
+           : " (checkpoint::Disk::Options::hyperparameters = Hyperparameters::take takes this run's instead)");
 }
 
 POLICYTRAIN_DECL bool Disk::resume(const Access& a) {

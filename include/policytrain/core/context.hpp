@@ -40,6 +40,15 @@ struct FitOptions {
   /// Validate once before the first step when the run is at step 0 (nanoGPT's evaluation at iteration 0): it sets
   /// the value to beat, and nothing is saved (the weights are the initial ones). A resumed run does not repeat it.
   bool eval_on_start = false;
+  /// Tokens (or any items) per sample, for a task that does not declare `tokens(batch)` (core/hooks.hpp,
+  /// DeclaresTokens): each micro-batch of n samples counts n x items_per_sample tokens (a language model's block
+  /// size). 0 (the default): no tokens are counted, and nothing is spent on them. Refused with a task that declares
+  /// tokens(batch), which is exact where this is a constant.
+  int64_t items_per_sample = 0;
+  /// The peak FLOP/s of one device (e.g. 989e12 for an H100's bf16 dense tensor cores, nanoGPT's A100 figure
+  /// 312e12): with a task that declares `flops_per_token()`, FitResult::mfu and the logs report the model FLOPs
+  /// utilisation. 0 (the default): none is reported.
+  double peak_flops = 0;
 
   /// The epoch count `fit` runs to: `epochs`, or its default's meaning (1, or no limit when `max_steps` is set).
   int64_t epoch_limit() const {
@@ -72,6 +81,29 @@ struct FitResult {
   std::vector<int64_t> validation_steps;
   /// Training throughput of this call (samples_seen / train_seconds).
   double samples_per_second() const { return train_seconds > 0 ? samples_seen / train_seconds : 0.0; }
+
+  /// Tokens trained by this call on this rank (the task's tokens(batch) of every micro-batch, or samples x
+  /// FitOptions::items_per_sample); 0 when neither is given.
+  int64_t tokens_seen = 0;
+  /// Tokens trained by this call on every rank together: tokens_seen summed over the ranks at the end of fit (a
+  /// collective through the parallel policy; on one process, tokens_seen). 0 when no tokens are counted.
+  int64_t tokens_seen_all_ranks = 0;
+  /// The processes that trained together (the parallel policy's world_size()).
+  int64_t world_size = 1;
+  /// The task's flops_per_token() (0 when it declares none), and FitOptions::peak_flops (per device).
+  ///@{
+  double flops_per_token = 0, peak_flops = 0;
+  ///@}
+  /// Training throughput in tokens of this call, summed over the ranks: tokens_seen_all_ranks / train_seconds (the
+  /// ranks train in lockstep: every optimizer step waits for all of them). 0 when no tokens are counted.
+  double tokens_per_second() const { return train_seconds > 0 ? tokens_seen_all_ranks / train_seconds : 0.0; }
+  /// Model FLOPs utilisation (nanoGPT's estimate_mfu, PaLM's appendix B): flops_per_token x tokens_per_second() /
+  /// (peak_flops x world_size), the fraction of the devices' peak the model's own arithmetic used. 0 unless the task
+  /// declares flops_per_token() and FitOptions::peak_flops is set.
+  double mfu() const {
+    const double peak = peak_flops * static_cast<double>(world_size);
+    return flops_per_token > 0 && peak > 0 ? flops_per_token * tokens_per_second() / peak : 0.0;
+  }
 };
 
 /// What a hook sees: the task, optimizer, state and the other policies. Hooks read and write through it.
@@ -166,6 +198,11 @@ class Context {
   std::vector<std::string> metric_names() { return t_->scalar_metric_names(); }
   /// The device of the module's parameters (batches are moved there).
   torch::Device device() const { return t_->device(); }
+  /// Whether this fit counts tokens (the task declares tokens(batch), or FitOptions::items_per_sample is set):
+  /// TrainState::tokens_seen and window_tokens grow, and loggers add their tokens/s.
+  bool counts_tokens() const { return t_->counts_tokens(); }
+  /// The task's FLOPs per token (its flops_per_token()), or 0 when it declares none.
+  double flops_per_token() { return t_->flops_per_token(); }
   /// The Trainer's counters and every stateful policy's state (Trainer::state_dict), for checkpoint policies.
   StateDict state_dict() const { return t_->state_dict(); }
   /// Restores them (Trainer::load_state_dict); a mid-epoch state makes the next epoch skip the batches it had consumed.

@@ -65,6 +65,23 @@ concept EvaluableTask = requires(T& t, const Batch& b) {
   { t.validation_step(b) } -> std::convertible_to<Prediction>;
 };
 
+/// A Task that counts the tokens (or any items: pixels, frames) of a training batch, `int64_t tokens(const Batch&)
+/// const`: the Trainer adds them up for every micro-batch trained (FitResult::tokens_seen, tokens/s in the logs and
+/// the progress bar). A language model's is `b.x.numel()` (batch x block). Read from the batch's shape, not its
+/// values, so that counting costs no device synchronisation.
+template <class T>
+concept DeclaresTokens = requires(const T& t, const Batch& b) {
+  { t.tokens(b) } -> std::convertible_to<int64_t>;
+};
+
+/// A Task that says the FLOPs one token costs in a training step, forward and backward (`double flops_per_token()
+/// const`; nanoGPT's estimate_mfu: 6N + 12 L H Q T): with FitOptions::peak_flops, the model FLOPs utilisation
+/// (FitResult::mfu).
+template <class T>
+concept DeclaresFlopsPerToken = requires(const T& t) {
+  { t.flops_per_token() } -> std::convertible_to<double>;
+};
+
 /// A Task that names the metrics its validation reports besides loss (those of Prediction::metrics, and
 /// "accuracy" when it has one), so that a policy's monitor is checked when fit begins.
 template <class T>

@@ -17,6 +17,10 @@ struct TrainState {
   int64_t batch_in_epoch = 0;    ///< micro-batches consumed in the current epoch
   int64_t samples_seen = 0;      ///< training samples consumed, all epochs
   int64_t window_samples = 0;    ///< samples in the current accumulation window
+  /// Tokens trained, all epochs (this rank's; 0 unless the task declares tokens(batch) or
+  /// FitOptions::items_per_sample is set: Context::counts_tokens).
+  int64_t tokens_seen = 0;
+  int64_t window_tokens = 0;     ///< tokens in the current accumulation window (as window_samples)
   double best_metric = std::numeric_limits<double>::quiet_NaN();  ///< best monitored validation metric
   int64_t best_epoch = -1;       ///< epoch of best_metric
   int64_t best_step = -1;        ///< global step of best_metric (the step its validation followed)

@@ -114,10 +114,13 @@ class Lr {
     }
     return lr * plateau_factor(g) * lr_scale_;
   }
+  /// Whether the schedule sets the momentum (SGD, RMSprop) or beta1 (Adam, AdamW): onecycle's cycle, or a momentum
+  /// warmup.
+  bool schedules_momentum() const { return (o_.kind == Kind::onecycle && o_.cycle_momentum) || o_.warmup_momentum >= 0; }
   /// The momentum (SGD, RMSprop) or beta1 (Adam, AdamW) group g gets at step t; NaN when the schedule leaves it.
   double momentum_at(size_t g, int64_t t) const {
     const bool cycled = o_.kind == Kind::onecycle && o_.cycle_momentum;
-    if (!cycled && o_.warmup_momentum < 0) return std::numeric_limits<double>::quiet_NaN();
+    if (!schedules_momentum()) return std::numeric_limits<double>::quiet_NaN();
     const int64_t W = warmup_steps(o_, h_);
     double own = base_momentum_.at(g);
     if (cycled)
@@ -287,7 +290,10 @@ class Lr {
                                                    base_lr_[g], asked_lr_[g]));
         if (take) base_lr_[g] = asked_lr_[g];
       }
-      if (differs(base_momentum_[g], asked_momentum_[g])) {
+      // The momentum only where this schedule sets it (onecycle's cycle, a momentum warmup): otherwise the
+      // optimizer keeps the one the checkpoint's load gave it, which the checkpoint policy reconciles and says
+      // (checkpoint::Disk::Options::hyperparameters); "taken" here would not be true.
+      if (schedules_momentum() && differs(base_momentum_[g], asked_momentum_[g])) {
         said.push_back(policytrain::detail::format("param group {}: base momentum {:.6g} {} (the checkpoint's {:.6g}; "
                                                    "this run's {:.6g})",
                                                    g, take ? asked_momentum_[g] : base_momentum_[g],

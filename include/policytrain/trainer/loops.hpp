@@ -7,6 +7,7 @@
 /// Part of the Trainer (docs/trainer.md, "File map"); include <policytrain/trainer.hpp>.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -17,12 +18,15 @@
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include <torch/cuda.h>
 #include <torch/types.h>
 
 #include <policytrain/core/batch.hpp>
 #include <policytrain/core/context.hpp>
+#include <policytrain/core/hooks.hpp>
+#include <policytrain/core/metric.hpp>
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/parameters.hpp>
 #include <policytrain/detail/format.hpp>
@@ -48,6 +52,13 @@ struct Loops {
     ++t.state_.batch_in_epoch;
     t.state_.window_samples += n;
     t.state_.samples_seen += n;
+    // Tokens only where they are declared: a task without them pays nothing (FitOptions::items_per_sample, a
+    // multiplication, is the runtime way).
+    if constexpr (DeclaresTokens<Task>) {
+      count_tokens(t, static_cast<int64_t>(t.task_.tokens(b)));
+    } else {
+      if (t.options_.items_per_sample > 0) count_tokens(t, n * t.options_.items_per_sample);
+    }
     if constexpr (T::has_step_policy()) {
       t.last_micro_step_ = true;
       const bool stepped = t.step_policy().run_step(t.ctx_, b, [&t](const Batch& sb) -> bool {
@@ -64,6 +75,12 @@ struct Loops {
         step_end();
       }
     }
+  }
+
+  /// Adds a micro-batch's `k` tokens to the run's count and to its accumulation window's (the logs' per-step rate).
+  static void count_tokens(T& t, int64_t k) {
+    t.state_.tokens_seen += k;
+    t.state_.window_tokens += k;
   }
 
   /// Before an epoch's training time is taken: on CUDA, waits for the queued work (the host may run ahead of the
@@ -102,6 +119,7 @@ struct Loops {
     }
     t.state_.micro_step = 0;
     t.state_.window_samples = 0;
+    t.state_.window_tokens = 0;
   }
 
   /// A tensor listed twice in the optimizer would be updated twice per step: refuse it, naming the cause (twice in
@@ -181,6 +199,25 @@ struct Loops {
     if (o.epochs < -1)
       refuse(format("FitOptions::epochs is {}", o.epochs),
              "give a count of epochs, or -1 (one epoch; with max_steps, as many as the steps take)");
+    if (o.items_per_sample < 0)
+      refuse(format("FitOptions::items_per_sample is {}", o.items_per_sample),
+             "give the tokens of one sample (a language model's block size), or 0 to count none");
+    if (DeclaresTokens<Task> && o.items_per_sample > 0)
+      refuse(format("FitOptions::items_per_sample is {} and the task declares tokens(batch), which counts them",
+                    o.items_per_sample),
+             "leave items_per_sample at 0 (the task's count is used)");
+    if (!(o.peak_flops >= 0) || !std::isfinite(o.peak_flops))
+      refuse(format("FitOptions::peak_flops is {}", o.peak_flops),
+             "give the peak FLOP/s of one device (e.g. 312e12), or 0 to report no MFU");
+    if (o.peak_flops > 0 && !DeclaresFlopsPerToken<Task>)
+      refuse(format("FitOptions::peak_flops is {:g} but the task declares no flops_per_token(), so no MFU can be "
+                    "computed", o.peak_flops),
+             "add `double flops_per_token() const` to the task (nanoGPT's estimate: 6 N + 12 L H Q T), or leave "
+             "peak_flops at 0");
+    if (o.peak_flops > 0 && !DeclaresTokens<Task> && o.items_per_sample == 0)
+      refuse(format("FitOptions::peak_flops is {:g} but no tokens are counted, so no MFU can be computed",
+                    o.peak_flops),
+             "add `int64_t tokens(const policytrain::Batch&) const` to the task, or set FitOptions::items_per_sample");
   }
 
   /// One validation (a step's, an epoch's start): the evaluation, the on_validation_end hooks, and a stop they ask
@@ -197,6 +234,17 @@ struct Loops {
       result.stopped_early = !reached_max_steps(t, options);
     }
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  /// FitResult's tokens: this rank's, and every rank's summed through the parallel policy's reduction of metric
+  /// states (a collective: every rank counts tokens, or none does, since the task and options are the same).
+  static void sum_tokens(T& t, FitResult& result, int64_t tokens, const FitOptions& options) {
+    result.tokens_seen = tokens;
+    MetricState total{"tokens_seen", torch::tensor({tokens}, torch::kLong), Reduce::sum};
+    t.template policy<Category::parallel>().reduce_metric_states(t.ctx_, std::vector<MetricState*>{&total});
+    result.tokens_seen_all_ranks = total.value.sum().template item<int64_t>();
+    result.flops_per_token = t.flops_per_token();
+    result.peak_flops = options.peak_flops;
   }
 
   template <class TrainData, class ValData>
@@ -217,6 +265,7 @@ struct Loops {
     if constexpr (!std::is_same_v<ValData, std::nullptr_t>) check_monitors<Task>(t.policies_, t.scalar_metric_names());
     t.on_fit_begin();
     const int64_t start_epoch = t.state_.epoch;
+    const int64_t tokens0 = t.state_.tokens_seen;
     const int64_t epochs = options.epoch_limit();
     // The end of every optimizer step: its validation when one is due (val_every_steps, at the global steps that are
     // its multiples, so that a resumed run validates where the uninterrupted one does, whatever interval it had),
@@ -342,6 +391,8 @@ struct Loops {
         break;
       }
     }
+    result.world_size = t.template policy<Category::parallel>().world_size();
+    if (t.counts_tokens()) sum_tokens(t, result, t.state_.tokens_seen - tokens0, options);
     t.on_fit_end();
     result.global_steps = t.state_.global_step;
     result.skipped_steps = t.state_.skipped_steps;

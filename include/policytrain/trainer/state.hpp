@@ -23,7 +23,8 @@ inline StateDict counters_state_dict(const TrainState& s) {
           {"trainer/samples_seen", scalar_tensor(s.samples_seen)},
           {"trainer/best_metric", scalar_tensor(s.best_metric)},
           {"trainer/best_epoch", scalar_tensor(s.best_epoch)},
-          {"trainer/best_step", scalar_tensor(s.best_step)}};
+          {"trainer/best_step", scalar_tensor(s.best_step)},
+          {"trainer/tokens_seen", scalar_tensor(s.tokens_seen)}};
 }
 
 /// Restores what counters_state_dict wrote; throws std::invalid_argument naming a missing entry.
@@ -38,6 +39,9 @@ inline void load_counters(const StateDict& d, TrainState& s) {
   // Added with training by steps: a state written before has none (checkpoint::read_payload lets it be absent).
   const auto it = d.find("trainer/best_step");
   s.best_step = it != d.end() ? it->second.item<int64_t>() : -1;
+  // Added with tokens as the unit: a state written before has none.
+  const auto tokens = d.find("trainer/tokens_seen");
+  s.tokens_seen = tokens != d.end() ? tokens->second.item<int64_t>() : 0;
 }
 
 /// "<policy name>/", the prefix of a stateful policy's entries.

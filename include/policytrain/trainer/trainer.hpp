@@ -128,6 +128,14 @@ class Trainer {
   torch::Device device() const { return device_; }
   /// The context hooks receive.
   context_type& context() { return ctx_; }
+  /// Whether the current (or last) fit counts tokens: the task declares tokens(batch), or FitOptions::items_per_sample
+  /// is set (Context::counts_tokens).
+  bool counts_tokens() const { return DeclaresTokens<Task> || options_.items_per_sample > 0; }
+  /// The task's flops_per_token(), or 0 when it declares none (Context::flops_per_token).
+  double flops_per_token() {
+    if constexpr (DeclaresFlopsPerToken<Task>) return static_cast<double>(task_.flops_per_token());
+    else return 0.0;
+  }
 
   /// The policy of category C (its default when none was given).
   template <Category C>
