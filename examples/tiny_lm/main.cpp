@@ -180,6 +180,26 @@ std::string sample(tiny_lm::Gpt& gpt, const std::string& prompt, int64_t n, int6
   return out;
 }
 
+/// `bytes` as printable UTF-8: a sampled byte sequence need not be valid UTF-8 (a byte-level model may stop mid
+/// character or emit a stray continuation byte); each byte of an invalid sequence becomes U+FFFD.
+std::string printable(const std::string& bytes) {
+  std::string out;
+  for (size_t i = 0; i < bytes.size();) {
+    const auto c = static_cast<uint8_t>(bytes[i]);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = n > 0 && i + n <= bytes.size();
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<uint8_t>(bytes[i + k]) >> 6) == 0x2;
+    if (ok) {
+      out.append(bytes, i, n);
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -290,6 +310,7 @@ int main(int argc, char** argv) {
       std::printf("%lld steps, %.0f tokens/s over %lld rank(s), best validation loss %.4f at step %lld\n",
                   static_cast<long long>(result.global_steps), tps, static_cast<long long>(world_size),
                   st.best_metric, static_cast<long long>(st.best_step));
+      const std::string trained_sha256 = pt::io::params_sha256(task.module());  // before the best weights replace them
       // [snippet:sample]
       // Text from the weights that scored best (best.ckpt holds what best.pt exports), or the last ones.
       std::string source = "the last weights";
@@ -299,8 +320,9 @@ int main(int argc, char** argv) {
       }
       if (cfg.sample_tokens > 0)
         std::printf("\nsample (%s, %s):\n%s%s\n", source.c_str(),
-                    cfg.top_k > 0 ? ("top-" + std::to_string(cfg.top_k)).c_str() : "greedy", cfg.prompt.c_str(),
-                    sample(task.gpt, cfg.prompt, cfg.sample_tokens, cfg.top_k, cfg.temperature, cfg.seed).c_str());
+                    cfg.top_k > 0 ? ("top-" + std::to_string(cfg.top_k)).c_str() : "greedy", printable(cfg.prompt).c_str(),
+                    printable(sample(task.gpt, cfg.prompt, cfg.sample_tokens, cfg.top_k, cfg.temperature, cfg.seed))
+                        .c_str());
       // [/snippet:sample]
       if (!cfg.summary.empty()) {
         const nlohmann::json summary{
@@ -312,7 +334,7 @@ int main(int argc, char** argv) {
             {"wall_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count()},
             {"world_size", world_size},
             {"resumed_from", trainer.template get<pt::checkpoint::Disk>().resumed_from().string()},
-            {"params_sha256", pt::io::params_sha256(task.module())},
+            {"params_sha256", trained_sha256},
             {"options",
              {{"argv", std::vector<std::string>(argv, argv + argc)},
               {"model", {{"layers", cfg.model.layers}, {"d_model", cfg.model.d_model}, {"heads", cfg.model.heads},
