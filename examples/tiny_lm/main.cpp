@@ -129,6 +129,7 @@ void add_flags(CLI::App& app, Config& c) {
   app.add_flag("--cuda-graph", c.cuda_graph, "The whole step captured into one CUDA graph (a GPU only)");
 }
 
+// [snippet:task]
 /// The task: the GPT, and what one training and one validation step compute on a batch of windows.
 struct LanguageModel {
   tiny_lm::Gpt gpt;
@@ -146,12 +147,15 @@ struct LanguageModel {
   /// Tokens a batch trains on (the unit of throughput).
   int64_t tokens(const pt::Batch& b) const { return b.x.numel(); }
 };
+// [/snippet:task]
 
+// [snippet:tokens]
 /// Training tokens per second, summed over the ranks (each rank trains the same number of windows).
 /// FitResult counts samples (windows) on this rank; a window is `block` tokens.
 double tokens_per_second(const pt::FitResult& r, int64_t block, int64_t world_size) {
   return r.train_seconds > 0 ? static_cast<double>(r.samples_seen * block * world_size) / r.train_seconds : 0.0;
 }
+// [/snippet:tokens]
 
 /// Continues `prompt` by `n` bytes: greedy (top_k 0) or sampled from the k likeliest bytes, seeded.
 std::string sample(tiny_lm::Gpt& gpt, const std::string& prompt, int64_t n, int64_t top_k, double temperature,
