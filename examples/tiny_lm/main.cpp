@@ -4,6 +4,7 @@
 // --summary FILE. docs/language-model.md walks through it.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -117,7 +118,9 @@ void add_flags(CLI::App& app, Config& c) {
   app.add_option("--ema-decay", c.ema_decay, "EMA decay")->check(CLI::Range(0.0, 0.999999));
   app.option_defaults()->group("Output");
   app.add_option("--summary", c.summary, "Write the run's summary (steps, validations, best, tokens/s, options) as JSON");
-  app.add_option("--log-dir", c.log_dir, "Write every step's loss and lr (steps.jsonl, validations.jsonl) here");
+  app.add_option("--log-dir", c.log_dir,
+                 "Write every step's loss and lr and every validation (steps.jsonl, validations.jsonl) here (default: "
+                 "CHECKPOINT/logs with --checkpoint, else none)");
   app.add_option("--init-weights", c.init_weights,
                  "Write the initial weights here (torch.load-able, nanoGPT's names) before the first step");
   app.add_option("--sample-tokens", c.sample_tokens, "Bytes of text sampled from the best weights at the end (0: none)")
@@ -291,6 +294,8 @@ int main(int argc, char** argv) {
     const pt::FitOptions fit{.max_steps = cfg.max_steps, .limit_val_batches = cfg.val_batches,
                              .val_every_steps = cfg.val_every_steps, .eval_on_start = cfg.eval_on_start};
 
+    // The step log: --log-dir, or beside the checkpoints (summary.json's validations come from it).
+    const fs::path log_dir = !cfg.log_dir.empty() || cfg.checkpoint.empty() ? cfg.log_dir : cfg.checkpoint / "logs";
     const auto wall0 = std::chrono::steady_clock::now();
     auto finish = [&](auto& trainer) -> int {
       const auto result = trainer.fit(train, val, fit);
@@ -302,14 +307,23 @@ int main(int argc, char** argv) {
       }
       if (!trainer.is_main()) return 0;
       const auto& st = trainer.state();
+      // Every validation of the run, the earlier attempts' included: the step log keeps each once across resumes
+      // (callbacks::MetricsLog), where this fit's result has its own only.
       nlohmann::json validation = nlohmann::json::array();
-      std::printf("\nvalidation curve (step: loss, perplexity)\n");
-      for (size_t i = 0; i < result.validation.size(); ++i) {
-        const auto& m = result.validation[i];
-        validation.push_back({{"step", result.validation_steps[i]}, {"loss", m.loss}});
-        std::printf("  %6lld: %.4f  %.2f\n", static_cast<long long>(result.validation_steps[i]), m.loss,
-                    m.get("perplexity"));
+      std::ifstream rows(log_dir / "validations.jsonl");
+      for (std::string line; std::getline(rows, line);) {
+        const auto row = nlohmann::json::parse(line);
+        validation.push_back({{"step", row.at("step")}, {"loss", row.at("val_loss")},
+                              {"perplexity", row.value("val_perplexity", nlohmann::json())}});
       }
+      if (validation.empty())  // no step log (no --log-dir or --checkpoint): this fit's
+        for (size_t i = 0; i < result.validation.size(); ++i)
+          validation.push_back({{"step", result.validation_steps[i]}, {"loss", result.validation[i].loss},
+                                {"perplexity", result.validation[i].get("perplexity")}});
+      std::printf("\nvalidation curve (step: loss, perplexity)\n");
+      for (const auto& v : validation)
+        std::printf("  %6lld: %.4f  %.2f\n", v.at("step").get<long long>(), v.at("loss").get<double>(),
+                    v.at("perplexity").is_number() ? v.at("perplexity").get<double>() : std::nan(""));
       const double tps = tokens_per_second(result, cfg.model.block, world_size);
       std::printf("%lld steps, %.0f tokens/s over %lld rank(s), best validation loss %.4f at step %lld\n",
                   static_cast<long long>(result.global_steps), tps, static_cast<long long>(world_size),
@@ -362,7 +376,7 @@ int main(int argc, char** argv) {
                                                               : pt::callbacks::GradClip::Options{}),
                          pt::callbacks::Ema({.enabled = cfg.ema, .decay = cfg.ema_decay, .tau = 0}),
                          pt::callbacks::Preemption(), pt::callbacks::ProgressBar({.force_tty = cfg.progress_tty}),
-                         pt::callbacks::MetricsLog({.dir = cfg.log_dir, .print_summary = false}), std::move(parallel));
+                         pt::callbacks::MetricsLog({.dir = log_dir, .print_summary = false}), std::move(parallel));
     };
     // [/snippet:trainer]
     if (par.zero > 0) {

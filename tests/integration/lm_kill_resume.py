@@ -71,8 +71,9 @@ for name, every in (("same_interval", EVERY), ("other_interval", OTHER)):
     assert s["steps"] == STEPS, (name, s["steps"])
     assert s["params_sha256"] == reference["params_sha256"], f"{name}: the resumed run's weights differ"
     assert tensors_bytes(os.path.join(work, name, "ckpt", "final.pt")) == ref_final, f"{name}: final.pt differs"
-    # This attempt validates at the new interval's multiples after the step it resumed from (EVERY: last.ckpt's).
+    # The killed attempt validated at EVERY (last.ckpt's step); the resumed one at the new interval's multiples
+    # after it. summary.json lists both, once each.
     steps = [v["step"] for v in s["validation"]]
-    assert steps == [k for k in range(every, STEPS + 1, every) if k > EVERY], (name, steps)
+    assert steps == [EVERY] + [k for k in range(every, STEPS + 1, every) if k > EVERY], (name, steps)
 print(f"lm_kill_resume: killed at step {seen[-1]}, resumed with --val-every-steps {EVERY} and {OTHER}: "
       f"{STEPS} steps, final weights bit-identical to the uninterrupted run's")

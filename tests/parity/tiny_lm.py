@@ -313,7 +313,7 @@ def check(exe, work, seed, lightning_python):
     rows = [json.loads(l) for l in open(os.path.join(d, "log", "steps.jsonl"))]
     ours_steps = [(r["loss"], r["lr"]) for r in rows]
     vrows = [json.loads(l) for l in open(os.path.join(d, "log", "validations.jsonl"))]
-    ours_vals = [(r["step"], r["val_loss"] if "val_loss" in r else r["loss"]) for r in vrows]
+    ours_vals = [(r["step"], r["val_loss"]) for r in vrows]
     summary = json.load(open(os.path.join(d, "summary.json")))
     if [v["step"] for v in summary["validation"]] != [s for s, _ in ours_vals]:
         return c, f"summary.json's validations {summary['validation']} are not validations.jsonl's {ours_vals}", args
