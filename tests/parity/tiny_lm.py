@@ -9,12 +9,13 @@ by hand), and must agree at every step: the loss (rank 0's) and the lr within 1e
 at the steps validated likewise. With --lightning PYTHON, the same run is also made by Lightning (1 rank:
 Trainer(max_steps, val_check_interval, check_val_every_n_epoch=None, limit_val_batches), ModelCheckpoint on
 val_loss): the steps validated, their losses and the step of the best checkpoint must be tiny_lm's.
-Usage: tiny_lm.py TINY_LM_EXE WORK_DIR [--lightning PYTHON] (--seeds A-B | --random SECONDS --start N)"""
-import argparse, json, math, os, random, shutil, subprocess, sys, time
+Usage: tiny_lm.py --binary TINY_LM_EXE --work DIR [--lightning PYTHON] (--seeds A-B | --random SECONDS --start N)"""
+import json, math, os, random, shutil, subprocess, sys
 
 HERE = os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "..", "differential"))
 from token_stream import window_start  # noqa: E402  (TokenStream's formula, transcribed once)
+import seed_loop  # noqa: E402
 
 STEPS = 50
 TOL = 1e-5
@@ -325,39 +326,31 @@ def check(exe, work, seed, lightning_python):
     return c, diff, args
 
 
-def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--lightning-case":
-        return lightning_side(sys.argv[2])
-    ap = argparse.ArgumentParser()
-    ap.add_argument("exe")
-    ap.add_argument("work")
-    ap.add_argument("--lightning")
-    ap.add_argument("--seeds")
-    ap.add_argument("--random", type=float)
-    ap.add_argument("--start", type=int, default=0)
-    a = ap.parse_args()
+def check_seeds(a, seeds, totals):
+    """seed_loop's check: each seed's run against Python (and Lightning); False on the first difference."""
     os.makedirs(a.work, exist_ok=True)
-    if a.seeds:
-        lo, hi = map(int, a.seeds.split("-"))
-        seeds, deadline = range(lo, hi + 1), None
-    else:
-        seeds, deadline = range(a.start, 1 << 62), time.time() + a.random
-    t0, n, lightning_runs = time.time(), 0, 0
     for seed in seeds:
-        if deadline and time.time() > deadline:
-            break
-        c, diff, args = check(os.path.abspath(a.exe), a.work, seed, a.lightning)
-        n += 1
-        lightning_runs += bool(a.lightning and c["ranks"] == 1)
+        c, diff, args = check(os.path.abspath(a.binary), a.work, seed, a.lightning)
+        totals["inputs"] += 1
+        totals["values"] += STEPS
+        totals["lightning"] = totals.get("lightning", 0) + bool(a.lightning and c["ranks"] == 1)
         if diff:
             print(f"parity.tiny_lm: seed {seed} ({json.dumps(c)}): {diff}")
             extra = f" --lightning {a.lightning}" if a.lightning else ""
-            print(f"reproduce: python3 {HERE} {a.exe} {a.work}{extra} --seeds {seed}-{seed}   "
+            print(f"reproduce: python3 {HERE} --binary {a.binary} --work {a.work}{extra} --seeds {seed}-{seed}   "
                   f"(tiny_lm: {' '.join(args)})")
-            return 1
-    print(f"parity.tiny_lm: {n} inputs compared ({n * STEPS} steps; {lightning_runs} also against Lightning), "
-          f"0 differences ({time.time() - t0:.1f} s)")
-    return 0
+            return False
+    return True
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--lightning-case":
+        return lightning_side(sys.argv[2])
+    return seed_loop.drive("tiny_lm", __doc__, check_seeds, 1,
+                           lambda t: f"{t['values']} steps; {t.get('lightning', 0)} also against Lightning",
+                           arguments=[("--work", {"required": True, "help": "a folder for the runs"}),
+                                      ("--lightning", {"help": "a python with Lightning"})],
+                           kind="parity")
 
 
 if __name__ == "__main__":
