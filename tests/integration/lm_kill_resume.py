@@ -4,7 +4,7 @@ checkpoint folder: once with the same --val-every-steps, once with another. Each
 count asked (--max-steps) with weights bit-identical to an uninterrupted run's (params_sha256 of the final weights,
 and the bytes of final.pt's tensors), and validate at the steps the new interval names.
 Usage: lm_kill_resume.py TINY_LM_EXE WORK_DIR   (KILL_SEED=n reproduces a run's kill step)"""
-import json, os, random, shutil, subprocess, sys
+import json, os, random, re, shutil, subprocess, sys
 
 exe, work = sys.argv[1], sys.argv[2]
 STEPS, EVERY, OTHER = 60, 20, 7
@@ -66,14 +66,18 @@ ref_final = tensors_bytes(os.path.join(work, "reference", "ckpt", "final.pt"))
 for name, every in (("same_interval", EVERY), ("other_interval", OTHER)):
     shutil.copytree(killed_dir, os.path.join(work, name))
     s, p = run(name, every, ["--resume"])
-    print(f"{name}: --val-every-steps {every}: {p.stderr.strip().splitlines()[0] if p.stderr.strip() else ''}")
-    assert "resumed" in p.stderr, p.stderr[-2000:]
+    assert "resumed from" in p.stderr, p.stderr[-2000:]
+    print(f"{name}: --val-every-steps {every}: " + next(l for l in p.stderr.splitlines() if "resumed from" in l))
     assert s["steps"] == STEPS, (name, s["steps"])
     assert s["params_sha256"] == reference["params_sha256"], f"{name}: the resumed run's weights differ"
     assert tensors_bytes(os.path.join(work, name, "ckpt", "final.pt")) == ref_final, f"{name}: final.pt differs"
-    # The killed attempt validated at EVERY (last.ckpt's step); the resumed one at the new interval's multiples
-    # after it. summary.json lists both, once each.
+    # The killed attempt validated up to last.ckpt's step (EVERY, unless the job ran on past the next validation
+    # before the signal landed: a loaded machine); the resumed one at the new interval's multiples after it.
+    # summary.json lists both, once each.
+    at = int(re.search(r"resumed from .*step (\d+)\)", p.stderr).group(1))
+    assert at in (EVERY, 2 * EVERY), (name, at)
     steps = [v["step"] for v in s["validation"]]
-    assert steps == [EVERY] + [k for k in range(every, STEPS + 1, every) if k > EVERY], (name, steps)
+    assert steps == list(range(EVERY, at + 1, EVERY)) + [k for k in range(every, STEPS + 1, every) if k > at], \
+        (name, at, steps)
 print(f"lm_kill_resume: killed at step {seen[-1]}, resumed with --val-every-steps {EVERY} and {OTHER}: "
       f"{STEPS} steps, final weights bit-identical to the uninterrupted run's")
