@@ -8,8 +8,11 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <string>
+
+#include <ATen/CPUGeneratorImpl.h>
 
 #include <policytrain/parallel.hpp>
 #include <policytrain/policytrain.hpp>
@@ -31,6 +34,7 @@ constexpr int64_t kBatchPerRank = 4;
 /// fsdp_oracle.py's model, with the same parameter names: three units (a convolution with batch norm, a linear
 /// layer, an embedding) and a head that no unit claims (the root's). The convolution has no bias: batch norm
 /// removes it, so its gradient is rounding noise, which AdamW's normalisation would blow up to the learning rate.
+// [snippet:fsdp-units]
 struct NetImpl : torch::nn::Module {
   NetImpl()
       : conv(register_module("conv", pt::parallel::FullyShard<torch::nn::Sequential>(
@@ -45,6 +49,7 @@ struct NetImpl : torch::nn::Module {
     auto h = torch::tanh(fc(torch::relu(conv(x)).flatten(1)));
     return head(torch::cat({h, emb(ids).mean(1)}, 1));
   }
+  // [/snippet:fsdp-units]
   /// POLICYTRAIN_FSDP_RESHARD=0: the units keep their parameters from the forward to the backward.
   static bool reshard() {
     const char* v = std::getenv("POLICYTRAIN_FSDP_RESHARD");
@@ -80,15 +85,57 @@ struct GradCapture {
 
 std::string env(const char* k, const char* fallback) { return std::getenv(k) ? std::getenv(k) : fallback; }
 
+/// A linear map by a weight it is given (shared with another module: tied).
+struct TiedImpl : torch::nn::Module {
+  explicit TiedImpl(const torch::Tensor& w) : weight(register_parameter("weight", w)) {}
+  torch::Tensor forward(const torch::Tensor& x) { return torch::matmul(x, weight.t()); }
+  torch::Tensor weight;
+};
+TORCH_MODULE(Tied);
+
+/// Scenario "tied": units `a` and `b` share one weight; fit begin must refuse it, naming both. Writes the message.
+int run_tied(const fs::path& dir, const std::string& subdir) {
+  struct TwoUnits : torch::nn::Module {
+    torch::Tensor w = torch::randn({4, 4});
+    pt::parallel::FullyShard<Tied> a{register_module("a", pt::parallel::FullyShard<Tied>(Tied(w)))};
+    pt::parallel::FullyShard<Tied> b{register_module("b", pt::parallel::FullyShard<Tied>(Tied(w)))};
+  };
+  struct TiedTask {
+    std::shared_ptr<TwoUnits> net = std::make_shared<TwoUnits>();
+    torch::nn::Module& module() { return *net; }
+    torch::Tensor training_step(const pt::Batch& b) { return net->b(net->a(b.x)).sum(); }
+  };
+  pt::parallel::ShardedDataParallel parallel({.timeout = std::chrono::seconds(120)}, {.stage = 3});
+  const int rank = parallel.rank(), world = parallel.world_size();
+  TiedTask task;
+  torch::optim::SGD opt(pt::unique_parameters(*task.net), torch::optim::SGDOptions(0.1));
+  pt::data::TensorLoader loader(torch::randn({8, 4}), torch::zeros({8}, torch::kLong),
+                                {.batch_size = 2, .shuffle = false, .rank = rank, .world_size = world});
+  std::string message = "no error";
+  try {
+    pt::Trainer trainer(task, opt, std::move(parallel));
+    trainer.fit(loader, {.epochs = 1});
+  } catch (const std::exception& e) {
+    message = e.what();
+  }
+  std::ofstream(dir / subdir / fmt::format("error{}.txt", rank)) << message;
+  return 0;
+}
+
 /// One rank of our side: POLICYTRAIN_FSDP_STAGE (3, or 0: DataParallel's averaged gradients on whole parameters),
-/// _OPTIMIZER (adamw, sgd), _STEPS; the data and initial weights of <dir>/data and <dir>/init.
+/// _OPTIMIZER (adamw, sgd), _STEPS (optimizer steps), _ACCUMULATE (micro-batches per step); the data and initial
+/// weights of <dir>/data and <dir>/init.
 int run_worker(const fs::path& dir, const std::string& subdir) {
+  if (env("POLICYTRAIN_FSDP_SCENARIO", "") == "tied") return run_tied(dir, subdir);
   const int stage = std::stoi(env("POLICYTRAIN_FSDP_STAGE", "3"));
   const int64_t steps = std::stoll(env("POLICYTRAIN_FSDP_STEPS", "5"));
   const std::string kind = env("POLICYTRAIN_FSDP_OPTIMIZER", "adamw");
+  const int64_t accumulate = std::stoll(env("POLICYTRAIN_FSDP_ACCUMULATE", "1"));
   // FSDP2 does not synchronise buffers: each rank's batch norm keeps its own running statistics.
+  // [snippet:fsdp-policy]
   pt::parallel::ShardedDataParallel parallel({.timeout = std::chrono::seconds(120), .broadcast_buffers = false},
                                              {.stage = stage});
+  // [/snippet:fsdp-policy]
   const int rank = parallel.rank(), world = parallel.world_size();
   Task task;
   {
@@ -99,12 +146,14 @@ int run_worker(const fs::path& dir, const std::string& subdir) {
   }
   const auto data = load_tensors(dir / "data");
   pt::data::TensorLoader loader(data.at("x"), data.at("y"),
-                                {.batch_size = kBatchPerRank, .shuffle = false, .rank = rank, .world_size = world});
+                                {.batch_size = kBatchPerRank / accumulate, .shuffle = false, .rank = rank, .world_size = world});
   std::unique_ptr<torch::optim::Optimizer> opt;
   if (kind == "adamw") opt = std::make_unique<torch::optim::AdamW>(task.net->parameters(), torch::optim::AdamWOptions(0.01).weight_decay(0.1));
   else opt = std::make_unique<torch::optim::SGD>(task.net->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   Tensors out;
-  pt::Trainer trainer(task, *opt, std::move(parallel), GradCapture{steps, &out});
+  // [snippet:fsdp-trainer]
+  pt::Trainer trainer(task, *opt, std::move(parallel), GradCapture{steps, &out}, pt::accumulate::Steps(accumulate));
+  // [/snippet:fsdp-trainer]
   trainer.fit(loader, {.epochs = 1});
   if (trainer.state().global_step != steps) throw std::runtime_error("trained " + std::to_string(trainer.state().global_step) + " steps");
   const auto named = task.net->named_parameters();
@@ -233,4 +282,82 @@ TEST_CASE("stage 3 oracle: 3 ranks, AdamW, reshard_after_forward off, equal full
 
 TEST_CASE("stage 3 oracle: 2 ranks, SGD with momentum, equal fully_shard within 1e-6" * doctest::test_suite("extended")) {
   side_by_side(2, "sgd", 4);
+}
+
+TEST_CASE("stage 3 refuses a weight tied across two units at fit begin, naming both places, on every rank") {
+  const auto dir = testing::temp_dir("fsdp-tied");
+  run_ours(2, dir, "tied", {{"POLICYTRAIN_FSDP_SCENARIO", "tied"}});
+  for (int r = 0; r < 2; ++r) {
+    const auto m = read_text(dir / "tied" / fmt::format("error{}.txt", r));
+    INFO(m);
+    CHECK(m.find("one tensor is the parameter 'a.weight' (unit 'a') and 'b.weight' (unit 'b')") != std::string::npos);
+    CHECK(m.find("put both modules in one unit") != std::string::npos);
+  }
+}
+
+TEST_CASE("ShardingOptions: stage 4 is refused, naming the stages there are, and stage 3 refuses the Reducer's options") {
+  const auto what = [](auto&& f) {
+    try {
+      f();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const auto m4 = what([] { pt::parallel::ShardedDataParallel({.enabled = false}, {.stage = 4}); });
+  CHECK(m4.find("stage 4 is not supported") != std::string::npos);
+  CHECK(m4.find("3 (parameters too, gathered per parallel::FullyShard unit)") != std::string::npos);
+  const auto m3 = what([] { pt::parallel::ShardedDataParallel({.enabled = false, .static_graph = true}, {.stage = 3}); });
+  CHECK(m3.find("stage 3 does not support DataParallelOptions::static_graph") != std::string::npos);
+}
+
+TEST_CASE("Dim0Chunk: torch.chunk's pieces, padded, for every row count up to 12 and 1 to 5 ranks") {
+  for (int64_t world = 1; world <= 5; ++world)
+    for (int64_t rows = 0; rows <= 12; ++rows) {
+      const auto c = pt::parallel::Dim0Chunk::of(rows, world);
+      // torch.chunk: pieces of ceil(rows / world) rows, the last shorter, as many as needed (maybe fewer than world).
+      const auto pieces = rows == 0 ? std::vector<torch::Tensor>{} : torch::arange(rows).chunk(world, 0);
+      int64_t covered = 0;
+      for (int64_t r = 0; r < world; ++r) {
+        INFO("rows " << rows << ", world " << world << ", rank " << r);
+        const int64_t want = r < static_cast<int64_t>(pieces.size()) ? pieces[static_cast<size_t>(r)].size(0) : 0;
+        CHECK(c.size(r) == want);
+        if (want > 0) CHECK(c.begin(r) == pieces[static_cast<size_t>(r)][0].item<int64_t>());
+        CHECK(c.size(r) <= c.chunk);
+        covered += c.size(r);
+      }
+      CHECK(covered == rows);
+      CHECK(c.padded_rows() % world == 0);
+      CHECK(c.padded_rows() >= rows);
+    }
+}
+
+TEST_CASE("stage 3 with 2 micro-steps per step (gradients kept whole until the window's last backward) ends bit-identical to DataParallel on 2 ranks, seeded data") {
+  // The reference: stage 0 (DataParallel's Reducer on whole parameters). On 2 ranks both averages are exact (a + b is
+  // commutative, halving exact), so the weights must agree bit for bit. The data and weights come from a seeded
+  // generator; the units' and the root's gradients cross two micro-steps before they are reduce-scattered.
+  for (const int seed : {11, 12}) {
+    const auto dir = testing::temp_dir(fmt::format("fsdp-accumulate-{}", seed));
+    constexpr int64_t kSteps = 4;
+    {
+      auto g = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(seed));
+      const int64_t n = kSteps * kBatchPerRank * 2;
+      save_tensors(dir / "data", {{"x", torch::randn({n, 2, 4, 4}, g)}, {"y", torch::randint(0, 3, {n}, g)}});
+      torch::manual_seed(static_cast<uint64_t>(seed));
+      Net net;
+      Tensors init;
+      for (auto& p : net->named_parameters()) init[p.key()] = p.value().detach();
+      for (auto& b : net->named_buffers()) init[b.key()] = b.value().detach();
+      save_tensors(dir / "init", init);
+    }
+    for (const std::string stage : {"0", "3"})
+      run_ours(2, dir, "stage" + stage, {{"POLICYTRAIN_FSDP_STAGE", stage}, {"POLICYTRAIN_FSDP_ACCUMULATE", "2"},
+                                         {"POLICYTRAIN_FSDP_STEPS", std::to_string(kSteps)}});
+    for (int r = 0; r < 2; ++r)
+      compare(dir / "stage0" / fmt::format("rank{}", r), dir / "stage3" / fmt::format("rank{}", r), 0.0, {"param.", "buffer."});
+    // The gradient averaged over the window: stage 3's shards are DataParallel's rows.
+    const auto dp = load_tensors(dir / "stage0" / "rank1"), z3 = load_tensors(dir / "stage3" / "rank1");
+    const auto& g_dp = dp.at("grad.fc.weight");
+    CHECK(torch::equal(z3.at("grad.fc.weight"), g_dp.narrow(0, 8, 8)));
+  }
 }

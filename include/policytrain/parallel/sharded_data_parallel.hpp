@@ -208,9 +208,10 @@ class ShardedDataParallel {
     if (z_.stage == 0) return;
     if (z_.stage == 3) {
       if (!active()) return;
+      // The optimizer's lists take the shards at the first epoch begin, after a resume loaded the checkpoint.
       if (!full_.built()) full_.build(ctx.module(), core_.group());
-      else full_.refresh();  // a later fit: the module is whole (fit end gathered it), maybe changed since
-      full_.swap_into(ctx.optimizer());
+      else full_.attach(true);
+      swapped_ = false;
       return;
     }
     partition_.assign(ctx.optimizer(), world_size());
@@ -223,6 +224,13 @@ class ShardedDataParallel {
   /// begin), and stage 2's buckets with it.
   template <class Ctx>
   void on_epoch_begin(Ctx& ctx) {
+    // Stage 3, once per fit: the shards take the module's weights (a resumed checkpoint's, in an unsharded run's
+    // format, or what the user set between two fits), and the optimizer's lists the shards with their rows of the
+    // state it holds.
+    if (full_.built() && !std::exchange(swapped_, true)) {
+      full_.refresh();
+      full_.swap_into(ctx.optimizer());
+    }
     if (!core_.verified() && partition_.enabled()) {
       core_.sync_parameters(ctx.module());
       if (z_.stage == 2) sync_zero2();
@@ -299,7 +307,11 @@ class ShardedDataParallel {
     core_.group().at(ctx.state(), "a checkpoint");
     core_.note_save(ctx.state());
     core_.before_save(ctx.device(), ctx.module().is_training());
-    if (full_.built()) refuse_stage3_save();
+    if (full_.built() && full_.attached()) {
+      if (sharded_save_) refuse_stage3_save();
+      full_.consolidate(ctx.optimizer());  // the whole model and state, as an unsharded run's checkpoint
+      consolidated_ = true;
+    }
     if (partition_.enabled() && !sharded_save_) partition_.consolidate(core_.group(), ctx.optimizer());
   }
 
@@ -310,13 +322,18 @@ class ShardedDataParallel {
   /// After the checkpoint serialised the optimizer: rank 0 lets the other ranks' state go.
   template <class Ctx>
   void after_save(Ctx& ctx) {
+    if (std::exchange(consolidated_, false)) full_.restore(ctx.optimizer());
     if (partition_.enabled()) partition_.drop_foreign_state(ctx.optimizer());
   }
 
   /// DataParallel's on_fit_end, then this rank's and every rank's optimizer state bytes (a collective).
   template <class Ctx>
   void on_fit_end(Ctx& ctx) {
-    if (full_.built()) full_.unshard_all();  // stage 3: the module whole again on every rank
+    if (full_.built()) {
+      // Stage 3: the module whole again on every rank, its units plain modules until the next fit.
+      full_.unshard_all();
+      full_.attach(false);
+    }
     core_.fit_end(ctx.module(), ctx.state());
     bytes_ = state_bytes(ctx.optimizer());
     int64_t largest = 0;
@@ -375,13 +392,14 @@ class ShardedDataParallel {
   }
 
  private:
-  /// Stage 3 does not save yet: the optimizer's state is per shard, and a checkpoint of it would need every rank's.
+  /// Stage 3 writes consolidated checkpoints only (gathered on every rank, in an unsharded run's format).
   [[noreturn]] void refuse_stage3_save() const {
     throw std::invalid_argument(policytrain::detail::error_message(
         "policytrain::parallel::ShardedDataParallel",
-        policytrain::detail::format("{}: stage 3 does not write checkpoints yet (each rank's optimizer state is "
-                                    "that of its parameter shards)", core_.group().who()),
-        {}, "train stage 3 without checkpoint saves, or use stage 2 (its sharded checkpoints reshard)"));
+        policytrain::detail::format("{}: stage 3 does not write sharded checkpoints yet "
+                                    "(checkpoint::Disk::Options::sharded)", core_.group().who()),
+        {}, "leave `sharded` off: stage 3's checkpoints are consolidated, in an unsharded run's format, and "
+            "resume at any world size"));
   }
 
   /// Stage 2: builds the buckets and hooks, or rebuilds them when the core rebuilt its parameter list (a part
@@ -405,6 +423,8 @@ class ShardedDataParallel {
   int64_t bytes_ = 0, bytes_total_ = 0, bytes_largest_ = 0;
   bool sharded_save_ = false;  ///< set_sharded_save: a sharded checkpoint's save is under way
   detail::FullShard full_;     ///< stage 3's units (built at fit begin with more than one rank)
+  bool consolidated_ = false;  ///< stage 3: before_save consolidated, after_save restores
+  bool swapped_ = true;        ///< stage 3: the optimizer's lists hold the shards in this fit
 };
 
 }  // namespace policytrain::parallel
