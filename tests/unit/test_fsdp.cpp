@@ -131,6 +131,7 @@ int run_worker(const fs::path& dir, const std::string& subdir) {
   const int64_t steps = std::stoll(env("POLICYTRAIN_FSDP_STEPS", "5"));
   const std::string kind = env("POLICYTRAIN_FSDP_OPTIMIZER", "adamw");
   const int64_t accumulate = std::stoll(env("POLICYTRAIN_FSDP_ACCUMULATE", "1"));
+  const double clip = std::stod(env("POLICYTRAIN_FSDP_CLIP", "0"));  // > 0: GradClip to this total norm
   // FSDP2 does not synchronise buffers: each rank's batch norm keeps its own running statistics.
   // [snippet:fsdp-policy]
   pt::parallel::ShardedDataParallel parallel({.timeout = std::chrono::seconds(120), .broadcast_buffers = false},
@@ -152,7 +153,10 @@ int run_worker(const fs::path& dir, const std::string& subdir) {
   else opt = std::make_unique<torch::optim::SGD>(task.net->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   Tensors out;
   // [snippet:fsdp-trainer]
-  pt::Trainer trainer(task, *opt, std::move(parallel), GradCapture{steps, &out}, pt::accumulate::Steps(accumulate));
+  pt::Trainer trainer(task, *opt, std::move(parallel), GradCapture{steps, &out}, pt::accumulate::Steps(accumulate),
+                      pt::callbacks::GradClip(clip > 0 ? pt::callbacks::GradClip::Options{.mode = pt::callbacks::GradClip::Mode::norm,
+                                                                                          .max_norm = clip}
+                                                       : pt::callbacks::GradClip::Options{}));
   // [/snippet:fsdp-trainer]
   trainer.fit(loader, {.epochs = 1});
   if (trainer.state().global_step != steps) throw std::runtime_error("trained " + std::to_string(trainer.state().global_step) + " steps");
@@ -177,6 +181,7 @@ int run_worker(const fs::path& dir, const std::string& subdir) {
     }
   }
   for (auto& b : task.net->named_buffers()) out["buffer." + b.key()] = b.value().clone();
+  if (clip > 0) out["clip.norm"] = trainer.template get<pt::callbacks::GradClip>().last_norm_tensor().reshape({1});
   out["all_gathers"] = torch::tensor(z.all_gather_calls());
   out["reduce_scatters"] = torch::tensor(z.reduce_scatter_calls());
   save_tensors(dir / subdir / fmt::format("rank{}", rank), out);
@@ -359,5 +364,33 @@ TEST_CASE("stage 3 with 2 micro-steps per step (gradients kept whole until the w
     const auto dp = load_tensors(dir / "stage0" / "rank1"), z3 = load_tensors(dir / "stage3" / "rank1");
     const auto& g_dp = dp.at("grad.fc.weight");
     CHECK(torch::equal(z3.at("grad.fc.weight"), g_dp.narrow(0, 8, 8)));
+  }
+}
+
+TEST_CASE("stage 3 with GradClip by the global norm over all shards ends within 1e-6 of DataParallel's clip_grad_norm on 2 and 3 ranks, seeded data") {
+  // Every step is clipped (a max norm of 0.05, below the gradients' norm): the total norm is summed over the shards
+  // of every rank (another summation order than the per-parameter norms of the whole gradients, hence a tolerance).
+  for (const int world : {2, 3}) {
+    const auto dir = testing::temp_dir(fmt::format("fsdp-clip-{}", world));
+    constexpr int64_t kSteps = 4;
+    {
+      auto g = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(20 + world));
+      const int64_t n = kSteps * kBatchPerRank * world;
+      save_tensors(dir / "data", {{"x", torch::randn({n, 2, 4, 4}, g)}, {"y", torch::randint(0, 3, {n}, g)}});
+      torch::manual_seed(static_cast<uint64_t>(20 + world));
+      Net net;
+      Tensors init;
+      for (auto& p : net->named_parameters()) init[p.key()] = p.value().detach();
+      for (auto& b : net->named_buffers()) init[b.key()] = b.value().detach();
+      save_tensors(dir / "init", init);
+    }
+    for (const std::string stage : {"0", "3"})
+      run_ours(world, dir, "stage" + stage, {{"POLICYTRAIN_FSDP_STAGE", stage}, {"POLICYTRAIN_FSDP_CLIP", "0.05"},
+                                             {"POLICYTRAIN_FSDP_OPTIMIZER", "sgd"},
+                                             {"POLICYTRAIN_FSDP_STEPS", std::to_string(kSteps)}});
+    for (int r = 0; r < world; ++r)
+      compare(dir / "stage0" / fmt::format("rank{}", r), dir / "stage3" / fmt::format("rank{}", r), 1e-6,
+              {"param.", "buffer.", "clip.norm"});
+    CHECK(load_tensors(dir / "stage3" / "rank0").at("clip.norm").item<double>() > 0.05);  // it clipped
   }
 }

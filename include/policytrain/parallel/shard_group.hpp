@@ -60,20 +60,15 @@ class ShardGroup final : public UnitHooks {
   /// Adds `full` (a parameter of the module, contiguous, owning its storage) and makes this rank's shard of it
   /// from its current values. Throws std::invalid_argument for a 0-d tensor or one that shares its storage.
   void add(const std::string& name, const torch::Tensor& full) {
-    const auto what = [&](const char* why) {
-      return std::invalid_argument(policytrain::detail::error_message(
-          "policytrain::parallel::ShardedDataParallel",
-          policytrain::detail::format("stage 3: parameter '{}' {}", name, why), {},
-          "give it at least one dimension and a storage of its own, or train with stage 2"));
-    };
-    if (full.dim() == 0) throw what("is a scalar (0-d); FSDP2 shards on dim 0");
+    if (full.dim() == 0) refuse(name, "is a scalar (0-d); FSDP2 shards on dim 0");
     if (!full.is_contiguous() || full.storage_offset() != 0 ||
         full.storage().nbytes() != static_cast<size_t>(full.numel()) * full.element_size())
-      throw what("is a view into a larger storage (not contiguous, or sharing memory with another tensor)");
+      refuse(name, "is a view into a larger storage (not contiguous, or sharing memory with another tensor)");
     if (!params_.empty() && full.scalar_type() != params_.front().full.scalar_type())
-      throw what(policytrain::detail::format("has dtype {}, the unit's first parameter {}; every parameter of a unit "
-                                             "is gathered in one buffer of one dtype", c10::toString(full.scalar_type()),
-                                             c10::toString(params_.front().full.scalar_type())).c_str());
+      refuse(name, policytrain::detail::format("has dtype {}, the unit's first parameter {}; every parameter of a unit "
+                                               "is gathered in one buffer of one dtype",
+                                               c10::toString(full.scalar_type()),
+                                               c10::toString(params_.front().full.scalar_type())));
     ShardedParam p;
     p.name = name;
     p.full = full;
@@ -226,6 +221,13 @@ class ShardGroup final : public UnitHooks {
   }
 
  private:
+  /// A parameter `add` cannot shard.
+  [[noreturn]] static void refuse(const std::string& name, const std::string& why) {
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::parallel::ShardedDataParallel", policytrain::detail::format("stage 3: parameter '{}' {}", name, why),
+        {}, "give it at least one dimension and a storage of its own, or train with stage 2"));
+  }
+
   static void allocate(ShardedParam& p) {
     auto* s = p.full.storage().unsafeGetStorageImpl();
     if (s->nbytes() == p.nbytes) return;

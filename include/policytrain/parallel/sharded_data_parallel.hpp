@@ -374,6 +374,8 @@ class ShardedDataParallel {
   /// Whether each rank keeps only its own partition's gradients after the backward (stage 2, more than one rank):
   /// the Trainer's gradient statistics (GradClip's total norm, the loss scaler's inf check) are then reduced.
   bool gradients_sharded() const { return z_.stage >= 2 && active(); }
+  /// Stage 3 during a fit: the optimizer steps shards (Context::parameters_sharded: GradClip clips them).
+  bool parameters_sharded() const { return full_.built() && full_.attached(); }
   /// Reduces a statistic of this rank's gradients over every rank, in place (a collective), when gradients are
   /// sharded; otherwise leaves it.
   template <class Ctx>
