@@ -55,9 +55,6 @@ ALLOWED = {
         "an aborted wait: caught in ProcessGroup::wait and reworded by collective_error",
 }
 
-root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
-inc = root / "include" / "policytrain"
-
 
 def blank(text):
     """The text with comments replaced by spaces and string/char literal contents by 'x' (offsets kept)."""
@@ -121,67 +118,75 @@ def body_of(code, name):
     return None
 
 
-texts = {str(h.relative_to(inc)): h.read_text() for h in sorted(inc.rglob("*.hpp"))}
-codes = {rel: blank(text) for rel, text in texts.items()}
-problems, not_yet, stale_builders = [], {}, []
-builders_ok = {}
-for (header, name), why in MESSAGE_BUILDERS.items():
-    if header not in codes and "policytrain.hpp" not in codes:
-        continue  # not the project's tree (the checker's own cases)
-    body = body_of(codes.get(header, ""), name)
-    if body is None:
-        stale_builders.append(f"{header}: MESSAGE_BUILDERS names '{name}', which the header no longer defines")
-        continue
-    builders_ok[(header, name)] = "error_message(" in body
-    if not builders_ok[(header, name)] and not not_yet_converted(header):
-        problems.append(f"{header}: '{name}' ({why}) builds its message without detail::error_message")
-# A builder another header defines (ProcessGroup::collective_error) is accepted where it is called, anywhere; a
-# call of one not converted yet is listed with its header's.
-builder_names = {name: (header, ok) for (header, name), ok in builders_ok.items()}
-sites = 0
-for rel, code in codes.items():
-    for m in re.finditer(r"\bthrow\b|\bTORCH_CHECK\b", code):
-        expr = " ".join(statement(code, m.start()).split())
-        shown = " ".join(texts[rel][m.start():m.start() + len(statement(code, m.start()))].split())
-        line = code.count("\n", 0, m.start()) + 1
-        if m.group() == "throw" and not expr[len("throw"):].strip():
-            continue  # a rethrow
-        if m.group() == "throw" and re.match(r"throw\s+(std::)?current_exception", expr):
+def main():
+    root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
+    inc = root / "include" / "policytrain"
+    texts = {str(h.relative_to(inc)): h.read_text() for h in sorted(inc.rglob("*.hpp"))}
+    codes = {rel: blank(text) for rel, text in texts.items()}
+    problems, not_yet, stale_builders = [], {}, []
+    builders_ok = {}
+    for (header, name), why in MESSAGE_BUILDERS.items():
+        if header not in codes and "policytrain.hpp" not in codes:
+            continue  # not the project's tree (the checker's own cases)
+        body = body_of(codes.get(header, ""), name)
+        if body is None:
+            stale_builders.append(f"{header}: MESSAGE_BUILDERS names '{name}', which the header no longer defines")
             continue
-        sites += 1
-        if "error_message(" in expr:
-            continue
-        called = re.match(r"throw\s+(?:[\w:]*(?:->|\.))*(\w+)\s*\(", expr)
-        builder = called and ((rel, builders_ok[(rel, called.group(1))]) if (rel, called.group(1)) in builders_ok
-                              else builder_names.get(called.group(1)))
-        if builder:
-            if builder[1]:
+        builders_ok[(header, name)] = "error_message(" in body
+        if not builders_ok[(header, name)] and not not_yet_converted(header):
+            problems.append(f"{header}: '{name}' ({why}) builds its message without detail::error_message")
+    # A builder another header defines (ProcessGroup::collective_error) is accepted where it is called, anywhere; a
+    # call of one not converted yet is listed with its header's.
+    builder_names = {name: (header, ok) for (header, name), ok in builders_ok.items()}
+    sites = 0
+    for rel, code in codes.items():
+        for m in re.finditer(r"\bthrow\b|\bTORCH_CHECK\b", code):
+            expr = " ".join(statement(code, m.start()).split())
+            shown = " ".join(texts[rel][m.start():m.start() + len(statement(code, m.start()))].split())
+            line = code.count("\n", 0, m.start()) + 1
+            if m.group() == "throw" and not expr[len("throw"):].strip():
+                continue  # a rethrow
+            if m.group() == "throw" and re.match(r"throw\s+(std::)?current_exception", expr):
                 continue
-            if not_yet_converted(builder[0]):
-                not_yet.setdefault(builder[0], []).append(f"{rel}:{line}: calls {called.group(1)}")
+            sites += 1
+            if "error_message(" in expr:
                 continue
-        if any(h == rel and s in expr for (h, s) in ALLOWED):
-            continue
-        site = f"{rel}:{line}: {shown[:110]}"
-        if not_yet_converted(rel):
-            not_yet.setdefault(rel, []).append(site)
-        else:
-            problems.append(site)
+            called = re.match(r"throw\s+(?:[\w:]*(?:->|\.))*(\w+)\s*\(", expr)
+            builder = called and ((rel, builders_ok[(rel, called.group(1))]) if (rel, called.group(1)) in builders_ok
+                                  else builder_names.get(called.group(1)))
+            if builder:
+                if builder[1]:
+                    continue
+                if not_yet_converted(builder[0]):
+                    not_yet.setdefault(builder[0], []).append(f"{rel}:{line}: calls {called.group(1)}")
+                    continue
+            if any(h == rel and s in expr for (h, s) in ALLOWED):
+                continue
+            site = f"{rel}:{line}: {shown[:110]}"
+            if not_yet_converted(rel):
+                not_yet.setdefault(rel, []).append(site)
+            else:
+                problems.append(site)
 
-print(f"error_format.py: {sites} throw/TORCH_CHECK sites in {len(codes)} headers")
-if not_yet:
-    print(f"NOT YET CONVERTED ({sum(map(len, not_yet.values()))} sites in {len(not_yet)} headers of "
-          "NOT_YET_CONVERTED, accepted for now):")
-    for rel, s in sorted(not_yet.items()):
-        print(f"  {rel}: {len(s)} site(s)")
-    for s in sites_listed(not_yet):
-        print(f"    {s}")
-clean = [e for e in NOT_YET_CONVERTED if not any(r == e or (e.endswith("/") and r.startswith(e)) for r in not_yet)]
-if clean:
-    print("no ad hoc site left in (may leave NOT_YET_CONVERTED once their rewrites are merged): " + ", ".join(clean))
-if problems or stale_builders:
-    print("errors not worded by policytrain::detail::error_message(entity, what, expected, fix) "
-          "(detail/format.hpp); build the message with it:", file=sys.stderr)
-    print("\n".join(problems + stale_builders), file=sys.stderr)
-    print(f"error_format.py: refused {len(problems)} site(s): " + ", ".join(p.split(": ")[0] for p in problems))
-    sys.exit(1)
+    print(f"error_format.py: {sites} throw/TORCH_CHECK sites in {len(codes)} headers")
+    if not_yet:
+        print(f"NOT YET CONVERTED ({sum(map(len, not_yet.values()))} sites in {len(not_yet)} headers of "
+              "NOT_YET_CONVERTED, accepted for now):")
+        for rel, s in sorted(not_yet.items()):
+            print(f"  {rel}: {len(s)} site(s)")
+        for s in sites_listed(not_yet):
+            print(f"    {s}")
+    clean = [e for e in NOT_YET_CONVERTED if not any(r == e or (e.endswith("/") and r.startswith(e)) for r in not_yet)]
+    if clean:
+        print("no ad hoc site left in (may leave NOT_YET_CONVERTED once their rewrites are merged): " + ", ".join(clean))
+    if problems or stale_builders:
+        print("errors not worded by policytrain::detail::error_message(entity, what, expected, fix) "
+              "(detail/format.hpp); build the message with it:", file=sys.stderr)
+        print("\n".join(problems + stale_builders), file=sys.stderr)
+        print(f"error_format.py: refused {len(problems)} site(s): " + ", ".join(p.split(": ")[0] for p in problems))
+        sys.exit(1)
+
+
+# tests/docs_reference.py imports the scanner (blank, statement) to list every message in docs/errors.md.
+if __name__ == "__main__":
+    main()

@@ -154,6 +154,7 @@ struct CheckpointFlags {
     return policytrain::callbacks::EarlyStopping(
         {.enabled = patience > 0, .monitor = monitor_spec(), .patience = std::max<int64_t>(1, patience)});
   }
+  // [snippet:preemption]
   policytrain::callbacks::Preemption make_preemption() const {
     const int requeue_sig = requeue_signal == "USR1" ? SIGUSR1 : requeue_signal == "USR2" ? SIGUSR2 : 0;
     std::vector<int> signals{SIGTERM, SIGUSR1};
@@ -161,6 +162,7 @@ struct CheckpointFlags {
     return policytrain::callbacks::Preemption(
         {.enabled = !no_preemption, .signals = signals, .requeue_signal = requeue_sig});
   }
+  // [/snippet:preemption]
   policytrain::callbacks::DivergenceRollback make_rollback() const {
     return policytrain::callbacks::DivergenceRollback({.enabled = rollback, .lr_factor = rollback_factor});
   }

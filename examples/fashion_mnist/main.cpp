@@ -161,7 +161,9 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Config& c, torch::
 int main(int argc, char** argv) {
   // SIGTERM and SIGUSR1 from here on only set a flag, acted on at the first step's end (callbacks::Preemption):
   // a signal during parsing, data loading or process-group setup is not lost (nor does it end the job unsaved).
+  // [snippet:catch-early]
   pt::callbacks::Preemption::catch_early();
+  // [/snippet:catch-early]
   CLI::App app{"Trains a CNN on Fashion-MNIST with policytrain"};
   // A later value of an option replaces an earlier one: scripts/demo passes its recipe first, a user's flags after it.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -336,9 +338,11 @@ int main(int argc, char** argv) {
       }
       // Stopped by SIGTERM / SIGUSR1 (callbacks::Preemption): the checkpoint is written; no test evaluation, no
       // summary of a finished run: exit with the documented code, after requeueing the Slurm job if asked.
+      // [snippet:stopped]
       if (result.stopped_at_step) {
         const auto& preemption = trainer.template get<pt::callbacks::Preemption>();
         const bool requeue = ckpt_flags.requeue && preemption.requeue_asked();
+        // [/snippet:stopped]
         if (trainer.is_main()) {
           std::printf("preempted at optimizer step %lld by %s: saved to %s; resume with --resume (exit code %d%s)\n",
                       static_cast<long long>(result.global_steps),
