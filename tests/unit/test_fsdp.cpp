@@ -253,6 +253,19 @@ void compare(const fs::path& want_dir, const fs::path& got_dir, double tol, cons
   CHECK(compared > 0);
 }
 
+/// What fsdp_oracle.py writes, drawn here from `seed` (for the tests whose reference is DataParallel, not Python):
+/// `n` samples in <dir>/data and the model's initial weights and buffers in <dir>/init.
+void write_seeded_inputs(const fs::path& dir, int seed, int64_t n) {
+  auto g = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(seed));
+  save_tensors(dir / "data", {{"x", torch::randn({n, 2, 4, 4}, g)}, {"y", torch::randint(0, 3, {n}, g)}});
+  torch::manual_seed(static_cast<uint64_t>(seed));
+  Net net;
+  Tensors init;
+  for (auto& p : net->named_parameters()) init[p.key()] = p.value().detach();
+  for (auto& b : net->named_buffers()) init[b.key()] = b.value().detach();
+  save_tensors(dir / "init", init);
+}
+
 /// Python's FSDP2 and ours on `world` ranks, compared tensor by tensor on every rank.
 void side_by_side(int world, const std::string& optimizer, int seed, bool reshard = true) {
   const auto dir = testing::temp_dir(fmt::format("fsdp-oracle-{}-{}-{}-{}", world, optimizer, seed, reshard));
@@ -344,17 +357,7 @@ TEST_CASE("stage 3 with 2 micro-steps per step (gradients kept whole until the w
   for (const int seed : {11, 12}) {
     const auto dir = testing::temp_dir(fmt::format("fsdp-accumulate-{}", seed));
     constexpr int64_t kSteps = 4;
-    {
-      auto g = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(seed));
-      const int64_t n = kSteps * kBatchPerRank * 2;
-      save_tensors(dir / "data", {{"x", torch::randn({n, 2, 4, 4}, g)}, {"y", torch::randint(0, 3, {n}, g)}});
-      torch::manual_seed(static_cast<uint64_t>(seed));
-      Net net;
-      Tensors init;
-      for (auto& p : net->named_parameters()) init[p.key()] = p.value().detach();
-      for (auto& b : net->named_buffers()) init[b.key()] = b.value().detach();
-      save_tensors(dir / "init", init);
-    }
+    write_seeded_inputs(dir, seed, kSteps * kBatchPerRank * 2);
     for (const std::string stage : {"0", "3"})
       run_ours(2, dir, "stage" + stage, {{"POLICYTRAIN_FSDP_STAGE", stage}, {"POLICYTRAIN_FSDP_ACCUMULATE", "2"},
                                          {"POLICYTRAIN_FSDP_STEPS", std::to_string(kSteps)}});
@@ -373,17 +376,7 @@ TEST_CASE("stage 3 with GradClip by the global norm over all shards ends within 
   for (const int world : {2, 3}) {
     const auto dir = testing::temp_dir(fmt::format("fsdp-clip-{}", world));
     constexpr int64_t kSteps = 4;
-    {
-      auto g = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(20 + world));
-      const int64_t n = kSteps * kBatchPerRank * world;
-      save_tensors(dir / "data", {{"x", torch::randn({n, 2, 4, 4}, g)}, {"y", torch::randint(0, 3, {n}, g)}});
-      torch::manual_seed(static_cast<uint64_t>(20 + world));
-      Net net;
-      Tensors init;
-      for (auto& p : net->named_parameters()) init[p.key()] = p.value().detach();
-      for (auto& b : net->named_buffers()) init[b.key()] = b.value().detach();
-      save_tensors(dir / "init", init);
-    }
+    write_seeded_inputs(dir, 20 + world, kSteps * kBatchPerRank * world);
     for (const std::string stage : {"0", "3"})
       run_ours(world, dir, "stage" + stage, {{"POLICYTRAIN_FSDP_STAGE", stage}, {"POLICYTRAIN_FSDP_CLIP", "0.05"},
                                              {"POLICYTRAIN_FSDP_OPTIMIZER", "sgd"},

@@ -60,6 +60,7 @@ class FullyShardedUnit {
   const std::shared_ptr<detail::UnitHooks>& shard_group() const { return group_; }
 
  protected:
+  /// `reshard_after_forward`: see reshard_after_forward().
   explicit FullyShardedUnit(bool reshard_after_forward) : reshard_after_forward_(reshard_after_forward) {}
 
   /// Runs `fn(x)` with the unit's parameters gathered, and arms the backward's hooks (see the file comment).
