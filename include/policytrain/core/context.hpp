@@ -120,6 +120,9 @@ class Context {
   /// at stage 2): a hook that computes a statistic over every gradient (a total norm, an inf check) then computes
   /// its rank's part and reduces it with reduce_gradient_statistic, on every rank (a collective).
   bool gradients_sharded() { return t_->gradients_sharded(); }
+  /// Whether each rank holds some dim-0 rows of every gradient (ZeRO-2 with ShardingOptions::partition = dim0): a
+  /// parameter's norm is then the reduction of every rank's part.
+  bool gradients_split() { return t_->gradients_split(); }
   /// Reduces `t` in place over the ranks (sum or max) when gradients are sharded; otherwise leaves it as it is.
   void reduce_gradient_statistic(torch::Tensor& t, GradientReduce op) { t_->reduce_gradient_statistic(t, op); }
   /// Reads every check a policy keeps pending on the device (flush_checks hooks: the precision policy's
