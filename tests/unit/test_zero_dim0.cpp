@@ -190,7 +190,7 @@ int64_t expected_state_bytes(int world, int rank, int tensors) {
 
 }  // namespace
 
-TEST_CASE("dim-0 partition, ZeRO-1 and ZeRO-2, 2 and 3 ranks: the weights, Ema and the consolidated state equal DataParallel's; each rank's state bytes are its chunks' (AdamW, SGD momentum, fused AdamW and SGD; accumulation; clipping)") {
+TEST_CASE("dim-0 partition, ZeRO-1 and ZeRO-2, 2 and 3 ranks: the weights, Ema and the consolidated state equal DataParallel's, each rank's state bytes are its chunks' (AdamW, SGD momentum, fused AdamW and SGD, accumulation, clipping)") {
   double worst_z2 = 0;
   int compared = 0;
   const auto s = seeds(2);
@@ -257,7 +257,7 @@ TEST_CASE("dim-0 partition, ZeRO-1 and ZeRO-2, 2 and 3 ranks: the weights, Ema a
   MESSAGE("dim-0 partition: " << compared << " runs compared with DataParallel; largest ZeRO-2 difference " << worst_z2);
 }
 
-TEST_CASE("dim-0 partition checkpoints: consolidated and sharded saves resume bit-identical at the same world size; a sharded one of 3 ranks resumes on 2 as the consolidated one does") {
+TEST_CASE("dim-0 partition checkpoints: consolidated and sharded saves resume bit-identical at the same world size, and a sharded one of 3 ranks resumes on 2 as the consolidated one does") {
   const int64_t seed = seeds(3)[2];
   const auto dir = testing::temp_dir("dim0-ckpt");
   for (const std::string stage : {"z1", "z2"}) {
