@@ -6,7 +6,8 @@
 // Linear(256, 256) layers). AdamW, 3 steps of random data (32 samples per rank). Not a timed benchmark: one run,
 // exact counts.
 //   ./build/bench/zero_memory [--out FILE.md]
-// Columns: params = the model's parameters plus the policy's dim-0 chunk buffers (the all-gather's input, padded);
+// Columns: params = the model's parameters plus any dim-0 chunk buffer the policy keeps between steps (none: they live
+// for the step only);
 // grads = the gradient bytes a rank holds after its backward (the most over the steps); state = the optimizer
 // state this rank keeps; sum and formula = params + grads + state of the largest rank, and what total / N gives for
 // the sharded parts (state at stages 1 and 2, gradients at stage 2); peak = memory::TensorBytesMeter's peak of the

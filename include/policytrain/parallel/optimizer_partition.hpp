@@ -13,13 +13,15 @@
 /// The dim-0 partition (ShardingOptions::partition = Partition::dim0): every parameter is chunked on dim 0 across
 /// the ranks as PyTorch FSDP2's _fsdp_param.py chunks it (torch.chunk: rank r holds rows [r c, (r + 1) c) of d0,
 /// c = ceil(d0 / N), clipped to d0, so a rank may hold fewer rows or none; its chunk lives at the front of a buffer
-/// of c rows, zero-padded, so that every rank's buffer has the same size for the all-gather). Each rank keeps the
+/// of c rows, so that every rank's buffer has the same size for the all-gather). Each rank keeps the
 /// state of its chunk of every parameter, about total / N rather than bounded by the largest parameter. Outside the
 /// step the state stays keyed by the full parameters (chunk-shaped), so that anything that serialises the optimizer
 /// (a sharded checkpoint, DivergenceRollback's snapshot) sees it; for the step the param groups list the chunks and
 /// the state is keyed by them, the user's optimizer steps the chunks (any torch::optim class and the fused ones:
 /// their updates are element-wise, so a chunk gets exactly the rows of the unsharded update), and the ranks'
-/// padded chunks are all-gathered (one _allgather_base per dtype) into the full parameters. Consolidation gathers
+/// padded chunks are all-gathered (one _allgather_base per dtype) into the full parameters. The chunks live in one
+/// flat buffer per dtype allocated for the step only (the all-gather's input), so between steps a rank holds the
+/// full parameters and its chunks' state, nothing more. Consolidation gathers
 /// each state tensor's chunks on rank 0 (the format of an unsharded run); a whole state loaded on every rank (a
 /// consolidated resume, a resharded one) is cut into the chunks at the next step.
 #include <algorithm>
@@ -100,22 +102,21 @@ void map_state_tensors(torch::optim::OptimizerParamState& s, F&& f) {
 /// one row.
 struct Dim0Chunk {
   torch::Tensor param;   ///< the full parameter, as the param group lists it
-  torch::Tensor padded;  ///< this rank's `rows` rows, flat, zero-padded (the all-gather's input, FSDP2's _sharded_param_data)
-  torch::Tensor shard;   ///< the first `length` rows of `padded` in the chunk's shape: what the optimizer steps
+  torch::Tensor padded;  ///< during the step: this rank's `rows` rows, flat, in the all-gather's input (FSDP2's _sharded_param_data)
+  torch::Tensor shard;   ///< during the step: the first `length` rows of `padded` in the chunk's shape, what the optimizer steps
+  size_t group = 0;      ///< the param group that lists the parameter
   int64_t d0 = 1;        ///< the parameter's rows
   int64_t rows = 0;      ///< rows per rank, padding included: ceil(d0 / N)
   int64_t start = 0;     ///< this rank's first row
   int64_t length = 0;    ///< this rank's rows (0 to rows)
   int64_t row_numel = 1; ///< elements per row
 
-  Dim0Chunk(const torch::Tensor& p, int rank, int world) : param(p) {
+  Dim0Chunk(const torch::Tensor& p, int rank, int world, size_t g) : param(p), group(g) {
     d0 = p.dim() == 0 ? 1 : p.size(0);
     row_numel = d0 == 0 ? 0 : p.numel() / d0;
     rows = (d0 + world - 1) / world;
     start = std::min(d0, rows * rank);
     length = std::min(d0, start + rows) - start;
-    padded = torch::zeros({rows * row_numel}, p.options().requires_grad(false));
-    shard = padded.narrow(0, 0, length * row_numel).view(shape(length));
   }
   /// The shape of `n` rows of the parameter.
   std::vector<int64_t> shape(int64_t n) const {
@@ -304,8 +305,7 @@ class OptimizerPartition {
       for (const auto& p : opt.param_groups()[g].params()) {
         owner_[p.unsafeGetTensorImpl()] = rank_;
         chunk_of_[p.unsafeGetTensorImpl()] = chunks_.size();
-        chunks_.emplace_back(p, rank_, world);
-        owned_[g].push_back(chunks_.back().shard);
+        chunks_.emplace_back(p, rank_, world, g);
         for (auto& r : per_rank_) r.push_back(p);
       }
   }
@@ -323,6 +323,31 @@ class OptimizerPartition {
           policytrain::detail::format("{}: the optimizer has {} param groups, {} when the parameters were chunked "
                                       "at fit begin; add param groups before fit",
                                       group.who(), groups.size(), owned_.size())));
+    // The step's buffers: one flat tensor per dtype and device, each chunk a view of its padded rows.
+    std::vector<std::pair<std::vector<size_t>, torch::Tensor>> flats;
+    {
+      std::vector<char> done(chunks_.size(), 0);
+      for (size_t first = 0; first < chunks_.size(); ++first) {
+        if (done[first]) continue;
+        const auto& p0 = chunks_[first].param;
+        std::vector<size_t> members;
+        int64_t n = 0;
+        for (size_t i = first; i < chunks_.size(); ++i)
+          if (!done[i] && chunks_[i].param.scalar_type() == p0.scalar_type() && chunks_[i].param.device() == p0.device())
+            members.push_back(i), done[i] = 1, n += chunks_[i].rows * chunks_[i].row_numel;
+        auto flat = torch::empty({n}, p0.options().requires_grad(false));
+        int64_t off = 0;
+        for (size_t i : members) {
+          auto& c = chunks_[i];
+          c.padded = flat.narrow(0, off, c.rows * c.row_numel);
+          c.shard = c.padded.narrow(0, 0, c.length * c.row_numel).view(c.shape(c.length));
+          off += c.rows * c.row_numel;
+        }
+        flats.emplace_back(std::move(members), std::move(flat));
+      }
+      for (auto& o : owned_) o.clear();
+      for (auto& c : chunks_) owned_[c.group].push_back(c.shard);
+    }
     {
       torch::NoGradGuard ng;
       for (auto& c : chunks_) {
@@ -352,38 +377,40 @@ class OptimizerPartition {
       for (size_t g = 0; g < groups.size(); ++g) groups[g].params() = std::move(all[g]);
       for (auto& c : chunks_) c.shard.mutable_grad() = torch::Tensor();
     };
+    auto release = [&] {
+      for (auto& c : chunks_) c.padded = c.shard = torch::Tensor();
+      for (auto& o : owned_) o.clear();
+    };
     bool stepped = false;
     try {
       stepped = fn();
     } catch (...) {
       restore();
+      release();
       throw;
     }
     restore();
-    if (stepped) all_gather(group, step);
+    try {
+      if (stepped) all_gather(group, step, flats);
+    } catch (...) {
+      release();
+      throw;
+    }
+    release();
     return stepped;
   }
 
-  /// Every rank's padded chunks into the full parameters: one _allgather_base per dtype and device (the chunks
-  /// flattened into one buffer, as FSDP2's all-gather copy-in), then each rank's rows copied into place.
-  void all_gather(ProcessGroup& group, int64_t step) {
+  /// Every rank's padded chunks into the full parameters: one _allgather_base per step buffer (dtype and device;
+  /// `flats`: its chunks and the buffer, as FSDP2's all-gather input), then each rank's rows copied into place.
+  void all_gather(ProcessGroup& group, int64_t step, const std::vector<std::pair<std::vector<size_t>, torch::Tensor>>& flats) {
     torch::NoGradGuard ng;
     const int w = group.world_size();
-    std::vector<char> done(chunks_.size(), 0);
-    for (size_t first = 0; first < chunks_.size(); ++first) {
-      if (done[first]) continue;
-      std::vector<size_t> members;
-      for (size_t i = first; i < chunks_.size(); ++i)
-        if (!done[i] && chunks_[i].padded.scalar_type() == chunks_[first].padded.scalar_type() &&
-            chunks_[i].padded.device() == chunks_[first].padded.device())
-          members.push_back(i), done[i] = 1;
-      std::vector<torch::Tensor> ins;
-      for (size_t i : members) ins.push_back(chunks_[i].padded);
-      auto in = torch::cat(ins).to(group.comm_device());
+    for (const auto& [members, flat] : flats) {
+      auto in = flat.to(group.comm_device());
       auto out = torch::empty({in.numel() * w}, in.options());
       group.wait(group.backend()->_allgather_base(out, in),
                  policytrain::detail::format("all-gather of the updated dim-0 chunks (optimizer step {})", step));
-      out = out.to(chunks_[first].padded.device());
+      out = out.to(flat.device());
       for (int r = 0; r < w; ++r) {
         int64_t off = in.numel() * r;
         for (size_t i : members) {
@@ -406,7 +433,8 @@ class OptimizerPartition {
       auto it = st.find(c.param.unsafeGetTensorImpl());
       if (it == st.end()) continue;
       map_state_tensors(*it->second, [&](const torch::Tensor& t) {
-        if (t.sizes() == c.shard.sizes()) return t;
+        const auto mine = c.shape(c.length);
+        if (t.sizes() == c10::IntArrayRef(mine)) return t;
         // Whole: the parameter's shape (a 0-dim parameter's state comes back from a sharded checkpoint as one row).
         if (t.numel() == c.param.numel()) return c.mine(t.reshape(c.param.sizes())).contiguous().clone();
         throw std::runtime_error(policytrain::detail::error_message(
@@ -414,7 +442,7 @@ class OptimizerPartition {
             policytrain::detail::format("the optimizer state of parameter {} (global index) has a tensor of shape "
                                         "{}; expected the parameter's {} (a whole state) or this rank's dim-0 chunk "
                                         "{}; resume from a checkpoint of this model and optimizer",
-                                        k, t.sizes(), c.param.sizes(), c.shard.sizes())));
+                                        k, t.sizes(), c.param.sizes(), c10::IntArrayRef(mine))));
       });
     }
   }
