@@ -25,6 +25,7 @@ struct ParallelFlags {
   bool bucket_view = false;
   bool static_graph = false;
   int zero = 0;
+  std::string zero_partition = "greedy";
   int max_restarts = 0;
   bool elastic = false;
 
@@ -69,6 +70,11 @@ struct ParallelFlags {
                    "owners); 3 the parameters too (as PyTorch's FSDP2: each layer a unit, gathered around its "
                    "compute); 0: every rank keeps all of both")
         ->check(CLI::IsMember({0, 1, 2, 3}));
+    app.add_option("--zero-partition", zero_partition,
+                   "With --zero 1|2, how the optimizer state (and at 2 the gradients) is split: greedy (whole "
+                   "parameters, as ZeroRedundancyOptimizer: a rank's state is bounded by the largest parameter) or "
+                   "dim0 (every parameter chunked on dim 0 across the ranks, as FSDP2: about total / N per rank)")
+        ->check(CLI::IsMember({"greedy", "dim0"}));
   }
 
   /// The per-rank micro-batch of `batch` (--batch-size): with --elastic the global one divided by the world size.
@@ -86,7 +92,10 @@ struct ParallelFlags {
 
   /// With --zero 1 or 2: the same, with the optimizer state (and at 2 the gradients) sharded.
   policytrain::parallel::ShardedDataParallel make_sharded() const {
-    return policytrain::parallel::ShardedDataParallel(options(), {.stage = zero});
+    return policytrain::parallel::ShardedDataParallel(
+        options(), {.stage = zero,
+                    .partition = zero_partition == "dim0" ? policytrain::parallel::Partition::dim0
+                                                          : policytrain::parallel::Partition::greedy});
   }
 
   policytrain::parallel::DataParallelOptions options() const {
@@ -134,6 +143,7 @@ struct ParallelFlags {
   nlohmann::json describe(const Parallel& dp) const {
     if (!dp.active()) return {{"name", zero ? "parallel::ShardedDataParallel" : "parallel::Single"}, {"zero", zero}};
     nlohmann::json d = {{"name", zero ? "parallel::ShardedDataParallel" : "parallel::DataParallel"}, {"zero", zero},
+            {"zero_partition", zero ? zero_partition : "none"},
             {"world_size", dp.world_size()}, {"elastic", elastic}, {"backend", backend},
             {"bucket_mb", bucket_mb}, {"buckets", dp.bucket_count()}, {"allreduce_calls", dp.allreduce_calls()},
             {"comm_wait_seconds", dp.comm_wait_seconds()}, {"timeout_s", timeout_s},

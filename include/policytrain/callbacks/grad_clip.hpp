@@ -128,6 +128,11 @@ class GradClip {
     if (mode() == Mode::norm && sharded) {
       // Each rank holds its own partition's gradients only: every rank's per-parameter norms, in the module's
       // order, make the same list one process would stack (a slot per parameter, and a flag for "has a gradient").
+      // Under the dim-0 partition (gradients_split) each rank holds some rows of every gradient: a parameter's
+      // norm is itself reduced, as the p-th root of the ranks' sums of |g|^p (the largest |g| for p = inf).
+      bool split = false;
+      if constexpr (requires { ctx.gradients_split(); }) split = ctx.gradients_split();
+      const bool inf = std::isinf(o_.p);
       if constexpr (requires { ctx.gradients_sharded(); })
         last_norm_ = detail::clip_grad_norm_no_sync(grads, *o_.max_norm, o_.p, [&](const std::vector<torch::Tensor>& mine) {
           const auto n = static_cast<int64_t>(params.size());
@@ -135,10 +140,18 @@ class GradClip {
           size_t k = 0;
           for (int64_t i = 0; i < n; ++i)
             if (params[static_cast<size_t>(i)].grad().defined()) {
-              slots[0][i].copy_(mine[k++]);
+              slots[0][i].copy_(split && !inf ? mine[k++].pow(o_.p) : mine[k++]);
               slots[1][i].fill_(1);
             }
-          ctx.reduce_gradient_statistic(slots, GradientReduce::sum);
+          if (split && inf) {
+            auto largest = slots[0].clone();
+            ctx.reduce_gradient_statistic(largest, GradientReduce::max);
+            ctx.reduce_gradient_statistic(slots, GradientReduce::sum);
+            slots[0].copy_(largest);
+          } else {
+            ctx.reduce_gradient_statistic(slots, GradientReduce::sum);
+            if (split) slots[0].pow_(1.0 / o_.p);
+          }
           const auto has = slots[1].gt(0).nonzero().reshape({-1});
           const auto all = slots[0].index_select(0, has);
           return all.unbind(0);

@@ -28,6 +28,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -335,6 +337,13 @@ POLICYTRAIN_DECL std::string merge_optimizer(const std::filesystem::path& folder
     }
   }
   detail::OutputArchive state(out.compilation_unit());
+  // An index that several shards list was chunked on dim 0 (parallel::Partition::dim0): each rank wrote its rows
+  // of every state tensor; they are concatenated in rank order (the manifest lists the shards so) into the whole
+  // state, which the loading ranks cut again for their world size (resharding comes with it).
+  std::map<int64_t, int> holders;
+  for (const auto& s : manifest.at("sharded").at("shards"))
+    for (const auto& k : s.at("indices")) ++holders[k.get<int64_t>()];
+  std::map<int64_t, std::vector<std::pair<fs::path, std::shared_ptr<detail::InputArchive>>>> pieces;
   for (const auto& s : manifest.at("sharded").at("shards")) {
     std::vector<int64_t> take;
     for (const auto& k : s.at("indices"))
@@ -352,13 +361,42 @@ POLICYTRAIN_DECL std::string merge_optimizer(const std::filesystem::path& folder
     for (const int64_t k : take) {
       if (k < 0 || k >= static_cast<int64_t>(keys.size()))
         detail::fail(file, policytrain::detail::format("holds parameter index {}; the optimizer has {}", k, keys.size()));
-      detail::InputArchive sub;
-      if (!a.try_read("state/" + std::to_string(k), sub))
+      auto sub = std::make_shared<detail::InputArchive>();
+      if (!a.try_read("state/" + std::to_string(k), *sub))
         detail::fail(file, policytrain::detail::format("lacks the state of parameter index {} that the manifest lists", k));
+      if (holders[k] > 1) {
+        pieces[k].emplace_back(file, std::move(sub));
+        continue;
+      }
       detail::OutputArchive osub(out.compilation_unit());
-      detail::copy_archive(sub, osub, detail::identity);
+      detail::copy_archive(*sub, osub, detail::identity);
       state.write(keys[static_cast<size_t>(k)], osub);
     }
+  }
+  for (auto& [k, parts] : pieces) {
+    detail::OutputArchive osub(out.compilation_unit());
+    for (const auto& name : parts.front().second->keys()) {
+      c10::IValue first;
+      parts.front().second->read(name, first);
+      if (!first.isTensor() || !first.toTensor().defined() || first.toTensor().dim() == 0) {
+        osub.write(name, first);  // a counter (Adam's step): the same on every rank
+        continue;
+      }
+      std::vector<torch::Tensor> rows;
+      for (auto& [file, sub] : parts) {
+        c10::IValue v;
+        if (!sub->try_read(name, v) || !v.isTensor())
+          detail::fail(file, policytrain::detail::format("lacks '{}' of the dim-0 chunk of parameter index {}", name, k));
+        rows.push_back(v.toTensor());
+      }
+      // In the parameter's shape (the manifest's): a 0-dim parameter was chunked as one row.
+      torch::Tensor whole = torch::cat(rows);
+      for (const auto& p : manifest.at("sharded").at("params"))
+        if (p.at("index").get<int64_t>() == k && whole.numel() == c10::multiply_integers(p.at("shape").get<std::vector<int64_t>>()))
+          whole = whole.reshape(p.at("shape").get<std::vector<int64_t>>());
+      osub.write(name, whole);
+    }
+    state.write(keys[static_cast<size_t>(k)], osub);
   }
   out.write("state", state);
   return detail::to_bytes(out);

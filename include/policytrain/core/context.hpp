@@ -155,6 +155,9 @@ class Context {
   /// Whether the optimizer steps shards of the parameters (stage 3): each rank's gradients are its shards', in the
   /// optimizer's param groups; the module's parameters have none.
   bool parameters_sharded() { return t_->parameters_sharded(); }
+  /// Whether each rank holds some dim-0 rows of every gradient (ZeRO-2 with ShardingOptions::partition = dim0): a
+  /// parameter's norm is then the reduction of every rank's part.
+  bool gradients_split() { return t_->gradients_split(); }
   /// Reduces `t` in place over the ranks (sum or max) when gradients are sharded; otherwise leaves it as it is.
   void reduce_gradient_statistic(torch::Tensor& t, GradientReduce op) { t_->reduce_gradient_statistic(t, op); }
   /// Reads every check a policy keeps pending on the device (flush_checks hooks: the precision policy's

@@ -43,6 +43,16 @@ struct DataParallelOptions {
   bool static_graph = false;
 };
 
+/// How the optimizer state is split over the ranks at stages 1 and 2 (ShardingOptions::partition).
+enum class Partition {
+  /// Whole parameters, ZeroRedundancyOptimizer's greedy rule (the default, as Python's): a rank's state is bounded
+  /// below by the largest parameter's.
+  greedy,
+  /// Every parameter chunked on dim 0 across the ranks (torch.chunk, padded to a multiple of the world size, as
+  /// FSDP2 shards): each rank keeps and steps the state of its chunk of every parameter, about total / N each.
+  dim0,
+};
+
 /// Run-time options of the sharding (beyond DataParallelOptions).
 struct ShardingOptions {
   /// ZeRO stage: 0 shards nothing (DataParallel's behaviour, so that one Trainer type can choose DataParallel,
@@ -51,6 +61,9 @@ struct ShardingOptions {
   /// backward); 3 shards the parameters too (chunked on dim 0, gathered per parallel::FullyShard unit around its
   /// forward and backward, as PyTorch's FSDP2).
   int stage = 1;
+  /// How the optimizer state (and at stage 2 the gradients) are split: whole parameters (greedy) or dim-0 chunks of
+  /// every parameter (dim0). Stages 0 and 3 ignore it (stage 3 chunks every parameter on dim 0 anyway).
+  Partition partition = Partition::greedy;
 };
 
 }  // namespace policytrain::parallel

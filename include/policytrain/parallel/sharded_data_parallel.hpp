@@ -22,7 +22,10 @@
 /// Partition: ZeroRedundancyOptimizer's greedy rule, per param group in order: the group's parameters sorted by
 /// size (largest first, ties in the group's order), each given to the rank with the smallest total so far (the
 /// totals carry over from group to group). A rank may own no parameter of a group. Same rule as Python, so the
-/// oracle compares each rank's shard too.
+/// oracle compares each rank's shard too. ShardingOptions::partition = dim0 chunks every parameter on dim 0
+/// instead (OptimizerPartition's dim-0 partition, FSDP2's layout): each rank keeps the state of its rows of every
+/// parameter, about total / N; the updated chunks are all-gathered rather than broadcast, and at stage 2 every
+/// gradient is reduce-scattered into the ranks' chunks (a parameter's .grad is then its chunk: gradients_split()).
 ///
 /// Checkpoints: before_save gathers every rank's state on rank 0 (each rank's Optimizer::save archive, sent with
 /// c10d send/recv, loaded into rank 0's optimizer, which then holds the consolidated state as Python's
@@ -88,7 +91,7 @@ class ShardedDataParallel {
   explicit ShardedDataParallel(DataParallelOptions o = {}, ShardingOptions z = {})
       : core_(std::move(o), z.stage >= 2 ? detail::GradientSync::owner : detail::GradientSync::reducer),
         z_(z),
-        partition_(core_.rank(), core_.active() && (z.stage == 1 || z.stage == 2)) {
+        partition_(core_.rank(), core_.active() && (z.stage == 1 || z.stage == 2), z.partition) {
     if (z_.stage < 0 || z_.stage > 3)
       throw std::invalid_argument(policytrain::detail::error_message(
           "policytrain::parallel::ShardedDataParallel", policytrain::detail::format(
@@ -153,7 +156,11 @@ class ShardedDataParallel {
 
   /// The rank that owns (keeps the optimizer state of, and steps) `p`; -1 for a tensor in no param group.
   int owner(const torch::Tensor& p) const { return partition_.owner(p); }
-  /// The parameters rank `r` owns, group by group, in each group's order (known after on_fit_begin).
+  /// Under ShardingOptions::partition = dim0: this rank's dim-0 chunk of `p` (its rows, and the tensor the
+  /// optimizer steps); null for a tensor in no param group, one process, or the greedy partition.
+  const Dim0Chunk* chunk(const torch::Tensor& p) const { return partition_.chunk(p); }
+  /// The parameters rank `r` owns, group by group, in each group's order (known after on_fit_begin; under the
+  /// dim-0 partition every rank keeps a chunk of every parameter).
   const std::vector<torch::Tensor>& partition(int r) const { return partition_.partition(r); }
   /// Bytes of optimizer state this rank keeps for the parameters it owns.
   template <class Optimizer>
@@ -323,7 +330,7 @@ class ShardedDataParallel {
   template <class Ctx>
   void after_save(Ctx& ctx) {
     if (std::exchange(consolidated_, false)) full_.restore(ctx.optimizer());
-    if (partition_.enabled()) partition_.drop_foreign_state(ctx.optimizer());
+    if (partition_.enabled()) partition_.release_consolidated(ctx.optimizer());
   }
 
   /// DataParallel's on_fit_end, then this rank's and every rank's optimizer state bytes (a collective).
@@ -376,6 +383,9 @@ class ShardedDataParallel {
   bool gradients_sharded() const { return z_.stage >= 2 && active(); }
   /// Stage 3 during a fit: the optimizer steps shards (Context::parameters_sharded: GradClip clips them).
   bool parameters_sharded() const { return full_.built() && full_.attached(); }
+  /// Whether a parameter's gradient is split over the ranks (stage 2 with the dim-0 partition): each rank holds
+  /// its dim-0 rows of every gradient, so a per-parameter statistic (a norm) is itself a reduction over the ranks.
+  bool gradients_split() const { return z_.stage == 2 && active() && partition_.dim0(); }
   /// Reduces a statistic of this rank's gradients over every rank, in place (a collective), when gradients are
   /// sharded; otherwise leaves it.
   template <class Ctx>
@@ -411,8 +421,15 @@ class ShardedDataParallel {
     const size_t n = rep->params.size();
     std::vector<int> owners(n, 0);
     for (size_t i = 0; i < n; ++i) owners[i] = std::max(0, owner(rep->params[i]));  // not in the optimizer: rank 0
-    if (!z2_ || z2_->owner != owners || z2_generation_ != rep->generation) {
-      z2_ = detail::Zero2Sync::make(rep, std::move(owners), core_.options().bucket_mb);
+    std::vector<int64_t> rows;
+    if (partition_.dim0()) {
+      for (const auto& p : rep->params) {
+        const int64_t d0 = p.dim() == 0 ? 1 : p.size(0);
+        rows.push_back((d0 + world_size() - 1) / world_size());
+      }
+    }
+    if (!z2_ || z2_->owner != owners || z2_->rows != rows || z2_generation_ != rep->generation) {
+      z2_ = detail::Zero2Sync::make(rep, std::move(owners), core_.options().bucket_mb, std::move(rows));
       z2_generation_ = rep->generation;
     }
   }

@@ -33,9 +33,16 @@ namespace policytrain::parallel::detail {
 /// the partition gives them), and every gradient of the bucket is released at once. At the backward's end each
 /// rank waits for its buckets and its own parameters' gradients become views of what it received: after the
 /// backward a rank holds only its partition's gradients (plus the buckets in flight while the backward runs).
+/// Under the dim-0 partition (`rows` not empty) every gradient is split instead into the ranks' dim-0 chunks (its
+/// row-major elements zero-padded to `rows` rows per rank, as FSDP2's reduce-scatter input), and a parameter's
+/// .grad after the backward is this rank's rows of the averaged gradient, in the chunk's shape (rows x the other
+/// dimensions); the optimizer steps the chunks (parallel::OptimizerPartition).
 struct Zero2Sync {
   std::shared_ptr<Replica> rep;
-  std::vector<int> owner;  ///< per Replica::params entry: its owning rank
+  std::vector<int> owner;  ///< per Replica::params entry: its owning rank (greedy)
+  /// Dim-0 partition: per Replica::params entry, its rows per rank (padding included: ceil(rows / world size));
+  /// empty under the greedy partition.
+  std::vector<int64_t> rows;
   /// per parameter: its gradient travels in the parameter's memory order and comes back with its strides (a
   /// channels_last weight gets a channels_last gradient, as autograd and c10d::Reducer give it; the fused
   /// optimizers walk a parameter, its gradient and its state in memory order). False: contiguous (also for a
@@ -85,8 +92,16 @@ struct Zero2Sync {
       auto& p = rep->params[i];
       torch::Tensor g = p.grad();
       if (!g.defined()) g = torch::zeros_like(p);
-      parts[static_cast<size_t>(owner[i])].push_back(flat(g, p, keeps_layout[i]));
       if (!like.defined()) like = g;
+      if (!rows.empty()) {
+        // Row-major (the chunks are rows of the logical tensor, whatever its layout), padded to rows x world size.
+        const int64_t per = rows[i] * row_numel(p);
+        auto f = g.reshape({-1});
+        if (f.numel() != per * w) f = torch::cat({f, torch::zeros({per * w - f.numel()}, f.options())});
+        for (int r = 0; r < w; ++r) parts[static_cast<size_t>(r)].push_back(f.narrow(0, per * r, per));
+        continue;
+      }
+      parts[static_cast<size_t>(owner[i])].push_back(flat(g, p, keeps_layout[i]));
     }
     b.launched = true;
     if (!like.defined()) return;  // nothing of this bucket is used anywhere
@@ -116,6 +131,12 @@ struct Zero2Sync {
     inflight.push_back(std::move(f));
   }
 
+  /// Elements per dim-0 row of `p` (a 0-dim parameter is one row of one).
+  static int64_t row_numel(const torch::Tensor& p) {
+    const int64_t d0 = p.dim() == 0 ? 1 : p.size(0);
+    return d0 == 0 ? 0 : p.numel() / d0;
+  }
+
   /// `g` (the gradient of `p`) as one dimension: in `p`'s memory order when `in_layout`, else row-major.
   static torch::Tensor flat(const torch::Tensor& g, const torch::Tensor& p, bool in_layout) {
     if (!in_layout) return g.reshape({-1});
@@ -130,8 +151,18 @@ struct Zero2Sync {
       int64_t off = 0;
       const auto& out = f.output[0];
       for (size_t i : buckets[f.bucket].members) {
-        if (owner[i] != rep->group->rank()) continue;
         auto& p = rep->params[i];
+        if (!rows.empty()) {
+          if (!used_now.empty() && !used_now[i]) continue;
+          const int64_t d0 = p.dim() == 0 ? 1 : p.size(0), n = row_numel(p);
+          const int64_t start = std::min(d0, rows[i] * rep->group->rank()), length = std::min(d0, start + rows[i]) - start;
+          std::vector<int64_t> shape{length};
+          for (int64_t d = 1; d < p.dim(); ++d) shape.push_back(p.size(d));
+          p.mutable_grad() = out.narrow(0, off, length * n).view(shape);
+          off += rows[i] * n;
+          continue;
+        }
+        if (owner[i] != rep->group->rank()) continue;
         if (!used_now.empty() && !used_now[i]) continue;
         auto chunk = out.narrow(0, off, p.numel());
         p.mutable_grad() = keeps_layout[i] ? chunk.as_strided(p.sizes(), p.strides(), chunk.storage_offset())
@@ -228,9 +259,11 @@ struct Zero2Sync {
   }
 
   /// The buckets (the parameters in reverse order, up to `bucket_mb` each, one dtype and device per bucket) of the
-  /// Replica's parameters with their `owners`, and a post-accumulate hook on every parameter. Throws
-  /// std::invalid_argument for a parameter with sparse gradients.
-  static std::shared_ptr<Zero2Sync> make(std::shared_ptr<Replica> rep, std::vector<int> owners, double bucket_mb);
+  /// Replica's parameters with their `owners` (or, under the dim-0 partition, their `rows` per rank; `owners` is
+  /// then unused), and a post-accumulate hook on every parameter. Throws std::invalid_argument for a parameter
+  /// with sparse gradients.
+  static std::shared_ptr<Zero2Sync> make(std::shared_ptr<Replica> rep, std::vector<int> owners, double bucket_mb,
+                                         std::vector<int64_t> rows = {});
 
   std::vector<char> used_now;  ///< the late window's "some rank has a gradient" flags (empty otherwise)
 };
@@ -246,12 +279,14 @@ struct Zero2Accumulated : torch::autograd::PostAccumulateGradHook {
 };
 
 
-inline std::shared_ptr<Zero2Sync> Zero2Sync::make(std::shared_ptr<Replica> r, std::vector<int> owners, double bucket_mb) {
+inline std::shared_ptr<Zero2Sync> Zero2Sync::make(std::shared_ptr<Replica> r, std::vector<int> owners, double bucket_mb,
+                                                  std::vector<int64_t> rows) {
   auto z = std::make_shared<Zero2Sync>();
   z->rep = std::move(r);
   const auto& rep = *z->rep;
   const size_t n = rep.params.size();
   z->owner = std::move(owners);
+  z->rows = std::move(rows);
   z->keeps_layout.assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
     const auto& p = rep.params[i];

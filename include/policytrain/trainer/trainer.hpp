@@ -203,6 +203,14 @@ class Trainer {
     else
       return false;
   }
+  /// Whether each rank holds a part of every gradient (ZeRO-2 with the dim-0 partition: the parallel policy's
+  /// gradients_split(), false where it has none): a per-parameter statistic is then itself reduced over the ranks.
+  bool gradients_split() {
+    if constexpr (requires { policy<Category::parallel>().gradients_split(); })
+      return policy<Category::parallel>().gradients_split();
+    else
+      return false;
+  }
   /// Reduces `t` in place over the ranks that hold the gradient shards (identity when gradients are not sharded).
   void reduce_gradient_statistic(torch::Tensor& t, GradientReduce op) {
     policy<Category::parallel>().reduce_gradient_statistic(ctx_, t, op);
