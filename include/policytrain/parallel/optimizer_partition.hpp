@@ -45,6 +45,7 @@
 #include <torch/types.h>
 
 #include <policytrain/detail/format.hpp>
+#include <policytrain/parallel/dim0_shard.hpp>
 #include <policytrain/parallel/options.hpp>
 #include <policytrain/parallel/process_group.hpp>
 
@@ -100,7 +101,7 @@ void map_state_tensors(torch::optim::OptimizerParamState& s, F&& f) {
 
 /// One parameter's dim-0 chunk on this rank (Partition::dim0; see the file comment). A 0-dim parameter counts as
 /// one row.
-struct Dim0Chunk {
+struct ParamChunk {
   torch::Tensor param;   ///< the full parameter, as the param group lists it
   torch::Tensor padded;  ///< during the step: this rank's `rows` rows, flat, in the all-gather's input (FSDP2's _sharded_param_data)
   torch::Tensor shard;   ///< during the step: the first `length` rows of `padded` in the chunk's shape, what the optimizer steps
@@ -111,12 +112,13 @@ struct Dim0Chunk {
   int64_t length = 0;    ///< this rank's rows (0 to rows)
   int64_t row_numel = 1; ///< elements per row
 
-  Dim0Chunk(const torch::Tensor& p, int rank, int world, size_t g) : param(p), group(g) {
+  ParamChunk(const torch::Tensor& p, int rank, int world, size_t g) : param(p), group(g) {
     d0 = p.dim() == 0 ? 1 : p.size(0);
     row_numel = d0 == 0 ? 0 : p.numel() / d0;
-    rows = (d0 + world - 1) / world;
-    start = std::min(d0, rows * rank);
-    length = std::min(d0, start + rows) - start;
+    const auto c = Dim0Chunk::of(d0, world);  // FSDP2's padded torch.chunk, as stage 3's
+    rows = c.chunk;
+    start = c.begin(rank);
+    length = c.size(rank);
   }
   /// The shape of `n` rows of the parameter.
   std::vector<int64_t> shape(int64_t n) const {
@@ -152,7 +154,7 @@ class OptimizerPartition {
     return it == owner_.end() ? -1 : it->second;
   }
   /// Under the dim-0 partition, this rank's chunk of `p` (null for a tensor in no param group, or greedy).
-  const Dim0Chunk* chunk(const torch::Tensor& p) const {
+  const ParamChunk* chunk(const torch::Tensor& p) const {
     auto it = chunk_of_.find(p.unsafeGetTensorImpl());
     return it == chunk_of_.end() ? nullptr : &chunks_[it->second];
   }
@@ -533,7 +535,7 @@ class OptimizerPartition {
   int rank_ = 0;
   bool enabled_ = false;
   bool dim0_ = false;
-  std::vector<Dim0Chunk> chunks_;                    ///< dim0: this rank's chunk of every parameter, groups in order
+  std::vector<ParamChunk> chunks_;                    ///< dim0: this rank's chunk of every parameter, groups in order
   std::unordered_map<const void*, size_t> chunk_of_;  ///< dim0: a parameter's index in chunks_
   std::unordered_map<void*, std::unique_ptr<torch::optim::OptimizerParamState>> stash_;  ///< dim0: rank 0's chunks during a consolidated save
   std::unordered_map<const void*, int> owner_;

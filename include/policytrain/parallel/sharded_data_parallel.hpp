@@ -158,7 +158,7 @@ class ShardedDataParallel {
   int owner(const torch::Tensor& p) const { return partition_.owner(p); }
   /// Under ShardingOptions::partition = dim0: this rank's dim-0 chunk of `p` (its rows, and the tensor the
   /// optimizer steps); null for a tensor in no param group, one process, or the greedy partition.
-  const Dim0Chunk* chunk(const torch::Tensor& p) const { return partition_.chunk(p); }
+  const ParamChunk* chunk(const torch::Tensor& p) const { return partition_.chunk(p); }
   /// The parameters rank `r` owns, group by group, in each group's order (known after on_fit_begin; under the
   /// dim-0 partition every rank keeps a chunk of every parameter).
   const std::vector<torch::Tensor>& partition(int r) const { return partition_.partition(r); }
