@@ -280,6 +280,12 @@ struct StrideCheck {
 ///   weights, as fit begin broadcasts them), then fit.
 /// - "defect-sparse": EmbNet with a sparse embedding, plain SGD; stage 2 refuses it (the message is saved).
 /// - "defect-tb": defect-cl's training with TensorBoard histograms every step (rank 0 writes <subdir>-tb).
+/// The worker's partition at stages 1 and 2: POLICYTRAIN_ZERO_PARTITION=dim0, else greedy.
+pt::parallel::Partition worker_partition() {
+  const char* p = std::getenv("POLICYTRAIN_ZERO_PARTITION");
+  return p != nullptr && std::string(p) == "dim0" ? pt::parallel::Partition::dim0 : pt::parallel::Partition::greedy;
+}
+
 int run_defect(const std::string& scenario, const fs::path& dir, const std::string& subdir) {
   const int stage = worker_stage();
   pt::parallel::DataParallelOptions dpo{.timeout = std::chrono::seconds(120)};
@@ -291,7 +297,7 @@ int run_defect(const std::string& scenario, const fs::path& dir, const std::stri
   const bool one_type = std::getenv("POLICYTRAIN_ZERO_ONE_TYPE") != nullptr;
   auto with_parallel = [&](auto&& body) {
     if (stage == 0 && !one_type) body(pt::parallel::DataParallel(dpo));
-    else body(pt::parallel::ShardedDataParallel(dpo, {.stage = stage}));
+    else body(pt::parallel::ShardedDataParallel(dpo, {.stage = stage, .partition = worker_partition()}));
   };
   const pt::data::LoaderOptions lo{.batch_size = kDefectGlobalBatch / world, .shuffle = true, .seed = 3, .rank = rank,
                                    .world_size = world};
@@ -1705,8 +1711,14 @@ TEST_CASE("issue 37: TensorBoard's gradient histograms under ZeRO-2 cover every 
   const auto dir = testing::temp_dir("zero-defect-tb");
   run_ours("defect-tb", 2, dir, "s0", 0);
   run_ours("defect-tb", 2, dir, "s2", 2);
-  const auto dp = grad_histograms(dir / "s0-tb"), z2 = grad_histograms(dir / "s2-tb");
+  // And under the dim-0 partition, where each rank holds its dim-0 rows of every gradient (the histograms had the
+  // rows of one rank and a collective of mismatched sizes before).
+  run_ours("defect-tb", 2, dir, "s2d", 2, 25, {{"POLICYTRAIN_ZERO_PARTITION", "dim0"}});
+  const auto dp = grad_histograms(dir / "s0-tb");
   REQUIRE(dp.size() == 4 * 12);  // 4 parameters, 12 steps
+  for (const char* sub : {"s2-tb", "s2d-tb"}) {
+  INFO(sub);
+  const auto z2 = grad_histograms(dir / sub);
   std::vector<std::string> missing;
   for (const auto& [key, v] : dp) {
     auto it = z2.find(key);
@@ -1721,6 +1733,7 @@ TEST_CASE("issue 37: TensorBoard's gradient histograms under ZeRO-2 cover every 
   INFO(fmt::format("missing under ZeRO-2: {}", fmt::join(missing, " ")));
   CHECK(missing.empty());
   CHECK(z2.size() == dp.size());
+  }
 }
 
 TEST_CASE("one Trainer type for DataParallel, ZeRO-1 and ZeRO-2: ShardedDataParallel{.stage = 0} ends bit-identical "

@@ -240,6 +240,28 @@ class TensorBoard {
     if (!sharded) return grads;
     const auto params = ctx.module().parameters(true);
     torch::NoGradGuard ng;
+    // Under ZeRO-2's dim-0 partition a rank holds its dim-0 rows of every gradient (ceil(rows / world size) each,
+    // the last ranks fewer or none): each is put in its place in a gradient of the parameter's shape, zeros
+    // elsewhere, so that the sum over the ranks is the whole gradient.
+    bool split = false;
+    if constexpr (requires { ctx.gradients_split(); }) split = ctx.gradients_split();
+    if (split) {
+      if constexpr (requires {
+                      ctx.template policy<Category::parallel>().rank();
+                      ctx.template policy<Category::parallel>().world_size();
+                    }) {
+        auto& par = ctx.template policy<Category::parallel>();
+        const int64_t rank = par.rank(), world = par.world_size();
+        for (size_t i = 0; i < params.size(); ++i) {
+          if (!grads[i].defined() || params[i].dim() == 0) continue;
+          const int64_t d0 = params[i].size(0), per = (d0 + world - 1) / world;
+          const int64_t start = std::min(d0, per * rank), length = std::min(d0, start + per) - start;
+          auto whole = torch::zeros(params[i].sizes(), grads[i].options());
+          if (length > 0) whole.narrow(0, start, length).copy_(grads[i].reshape(whole.narrow(0, start, length).sizes()));
+          grads[i] = whole;
+        }
+      }
+    }
     std::vector<torch::Tensor> flat;
     auto held = torch::zeros({static_cast<int64_t>(params.size())}, params.empty() ? torch::TensorOptions() : params[0].options());
     for (size_t i = 0; i < params.size(); ++i) {
