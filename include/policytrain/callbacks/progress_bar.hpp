@@ -116,7 +116,7 @@ class ProgressBar {
     if (ctx.is_main()) {
       if (tty_ && in_epoch_) std::fprintf(o_.out, "\n");
       const auto now = Clock::now();
-      std::fprintf(o_.out, "%s  loss %.4f%s  lr %.3g  %.1fs\n", step_name(ctx).c_str(), mean(ival_sum_, ival_count_),
+      std::fprintf(o_.out, "%s%s%s  lr %.3g  %.1fs\n", step_name(ctx).c_str(), loss_part(ival_sum_, ival_count_).c_str(),
                    val_.c_str(), ctx.step_lr(), std::chrono::duration<double>(now - val_t0_).count());
       std::fflush(o_.out);
       val_t0_ = now;
@@ -130,7 +130,7 @@ class ProgressBar {
     in_epoch_ = false;
     if (tty_) std::fprintf(o_.out, "\n");
     const double secs = std::chrono::duration<double>(Clock::now() - t0_).count();
-    std::fprintf(o_.out, "%s  loss %.4f%s  lr %.3g  %.1fs\n", epoch_name(ctx).c_str(), mean(loss_sum_, loss_count_),
+    std::fprintf(o_.out, "%s%s%s  lr %.3g  %.1fs\n", epoch_name(ctx).c_str(), loss_part(loss_sum_, loss_count_).c_str(),
                  val_.c_str(), ctx.step_lr(), secs);
     std::fflush(o_.out);
     val_.clear();
@@ -142,6 +142,12 @@ class ProgressBar {
   static double mean(const torch::Tensor& sum, const torch::Tensor& count) {
     if (!count.defined() || count.item<int64_t>() == 0) return std::numeric_limits<double>::quiet_NaN();
     return sum.item<double>() / static_cast<double>(count.item<int64_t>());
+  }
+  /// "  loss X", the mean of the steps' losses, or nothing where no step was trained (eval_on_start's line at
+  /// step 0: a "nan" there would read as a diverged run).
+  static std::string loss_part(const torch::Tensor& sum, const torch::Tensor& count) {
+    if (!count.defined()) return {};
+    return policytrain::detail::format("  loss {:.4f}", mean(sum, count));
   }
   /// "epoch E/L" (E the 0-based index, L the last); in a run by steps, which has no last epoch, "epoch E".
   template <class Ctx>
