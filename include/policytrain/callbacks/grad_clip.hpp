@@ -99,16 +99,7 @@ class GradClip {
   /// Throws std::invalid_argument for a non-positive max_norm or p (mode norm) or clip_value (mode value), and for a
   /// threshold the mode would ignore (both thresholds, max_norm with mode value or none, clip_value with mode norm or
   /// none): no setting is silently dropped. options() afterwards holds the resolved mode and its threshold.
-  explicit GradClip(Options o) : o_(resolve(o)) {
-    if (o_.mode == Mode::norm && !(*o_.max_norm > 0 && o_.p > 0))
-      throw std::invalid_argument(policytrain::detail::error_message(
-          "policytrain::callbacks::GradClip",
-          policytrain::detail::format("max_norm {} and p {}; expected both > 0 (p may be inf)", *o_.max_norm, o_.p)));
-    if (o_.mode == Mode::value && !(*o_.clip_value > 0))
-      throw std::invalid_argument(policytrain::detail::error_message(
-          "policytrain::callbacks::GradClip",
-          policytrain::detail::format("clip_value {}, expected > 0", *o_.clip_value)));
-  }
+  explicit GradClip(Options o);
 
   /// Clips the reduced, unscaled gradients of the module's parameters.
   template <class Ctx>
@@ -184,35 +175,52 @@ class GradClip {
   }
 
  private:
-  static Options resolve(Options o) {
-    const char* const who = "policytrain::callbacks::GradClip";
-    if (!o.mode) {
-      if (o.max_norm && o.clip_value)
-        throw std::invalid_argument(policytrain::detail::error_message(
-            who, policytrain::detail::format("both max_norm {} and clip_value {} given", *o.max_norm, *o.clip_value),
-            {}, "give one (clip by norm or by value)"));
-      o.mode = o.max_norm ? Mode::norm : o.clip_value ? Mode::value : Mode::none;
-    }
-    if (*o.mode != Mode::norm && o.max_norm)
-      throw std::invalid_argument(policytrain::detail::error_message(
-          who,
-          policytrain::detail::format("max_norm {} given with mode {}, which ignores it", *o.max_norm,
-                                      *o.mode == Mode::none ? "none" : "value"),
-          {}, "drop the mode (a max_norm alone clips by norm) or the max_norm"));
-    if (*o.mode != Mode::value && o.clip_value)
-      throw std::invalid_argument(policytrain::detail::error_message(
-          who,
-          policytrain::detail::format("clip_value {} given with mode {}, which ignores it", *o.clip_value,
-                                      *o.mode == Mode::none ? "none" : "norm"),
-          {}, "drop the mode (a clip_value alone clips by value) or the clip_value"));
-    if (*o.mode == Mode::norm && !o.max_norm) o.max_norm = 1.0;
-    if (*o.mode == Mode::value && !o.clip_value) o.clip_value = 1.0;
-    return o;
-  }
+  static Options resolve(Options o);
 
   Options o_;
   torch::Tensor last_norm_;
   torch::Tensor graph_norm_;  // the captured step's norm (rewritten by every replay)
 };
+
+
+// The definitions: here header-only, in <policytrain/src.hpp> with separate compilation (detail/config.hpp).
+#if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL GradClip::Options GradClip::resolve(Options o) {
+  const char* const who = "policytrain::callbacks::GradClip";
+  if (!o.mode) {
+    if (o.max_norm && o.clip_value)
+      throw std::invalid_argument(policytrain::detail::error_message(
+          who, policytrain::detail::format("both max_norm {} and clip_value {} given", *o.max_norm, *o.clip_value),
+          {}, "give one (clip by norm or by value)"));
+    o.mode = o.max_norm ? Mode::norm : o.clip_value ? Mode::value : Mode::none;
+  }
+  if (*o.mode != Mode::norm && o.max_norm)
+    throw std::invalid_argument(policytrain::detail::error_message(
+        who,
+        policytrain::detail::format("max_norm {} given with mode {}, which ignores it", *o.max_norm,
+                                    *o.mode == Mode::none ? "none" : "value"),
+        {}, "drop the mode (a max_norm alone clips by norm) or the max_norm"));
+  if (*o.mode != Mode::value && o.clip_value)
+    throw std::invalid_argument(policytrain::detail::error_message(
+        who,
+        policytrain::detail::format("clip_value {} given with mode {}, which ignores it", *o.clip_value,
+                                    *o.mode == Mode::none ? "none" : "norm"),
+        {}, "drop the mode (a clip_value alone clips by value) or the clip_value"));
+  if (*o.mode == Mode::norm && !o.max_norm) o.max_norm = 1.0;
+  if (*o.mode == Mode::value && !o.clip_value) o.clip_value = 1.0;
+  return o;
+}
+
+POLICYTRAIN_DECL GradClip::GradClip(Options o) : o_(resolve(o)) {
+  if (o_.mode == Mode::norm && !(*o_.max_norm > 0 && o_.p > 0))
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::callbacks::GradClip",
+        policytrain::detail::format("max_norm {} and p {}; expected both > 0 (p may be inf)", *o_.max_norm, o_.p)));
+  if (o_.mode == Mode::value && !(*o_.clip_value > 0))
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::callbacks::GradClip",
+        policytrain::detail::format("clip_value {}, expected > 0", *o_.clip_value)));
+}
+#endif
 
 }  // namespace policytrain::callbacks
