@@ -17,6 +17,7 @@
 #include <limits>
 #include <optional>
 #include <stdexcept>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -105,40 +106,16 @@ class GradClip {
   template <class Ctx>
   void before_step(Ctx& ctx) {
     if (mode() == Mode::none) return;
-    // Each tensor once: a tied weight's gradient counts once in the norm and is scaled once.
-    std::vector<torch::Tensor> grads;
-    const auto params = unique_parameters(ctx.module());
-    for (auto& p : params)
-      if (p.grad().defined()) grads.push_back(p.grad());
-    bool sharded = false;
-    if constexpr (requires { ctx.gradients_sharded(); }) sharded = mode() == Mode::norm && ctx.gradients_sharded();
-    if (grads.empty() && !sharded) return;
-    torch::NoGradGuard ng;
-    if (mode() == Mode::norm && sharded) {
-      // Each rank holds its own partition's gradients only: every rank's per-parameter norms, in the module's
-      // order, make the same list one process would stack (a slot per parameter, and a flag for "has a gradient").
-      if constexpr (requires { ctx.gradients_sharded(); })
-        last_norm_ = detail::clip_grad_norm_no_sync(grads, *o_.max_norm, o_.p, [&](const std::vector<torch::Tensor>& mine) {
-          const auto n = static_cast<int64_t>(params.size());
-          auto slots = torch::zeros({2, n}, torch::TensorOptions(torch::kFloat).device(ctx.device()));
-          size_t k = 0;
-          for (int64_t i = 0; i < n; ++i)
-            if (params[static_cast<size_t>(i)].grad().defined()) {
-              slots[0][i].copy_(mine[k++]);
-              slots[1][i].fill_(1);
-            }
-          ctx.reduce_gradient_statistic(slots, GradientReduce::sum);
-          const auto has = slots[1].gt(0).nonzero().reshape({-1});
-          const auto all = slots[0].index_select(0, has);
-          return all.unbind(0);
-        }, ctx.device());
-    } else if (mode() == Mode::norm) {
-      last_norm_ = detail::clip_grad_norm_no_sync(grads, *o_.max_norm, o_.p);
-      if constexpr (requires { ctx.capturing(); })
-        if (ctx.capturing()) graph_norm_ = last_norm_;  // a graph rewrites this tensor at every replay
-    } else {
-      for (auto& g : grads) g.clamp_(-*o_.clip_value, *o_.clip_value);
-    }
+    // The work is clip()'s, which sees the context through these pieces only (compiled once with separate
+    // compilation, whatever the Trainer): under sharded gradients a reduction over the ranks, and whether a graph
+    // is being captured.
+    std::function<void(torch::Tensor&)> reduce;
+    if constexpr (requires { ctx.gradients_sharded(); })
+      if (mode() == Mode::norm && ctx.gradients_sharded())
+        reduce = [&ctx](torch::Tensor& slots) { ctx.reduce_gradient_statistic(slots, GradientReduce::sum); };
+    bool capturing = false;
+    if constexpr (requires { ctx.capturing(); }) capturing = ctx.capturing();
+    clip(ctx.module(), reduce, ctx.device(), capturing);
   }
 
   /// Under step::CudaGraph, after a replay: the norm of the replayed step, copied from the tensor the graph rewrote
@@ -175,6 +152,10 @@ class GradClip {
   }
 
  private:
+  /// before_step's work: clips `module`'s gradients (each tensor once: a tied weight's gradient counts once in the
+  /// norm and is scaled once); `reduce`, when set, sums a statistic over the ranks (sharded gradients).
+  void clip(torch::nn::Module& module, const std::function<void(torch::Tensor&)>& reduce, torch::Device device,
+            bool capturing);
   static Options resolve(Options o);
 
   Options o_;
@@ -220,6 +201,41 @@ POLICYTRAIN_DECL GradClip::GradClip(Options o) : o_(resolve(o)) {
     throw std::invalid_argument(policytrain::detail::error_message(
         "policytrain::callbacks::GradClip",
         policytrain::detail::format("clip_value {}, expected > 0", *o_.clip_value)));
+}
+
+POLICYTRAIN_DECL void GradClip::clip(torch::nn::Module& module, const std::function<void(torch::Tensor&)>& reduce,
+                                     torch::Device device, bool capturing) {
+  // Each tensor once: a tied weight's gradient counts once in the norm and is scaled once.
+  std::vector<torch::Tensor> grads;
+  const auto params = unique_parameters(module);
+  for (auto& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  const bool sharded = static_cast<bool>(reduce);
+  if (grads.empty() && !sharded) return;
+  torch::NoGradGuard ng;
+  if (mode() == Mode::norm && sharded) {
+    // Each rank holds its own partition's gradients only: every rank's per-parameter norms, in the module's
+    // order, make the same list one process would stack (a slot per parameter, and a flag for "has a gradient").
+    last_norm_ = detail::clip_grad_norm_no_sync(grads, *o_.max_norm, o_.p, [&](const std::vector<torch::Tensor>& mine) {
+      const auto n = static_cast<int64_t>(params.size());
+      auto slots = torch::zeros({2, n}, torch::TensorOptions(torch::kFloat).device(device));
+      size_t k = 0;
+      for (int64_t i = 0; i < n; ++i)
+        if (params[static_cast<size_t>(i)].grad().defined()) {
+          slots[0][i].copy_(mine[k++]);
+          slots[1][i].fill_(1);
+        }
+      reduce(slots);
+      const auto has = slots[1].gt(0).nonzero().reshape({-1});
+      const auto all = slots[0].index_select(0, has);
+      return all.unbind(0);
+    }, device);
+  } else if (mode() == Mode::norm) {
+    last_norm_ = detail::clip_grad_norm_no_sync(grads, *o_.max_norm, o_.p);
+    if (capturing) graph_norm_ = last_norm_;  // a graph rewrites this tensor at every replay
+  } else {
+    for (auto& g : grads) g.clamp_(-*o_.clip_value, *o_.clip_value);
+  }
 }
 #endif
 
