@@ -90,6 +90,8 @@ OwnsParameter owned_parameters(Ctx& ctx, bool all);
 /// Disk's save steps that need its context (checkpoint/disk_save.hpp).
 template <class Ctx>
 struct DiskSave;
+/// Disk's sharded writes that need no context (checkpoint/disk_save.hpp; compiled once with separate compilation).
+struct ShardedWrites;
 /// An asynchronous sharded save in flight (checkpoint/disk_save.hpp).
 struct ShardedPending;
 /// One sharded checkpoint's parts as this rank staged them (a save's, or a best save still owed under
@@ -447,6 +449,7 @@ class Disk {
  private:
   template <class Ctx>
   friend struct detail::DiskSave;
+  friend struct detail::ShardedWrites;
   // on_validation_end's work, which needs only the Trainer's state: compiled once with separate compilation.
   void record_validation(TrainState& s, const Metrics& m);
   using Clock = std::chrono::steady_clock;
