@@ -20,11 +20,13 @@ once as a full compile (-O2 -c) and once as the front end alone (-fsyntax-only).
 time (user + system, of the compiler process and its children), which a busy machine inflates far less than the
 wall time; the wall times are printed too. Usage:
   bench/compile_cost.py [--reps N] [--cxx g++] [--units a,b,...] [--modes full,syntax] [--root DIR] [--max-ratio R]
-                        [--max-composition-ratio R]
+                        [--max-composition-ratio R] [--max-header-only-ratio R]
 --root measures another checkout's headers with this script (a before/after comparison); --modes full measures only
 the full compile.
 --max-ratio makes it exit 1 when umbrella/torch (full compile) exceeds R; --max-composition-ratio when
-composition-separate/plain does (composition/plain when composition-separate is not measured).
+composition-separate/plain does (composition/plain when composition-separate is not measured);
+--max-header-only-ratio when composition/plain does (the header-only composition). Every ratio is of two medians
+measured in the same run, so a loaded machine slows both sides of it.
 """
 import argparse
 import os
@@ -41,6 +43,7 @@ ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--cxx", default=os.environ.get("CXX", "g++"))
 ap.add_argument("--max-ratio", type=float, default=None)
 ap.add_argument("--max-composition-ratio", type=float, default=None)
+ap.add_argument("--max-header-only-ratio", type=float, default=None)
 ap.add_argument("--root", default=str(pathlib.Path(__file__).resolve().parent.parent))
 ap.add_argument("--modes", default="full,syntax")
 ap.add_argument("--units", default="torch,umbrella,all,all+parallel,plain,composition,composition-separate,library")
@@ -122,5 +125,10 @@ if a.max_ratio is not None and ratio is not None and ratio > a.max_ratio:
 if a.max_composition_ratio is not None and comp_ratio is not None and comp_ratio > a.max_composition_ratio:
     print(f"compile_cost.py: the composition ({comp_unit}) costs {comp_ratio:.2f}x the plain LibTorch program, above "
           f"{a.max_composition_ratio}x", file=sys.stderr)
+    status = 1
+header_only = comp_ratios.get("composition")
+if a.max_header_only_ratio is not None and header_only is not None and header_only > a.max_header_only_ratio:
+    print(f"compile_cost.py: the header-only composition costs {header_only:.2f}x the plain LibTorch program, above "
+          f"{a.max_header_only_ratio}x", file=sys.stderr)
     status = 1
 sys.exit(status)

@@ -29,6 +29,10 @@ install(FILES ${PROJECT_BINARY_DIR}/policytrainConfig.cmake ${PROJECT_BINARY_DIR
               ${PROJECT_SOURCE_DIR}/cmake/policytrainTorchCuda.cmake ${PROJECT_SOURCE_DIR}/cmake/policytrainKineto.cmake
         DESTINATION ${POLICYTRAIN_INSTALL_CMAKEDIR})
 install(FILES LICENSE DESTINATION ${POLICYTRAIN_INSTALL_LICENSEDIR})
+# The component `compiled` (policytrain::compiled, separate compilation): its one source file, next to the config
+# that builds it in the consumer's tree (policytrainConfig.cmake), so that it moves with the config (vcpkg moves
+# share/cmake/policytrain to share/policytrain).
+install(FILES src/policytrain.cpp DESTINATION ${POLICYTRAIN_INSTALL_CMAKEDIR} RENAME policytrain_compiled.cpp)
 # The command-line tool (verify, info, consolidate checkpoints), where this build made it.
 # Installed with a run path to LibTorch (and every other library it links from outside the project), so that it
 # starts from a clean environment (no LD_LIBRARY_PATH): the build tree's run path is dropped at install.

@@ -26,3 +26,5 @@ class PolicytrainTestConan(ConanFile):
     def test(self):
         if can_run(self):
             self.run(os.path.join(self.build_folder, "consumer", "consumer"), env="conanrun")
+            # The same program with separate compilation (the package's component compiled).
+            self.run(os.path.join(self.build_folder, "consumer", "consumer_compiled"), env="conanrun")

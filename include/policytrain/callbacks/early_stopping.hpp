@@ -44,12 +44,7 @@ class EarlyStopping {
 
   EarlyStopping() = default;
   /// Throws std::invalid_argument for patience < 1.
-  explicit EarlyStopping(Options o) : o_(std::move(o)) {
-    if (o_.patience < 1)
-      throw std::invalid_argument(policytrain::detail::error_message(
-          "policytrain::callbacks::EarlyStopping",
-          policytrain::detail::format("patience is {}, expected >= 1", o_.patience)));
-  }
+  explicit EarlyStopping(Options o);
 
   /// The settings.
   const Options& options() const { return o_; }
@@ -142,6 +137,13 @@ POLICYTRAIN_DECL void EarlyStopping::load_state_dict(const StateDict& d) {
   best_epoch_ = state_int(d, "best_epoch");
   wait_ = state_int(d, "wait");
   best_step_ = d.count("best_step") ? state_int(d, "best_step") : -1;  // written since training by steps
+}
+
+POLICYTRAIN_DECL EarlyStopping::EarlyStopping(Options o) : o_(std::move(o)) {
+  if (o_.patience < 1)
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::callbacks::EarlyStopping",
+        policytrain::detail::format("patience is {}, expected >= 1", o_.patience)));
 }
 #endif
 

@@ -56,15 +56,7 @@ class Ema {
 
   Ema() = default;
   /// Throws std::invalid_argument for a decay outside [0, 1) or tau < 0.
-  explicit Ema(Options o) : o_(o) {
-    if (!(o_.decay >= 0 && o_.decay < 1))
-      throw std::invalid_argument(policytrain::detail::error_message(
-          "policytrain::callbacks::Ema",
-          policytrain::detail::format("decay is {}, expected 0 <= decay < 1", o_.decay)));
-    if (o_.tau < 0)
-      throw std::invalid_argument(policytrain::detail::error_message(
-          "policytrain::callbacks::Ema", policytrain::detail::format("tau is {}, expected >= 0", o_.tau)));
-  }
+  explicit Ema(Options o);
 
   /// Whether the average is kept.
   bool enabled() const { return o_.enabled; }
@@ -254,6 +246,16 @@ POLICYTRAIN_DECL std::vector<torch::Tensor> Ema::match(const std::vector<std::st
             std::string_view(what) == "buffer" ? " (a state saved with average_buffers = true needs it true)" : "")));
   pending.clear();
   return s;
+}
+
+POLICYTRAIN_DECL Ema::Ema(Options o) : o_(o) {
+  if (!(o_.decay >= 0 && o_.decay < 1))
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::callbacks::Ema",
+        policytrain::detail::format("decay is {}, expected 0 <= decay < 1", o_.decay)));
+  if (o_.tau < 0)
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::callbacks::Ema", policytrain::detail::format("tau is {}, expected >= 0", o_.tau)));
 }
 #endif
 

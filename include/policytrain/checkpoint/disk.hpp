@@ -90,6 +90,8 @@ OwnsParameter owned_parameters(Ctx& ctx, bool all);
 /// Disk's save steps that need its context (checkpoint/disk_save.hpp).
 template <class Ctx>
 struct DiskSave;
+/// Disk's sharded writes that need no context (checkpoint/disk_save.hpp; compiled once with separate compilation).
+struct ShardedWrites;
 /// An asynchronous sharded save in flight (checkpoint/disk_save.hpp).
 struct ShardedPending;
 /// One sharded checkpoint's parts as this rank staged them (a save's, or a best save still owed under
@@ -346,27 +348,7 @@ class Disk {
   /// Records the metrics and marks a best / top-k save for the epoch end.
   template <class Ctx>
   void on_validation_end(Ctx& ctx, const Metrics& m) {
-    if (!enabled()) return;
-    history_.emplace_back(m.loss, m.accuracy);
-    if (!o_.best) return;
-    const double v = m.get(o_.monitor.metric);
-    const int64_t epoch = ctx.state().epoch;
-    if (o_.monitor.improves(v, best_metric_)) {
-      best_metric_ = v;
-      best_epoch_ = epoch;
-      ctx.state().best_metric = v;
-      ctx.state().best_epoch = epoch;
-      ctx.state().best_step = ctx.state().global_step;
-      // A validation before the first step (FitOptions::eval_on_start) sets the value to beat; the initial weights
-      // are not saved as the best (nanoGPT saves nothing at iteration 0).
-      pending_best_ = ctx.state().global_step > 0;
-    }
-    if (o_.top_k > 1 && std::isfinite(v) &&
-        (static_cast<int64_t>(top_.size()) < o_.top_k || o_.monitor.improves(v, top_.back().first))) {
-      top_.emplace_back(v, epoch);
-      std::stable_sort(top_.begin(), top_.end(), [&](auto& a, auto& b) { return o_.monitor.better(a.first, b.first); });
-      pending_top_ = true;
-    }
+    record_validation(ctx.state(), m);
   }
 
   /// Writes last, best and periodic epoch files; rotates epoch-/step- files.
@@ -480,6 +462,9 @@ class Disk {
  private:
   template <class Ctx>
   friend struct detail::DiskSave;
+  friend struct detail::ShardedWrites;
+  // on_validation_end's work, which needs only the Trainer's state: compiled once with separate compilation.
+  void record_validation(TrainState& s, const Metrics& m);
   using Clock = std::chrono::steady_clock;
 
   // The context as the non-template members see it (compiled once with separate compilation, whatever the

@@ -46,6 +46,30 @@ POLICYTRAIN_DECL Disk::Disk(Options o) : o_(std::move(o)), layout_(o_.directory)
         "one of them: a shard stores the optimizer state as it is", "unset save.half_optimizer (or sharded)"));
 }
 
+POLICYTRAIN_DECL void Disk::record_validation(TrainState& s, const Metrics& m) {
+  if (!enabled()) return;
+  history_.emplace_back(m.loss, m.accuracy);
+  if (!o_.best) return;
+  const double v = m.get(o_.monitor.metric);
+  const int64_t epoch = s.epoch;
+  if (o_.monitor.improves(v, best_metric_)) {
+    best_metric_ = v;
+    best_epoch_ = epoch;
+    s.best_metric = v;
+    s.best_epoch = epoch;
+    s.best_step = s.global_step;
+    // A validation before the first step (FitOptions::eval_on_start) sets the value to beat; the initial weights
+    // are not saved as the best (nanoGPT saves nothing at iteration 0).
+    pending_best_ = s.global_step > 0;
+  }
+  if (o_.top_k > 1 && std::isfinite(v) &&
+      (static_cast<int64_t>(top_.size()) < o_.top_k || o_.monitor.improves(v, top_.back().first))) {
+    top_.emplace_back(v, epoch);
+    std::stable_sort(top_.begin(), top_.end(), [&](auto& a, auto& b) { return o_.monitor.better(a.first, b.first); });
+    pending_top_ = true;
+  }
+}
+
 POLICYTRAIN_DECL StateDict Disk::state_dict() const {
   auto hist = torch::zeros({static_cast<int64_t>(history_.size()), 2}, torch::kDouble);
   for (size_t i = 0; i < history_.size(); ++i) {

@@ -22,6 +22,7 @@
 #include <policytrain/checkpoint/layout.hpp>
 #include <policytrain/checkpoint/sharded.hpp>
 #include <policytrain/core/category.hpp>
+#include <policytrain/detail/config.hpp>
 #include <policytrain/detail/format.hpp>
 
 namespace policytrain::checkpoint::detail {
@@ -48,6 +49,19 @@ OwnsParameter owned_parameters(Ctx& ctx, bool all) {
 struct ShardedPending {
   std::vector<std::shared_ptr<ShardedPart>> parts;  ///< owed best saves, then this save's
   std::string failure;                              ///< the staging's failure (nothing was written)
+};
+
+/// Disk's sharded writes that need no context: compiled once with separate compilation, whatever the Trainer.
+struct ShardedWrites {
+  /// An agreed failure of `p`: every rank keeps its best parts (all of them, written or not: the ranks other than
+  /// the main one do not know which manifest failed; writing one again is harmless), then on_write_error.
+  static void failed(Disk& d, ShardedPending& p, const std::string& failure);
+  /// This rank's writes of `p`: its shard into every folder of every part, and on the main rank the common part
+  /// (its digests into the part's `common` for the manifest). Throws CheckpointError at the first failure.
+  static void write_parts(const Layout& layout, ShardedPending& p, int64_t rank, bool main);
+  /// Hands `p`'s writes to this rank's background writer (made on the first save). The job holds the staged
+  /// bytes and the pending save, never the Disk nor a tensor of the run.
+  static void submit(Disk& d, const std::shared_ptr<ShardedPending>& p, int64_t rank, bool main);
 };
 
 /// Disk's save steps that need its context `Ctx` (a friend of Disk).
@@ -149,14 +163,14 @@ struct DiskSave {
     p->parts = std::exchange(d.sharded_owed_, {});
     p->parts.push_back(std::move(part));
     if (async) {
-      if (p->failure.empty()) submit(d, p, rank, ctx.is_main());
+      if (p->failure.empty()) ShardedWrites::submit(d, p, rank, ctx.is_main());
       d.pending_ = std::move(p);
       d.last_save_seconds_ = std::chrono::duration<double>(Disk::Clock::now() - t0).count();
       return;
     }
     if (p->failure.empty()) {
       try {
-        write_parts(d.layout_, *p, rank, ctx.is_main());
+        ShardedWrites::write_parts(d.layout_, *p, rank, ctx.is_main());
       } catch (const CheckpointError& e) {
         p->failure = e.what();
       }
@@ -188,7 +202,7 @@ struct DiskSave {
   /// checkpoint of each name stays the newest); every rank keeps the best parts to write again (retry_next_save),
   /// then on_write_error, every rank alike.
   static void finish(Disk& d, Ctx& ctx, ShardedPending& p, const std::string& failure) {
-    if (ctx.agree_any(!failure.empty())) return failed(d, p, failure.empty() ? std::string(kOtherRank) : failure);
+    if (ctx.agree_any(!failure.empty())) return ShardedWrites::failed(d, p, failure.empty() ? std::string(kOtherRank) : failure);
     std::string manifest_failure;
     if (ctx.is_main())
       for (const auto& part : p.parts) {
@@ -196,56 +210,54 @@ struct DiskSave {
                                             part->params, part->after, part->best_pt.get());
         if (!manifest_failure.empty()) break;
       }
-    if (ctx.agree_any(!manifest_failure.empty())) return failed(d, p, manifest_failure);
-  }
-
-  /// An agreed failure of `p`: every rank keeps its best parts (all of them, written or not: the ranks other than
-  /// the main one do not know which manifest failed; writing one again is harmless), then on_write_error.
-  static void failed(Disk& d, ShardedPending& p, const std::string& failure) {
-    if (d.o_.on_write_error == Disk::OnWriteError::retry_next_save)
-      for (auto& part : p.parts) {
-        std::erase_if(part->files, [](const auto& f) { return f.second != "best"; });
-        if (part->files.empty()) continue;
-        part->common.clear();
-        d.sharded_owed_.push_back(std::move(part));
-      }
-    d.write_failed(failure);
-  }
-
-  /// This rank's writes of `p`: its shard into every folder of every part, and on the main rank the common part
-  /// (its digests into the part's `common` for the manifest). Throws CheckpointError at the first failure.
-  static void write_parts(const Layout& layout, ShardedPending& p, int64_t rank, bool main) {
-    for (const auto& part : p.parts) {
-      if (!part->shard || (main && !part->payload))  // a save whose staging failed, kept as owed: nothing to write
-        throw CheckpointError(policytrain::detail::error_message(
-            "policytrain::checkpoint", policytrain::detail::format("the save of step {} has nothing staged to write "
-                                                                   "(its staging failed)", part->step)));
-      for (const auto& f : part->files) write_shard(layout.path(f.first), part->step, rank, part->world, *part->shard, part->indices);
-      if (!main) continue;
-      part->common.clear();
-      for (const auto& f : part->files) {
-        nlohmann::json m = part->meta;
-        m["kind"] = f.second;
-        m["sharded_part"] = "common";
-        part->common.push_back(write_part(layout.path(f.first) / Layout::common(part->step), m, *part->payload));
-      }
-    }
-  }
-
-  /// Hands `p`'s writes to this rank's background writer (made on the first save). The job holds the staged
-  /// bytes and the pending save, never the Disk nor a tensor of the run.
-  static void submit(Disk& d, const std::shared_ptr<ShardedPending>& p, int64_t rank, bool main) {
-    if (!d.writer_) {
-      d.writer_ = std::make_shared<AsyncWriter>();
-      d.written_ = std::make_shared<std::atomic<int64_t>>(0);
-    }
-    d.writer_->submit([p, layout = d.layout_, rank, main] {
-      const int64_t step = p->parts.back()->step;
-      if (const auto& hook = sharded_probe().async_write_begin) hook(step, rank);
-      write_parts(layout, *p, rank, main);
-      if (const auto& hook = sharded_probe().after_shard_written) hook(step, rank);
-    });
+    if (ctx.agree_any(!manifest_failure.empty())) return ShardedWrites::failed(d, p, manifest_failure);
   }
 };
+
+
+// ShardedWrites' definitions: here header-only, in <policytrain/src.hpp> with separate compilation.
+#if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL void ShardedWrites::failed(Disk& d, ShardedPending& p, const std::string& failure) {
+  if (d.o_.on_write_error == Disk::OnWriteError::retry_next_save)
+    for (auto& part : p.parts) {
+      std::erase_if(part->files, [](const auto& f) { return f.second != "best"; });
+      if (part->files.empty()) continue;
+      part->common.clear();
+      d.sharded_owed_.push_back(std::move(part));
+    }
+  d.write_failed(failure);
+}
+
+POLICYTRAIN_DECL void ShardedWrites::write_parts(const Layout& layout, ShardedPending& p, int64_t rank, bool main) {
+  for (const auto& part : p.parts) {
+    if (!part->shard || (main && !part->payload))  // a save whose staging failed, kept as owed: nothing to write
+      throw CheckpointError(policytrain::detail::error_message(
+          "policytrain::checkpoint", policytrain::detail::format("the save of step {} has nothing staged to write "
+                                                                 "(its staging failed)", part->step)));
+    for (const auto& f : part->files) write_shard(layout.path(f.first), part->step, rank, part->world, *part->shard, part->indices);
+    if (!main) continue;
+    part->common.clear();
+    for (const auto& f : part->files) {
+      nlohmann::json m = part->meta;
+      m["kind"] = f.second;
+      m["sharded_part"] = "common";
+      part->common.push_back(write_part(layout.path(f.first) / Layout::common(part->step), m, *part->payload));
+    }
+  }
+}
+
+POLICYTRAIN_DECL void ShardedWrites::submit(Disk& d, const std::shared_ptr<ShardedPending>& p, int64_t rank, bool main) {
+  if (!d.writer_) {
+    d.writer_ = std::make_shared<AsyncWriter>();
+    d.written_ = std::make_shared<std::atomic<int64_t>>(0);
+  }
+  d.writer_->submit([p, layout = d.layout_, rank, main] {
+    const int64_t step = p->parts.back()->step;
+    if (const auto& hook = sharded_probe().async_write_begin) hook(step, rank);
+    write_parts(layout, *p, rank, main);
+    if (const auto& hook = sharded_probe().after_shard_written) hook(step, rank);
+  });
+}
+#endif
 
 }  // namespace policytrain::checkpoint::detail

@@ -43,20 +43,7 @@ struct Monitor {
   /// auroc, r2, iou, map, dice and names ending in one of them after '_' or '/', as "val_accuracy" or "macro/f1",
   /// then perhaps an average, as "f1_macro" or "precision/weighted"), min for
   /// everything else (loss, error, perplexity, mse, mae, ...).
-  static Mode default_mode(const std::string& metric) {
-    static constexpr std::string_view scores[] = {"accuracy", "acc", "f1", "precision", "recall", "auc", "auroc",
-                                                  "r2", "iou", "map", "dice", "top1", "top5"};
-    std::string_view m = metric;
-    // An average's name after the score ("f1_macro", "precision/weighted") leaves the score's direction.
-    for (std::string_view avg : {"micro", "macro", "weighted"})
-      if (m.size() > avg.size() + 1 && m.substr(m.size() - avg.size()) == avg &&
-          (m[m.size() - avg.size() - 1] == '_' || m[m.size() - avg.size() - 1] == '/'))
-        m = m.substr(0, m.size() - avg.size() - 1);
-    if (const auto cut = m.find_last_of("_/"); cut != std::string_view::npos) m = m.substr(cut + 1);
-    for (auto s : scores)
-      if (m == s) return Mode::max;
-    return Mode::min;
-  }
+  static Mode default_mode(const std::string& metric);
   /// The mode in effect: the one given, else the metric's own (default_mode).
   Mode effective_mode() const { return mode.value_or(default_mode(metric)); }
 
@@ -71,5 +58,24 @@ struct Monitor {
   /// Whether `v` is strictly worse than `threshold`.
   bool worse(double v, double threshold) const { return effective_mode() == Mode::min ? v > threshold : v < threshold; }
 };
+
+
+// The definitions: here header-only, in <policytrain/src.hpp> with separate compilation (detail/config.hpp).
+#if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL Mode Monitor::default_mode(const std::string& metric) {
+  static constexpr std::string_view scores[] = {"accuracy", "acc", "f1", "precision", "recall", "auc", "auroc",
+                                                "r2", "iou", "map", "dice", "top1", "top5"};
+  std::string_view m = metric;
+  // An average's name after the score ("f1_macro", "precision/weighted") leaves the score's direction.
+  for (std::string_view avg : {"micro", "macro", "weighted"})
+    if (m.size() > avg.size() + 1 && m.substr(m.size() - avg.size()) == avg &&
+        (m[m.size() - avg.size() - 1] == '_' || m[m.size() - avg.size() - 1] == '/'))
+      m = m.substr(0, m.size() - avg.size() - 1);
+  if (const auto cut = m.find_last_of("_/"); cut != std::string_view::npos) m = m.substr(cut + 1);
+  for (auto s : scores)
+    if (m == s) return Mode::max;
+  return Mode::min;
+}
+#endif
 
 }  // namespace policytrain

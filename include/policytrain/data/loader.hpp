@@ -33,21 +33,7 @@ struct LoaderOptions {
 class TensorLoader {
  public:
   /// Batches of inputs `x` and targets `y` (same first dimension); throws std::invalid_argument on bad options.
-  TensorLoader(torch::Tensor x, torch::Tensor y, LoaderOptions o = {}) : x_(std::move(x)), y_(std::move(y)), o_(o) {
-    if (x_.size(0) != y_.size(0))
-      throw std::invalid_argument(policytrain::detail::error_message(
-          "policytrain::data::TensorLoader",
-          policytrain::detail::format("{} inputs but {} targets", x_.size(0), y_.size(0))));
-    if (o_.batch_size <= 0)
-      throw std::invalid_argument(policytrain::detail::error_message(
-          "policytrain::data::TensorLoader",
-          policytrain::detail::format("batch_size is {}, expected > 0", o_.batch_size)));
-    if (o_.world_size <= 0 || o_.rank < 0 || o_.rank >= o_.world_size)
-      throw std::invalid_argument(policytrain::detail::error_message(
-          "policytrain::data::TensorLoader",
-          policytrain::detail::format("rank {} of world size {} is invalid", o_.rank, o_.world_size)));
-    set_epoch(0);
-  }
+  TensorLoader(torch::Tensor x, torch::Tensor y, LoaderOptions o = {});
 
   /// Reshuffles for `epoch` (the Trainer calls it at the start of every epoch).
   void set_epoch(int64_t epoch);
@@ -167,6 +153,22 @@ POLICYTRAIN_DECL void TensorLoader::set_epoch(int64_t epoch) {
     for (int64_t p = n; p < total; ++p) padding_ += p % o_.world_size == o_.rank ? 1 : 0;
   }
   order_ = order;
+}
+
+POLICYTRAIN_DECL TensorLoader::TensorLoader(torch::Tensor x, torch::Tensor y, LoaderOptions o) : x_(std::move(x)), y_(std::move(y)), o_(o) {
+  if (x_.size(0) != y_.size(0))
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::data::TensorLoader",
+        policytrain::detail::format("{} inputs but {} targets", x_.size(0), y_.size(0))));
+  if (o_.batch_size <= 0)
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::data::TensorLoader",
+        policytrain::detail::format("batch_size is {}, expected > 0", o_.batch_size)));
+  if (o_.world_size <= 0 || o_.rank < 0 || o_.rank >= o_.world_size)
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::data::TensorLoader",
+        policytrain::detail::format("rank {} of world size {} is invalid", o_.rank, o_.world_size)));
+  set_epoch(0);
 }
 #endif
 

@@ -37,6 +37,7 @@
 
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/config.hpp>
 #include <policytrain/detail/format.hpp>
 #include <policytrain/optim/fused_common.hpp>
 #include <policytrain/precision/autocast_guard.hpp>
@@ -101,15 +102,7 @@ class Autocast {
 
   Autocast() : Autocast(Options{}) {}
   /// Throws std::invalid_argument for a dtype other than fp32, bf16 or fp16.
-  explicit Autocast(Options o) : o_(o), scaler_(o.scaler) {
-    if (o_.dtype && *o_.dtype != c10::ScalarType::Float && *o_.dtype != c10::ScalarType::BFloat16 &&
-        *o_.dtype != c10::ScalarType::Half)
-      throw std::invalid_argument(policytrain::detail::error_message(
-          "policytrain::precision::Autocast",
-          policytrain::detail::format("dtype {} is not supported; "
-                                      "use torch::kFloat (off), torch::kBFloat16 or torch::kHalf",
-                                      c10::toString(*o_.dtype))));
-  }
+  explicit Autocast(Options o);
 
   /// The settings.
   const Options& options() const { return o_; }
@@ -241,27 +234,7 @@ class Autocast {
   void load_state_dict(const StateDict& d) { scaler_.load_state_dict(d); }
 
  private:
-  void resolve(c10::DeviceType trainer_device) {
-    device_ = o_.device.value_or(trainer_device);
-    dtype_ = o_.dtype.value_or(default_autocast_dtype(device_));
-    if (dtype_ != c10::ScalarType::Float && !autocast_supports(device_, dtype_))
-      throw std::invalid_argument(policytrain::detail::error_message(
-          "policytrain::precision::Autocast",
-          policytrain::detail::format("autocast on {} with dtype {} is not supported; use bf16 or fp16 on "
-                                      "CPU or CUDA, or fp32 to turn autocast off",
-                                      c10::DeviceTypeName(device_), c10::toString(dtype_))));
-#ifndef POLICYTRAIN_WITH_CUDA
-    // Without CUDA kernels an autocast scope for CUDA would silently change nothing.
-    if (device_ == c10::DeviceType::CUDA && dtype_ != c10::ScalarType::Float)
-      throw std::invalid_argument(
-          policytrain::detail::error_message("policytrain::precision::Autocast",
-                                             "device CUDA requested, but this build's LibTorch has no CUDA; "
-                                             "use the CPU, or build against a CUDA LibTorch"));
-#endif
-    scaling_ = o_.loss_scaling == LossScaling::on ||
-               (o_.loss_scaling == LossScaling::automatic && dtype_ == c10::ScalarType::Half);
-    resolved_ = true;
-  }
+  void resolve(c10::DeviceType trainer_device);
 
   Options o_;
   LossScaler scaler_;
@@ -271,5 +244,41 @@ class Autocast {
   bool resolved_ = false;
   detail::LossCheck check_;
 };
+
+
+// The definitions: here header-only, in <policytrain/src.hpp> with separate compilation (detail/config.hpp).
+#if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL void Autocast::resolve(c10::DeviceType trainer_device) {
+  device_ = o_.device.value_or(trainer_device);
+  dtype_ = o_.dtype.value_or(default_autocast_dtype(device_));
+  if (dtype_ != c10::ScalarType::Float && !autocast_supports(device_, dtype_))
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::precision::Autocast",
+        policytrain::detail::format("autocast on {} with dtype {} is not supported; use bf16 or fp16 on "
+                                    "CPU or CUDA, or fp32 to turn autocast off",
+                                    c10::DeviceTypeName(device_), c10::toString(dtype_))));
+#ifndef POLICYTRAIN_WITH_CUDA
+  // Without CUDA kernels an autocast scope for CUDA would silently change nothing.
+  if (device_ == c10::DeviceType::CUDA && dtype_ != c10::ScalarType::Float)
+    throw std::invalid_argument(
+        policytrain::detail::error_message("policytrain::precision::Autocast",
+                                           "device CUDA requested, but this build's LibTorch has no CUDA; "
+                                           "use the CPU, or build against a CUDA LibTorch"));
+#endif
+  scaling_ = o_.loss_scaling == LossScaling::on ||
+             (o_.loss_scaling == LossScaling::automatic && dtype_ == c10::ScalarType::Half);
+  resolved_ = true;
+}
+
+POLICYTRAIN_DECL Autocast::Autocast(Options o) : o_(o), scaler_(o.scaler) {
+  if (o_.dtype && *o_.dtype != c10::ScalarType::Float && *o_.dtype != c10::ScalarType::BFloat16 &&
+      *o_.dtype != c10::ScalarType::Half)
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::precision::Autocast",
+        policytrain::detail::format("dtype {} is not supported; "
+                                    "use torch::kFloat (off), torch::kBFloat16 or torch::kHalf",
+                                    c10::toString(*o_.dtype))));
+}
+#endif
 
 }  // namespace policytrain::precision

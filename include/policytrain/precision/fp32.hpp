@@ -166,28 +166,34 @@ class LossCheck {
     double value = 0;
   };
   /// The first non-finite entry pending, if any; empties the buffer. One host read when anything is pending.
-  std::optional<Where> first_bad() {
-    if (where_.empty()) return std::nullopt;
-    const torch::Tensor b = buf_.narrow(0, 0, static_cast<int64_t>(where_.size()));
-    const torch::Tensor bad = b.isfinite().logical_not();
-    // argmax of the mask is its first true entry; both numbers and the value come back in one copy.
-    const torch::Tensor i = bad.to(torch::kByte).argmax();
-    const torch::Tensor packed =
-        torch::stack({bad.any().to(torch::kDouble), i.to(torch::kDouble), b.index({i}).to(torch::kDouble)}).cpu();
-    std::optional<Where> r;
-    if (packed[0].item<double>() != 0) {
-      r = where_.at(static_cast<size_t>(packed[1].item<double>()));
-      r->value = packed[2].item<double>();
-    }
-    where_.clear();
-    return r;
-  }
+  std::optional<Where> first_bad();
 
   torch::Tensor buf_;
   torch::Tensor graph_step_, graph_value_;  // the captured check's first bad step (-1: none) and its loss
   std::vector<Where> where_;
   bool window_bad_ = false;
 };
+
+// The definitions: here header-only, in <policytrain/src.hpp> with separate compilation (detail/config.hpp).
+#if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL std::optional<LossCheck::Where> LossCheck::first_bad() {
+  if (where_.empty()) return std::nullopt;
+  const torch::Tensor b = buf_.narrow(0, 0, static_cast<int64_t>(where_.size()));
+  const torch::Tensor bad = b.isfinite().logical_not();
+  // argmax of the mask is its first true entry; both numbers and the value come back in one copy.
+  const torch::Tensor i = bad.to(torch::kByte).argmax();
+  const torch::Tensor packed =
+      torch::stack({bad.any().to(torch::kDouble), i.to(torch::kDouble), b.index({i}).to(torch::kDouble)}).cpu();
+  std::optional<Where> r;
+  if (packed[0].item<double>() != 0) {
+    r = where_.at(static_cast<size_t>(packed[1].item<double>()));
+    r->value = packed[2].item<double>();
+  }
+  where_.clear();
+  return r;
+}
+#endif
+
 /// Why a precision policy acting on a non-finite loss as `action` says cannot run inside a captured step.
 POLICYTRAIN_DECL std::string nonfinite_graph_refusal(std::string_view policy, NonFinite action)
 #if POLICYTRAIN_DEFINE

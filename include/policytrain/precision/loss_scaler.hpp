@@ -87,25 +87,7 @@ class LossScaler {
 
   /// Unscales (when unscale() was not called this step), then steps `opt` unless a gradient was inf/NaN.
   /// Returns whether it stepped.
-  bool step(torch::optim::Optimizer& opt) {
-    if (stage_ == Stage::stepped)
-      throw std::logic_error(policytrain::detail::error_message("policytrain::precision::LossScaler::step",
-                                                                "already called since the last update(); "
-                                                                "call update() after each step"));
-    if (stage_ == Stage::ready) unscale(opt);
-    if (!checked_)
-      throw std::logic_error(policytrain::detail::error_message(
-          "policytrain::precision::LossScaler::step",
-          "no gradients were checked (no parameter of "
-          "the optimizer has a gradient); call backward on the scaled loss before stepping"));
-    double inf = 0;
-    for (const auto& d : found_inf_) inf += d.found_inf.item<double>();
-    const bool stepped = inf == 0;
-    if (stepped) opt.step();
-    else ++skipped_;
-    stage_ = Stage::stepped;
-    return stepped;
-  }
+  bool step(torch::optim::Optimizer& opt);
 
   /// Unscales (when unscale() was not called this step), then steps a fused optimizer (`fused` is `opt` seen as
   /// optim::FusedGradScaling) with this step's inf flag as its `found_inf`: the kernel skips the update on the
@@ -125,17 +107,7 @@ class LossScaler {
   }
 
   /// Updates the scale from this step's inf checks (all devices combined); readies the next step.
-  void update() {
-    require_scale("update");
-    if (!checked_)
-      throw std::logic_error(policytrain::detail::error_message("policytrain::precision::LossScaler::update",
-                                                                "no inf checks were recorded; "
-                                                                "call unscale() or step() before update()"));
-    const torch::Tensor combined = combined_found_inf();
-    at::_amp_update_scale_(scale_, tracker_, combined, o_.growth_factor, o_.backoff_factor, o_.growth_interval);
-    checked_ = false;
-    stage_ = Stage::ready;
-  }
+  void update();
 
   /// Allocates what a captured step writes but would otherwise allocate inside the capture (the device skip
   /// counter), so that it lives outside the graph's memory pool. Called by the precision policy's prepare_capture.
@@ -190,35 +162,11 @@ class LossScaler {
     torch::Tensor found_inf, inv_scale;
   };
 
-  static void validate(const Options& o) {
-    if (!(o.init_scale > 0) || !(o.growth_factor > 1.0) || !(o.backoff_factor > 0 && o.backoff_factor < 1.0) ||
-        o.growth_interval <= 0)
-      throw std::invalid_argument(policytrain::detail::error_message(
-          "policytrain::precision::LossScaler",
-          policytrain::detail::format(
-              "options init_scale {}, growth_factor {}, backoff_factor {}, "
-              "growth_interval {} are invalid; expected init_scale > 0, growth_factor > 1, 0 < backoff_factor < 1, "
-              "growth_interval > 0",
-              o.init_scale, o.growth_factor, o.backoff_factor, o.growth_interval)));
-  }
-  void lazy_init(torch::Device device) {
-    // GradScaler's dtypes: the update kernel requires a float32 scale and an int32 tracker.
-    scale_ = torch::full({}, o_.init_scale, torch::dtype(torch::kFloat).device(device));
-    tracker_ = torch::full({}, init_tracker_, torch::dtype(torch::kInt).device(device));
-  }
+  static void validate(const Options& o);
+  void lazy_init(torch::Device device);
   /// This step's inf flags, all devices summed, on the scale's device.
-  torch::Tensor combined_found_inf() const {
-    torch::Tensor combined = found_inf_.front().found_inf.to(scale_.device(), /*non_blocking=*/true);
-    for (size_t i = 1; i < found_inf_.size(); ++i) combined = combined + found_inf_[i].found_inf.to(scale_.device(), true);
-    return combined;
-  }
-  void require_scale(const char* what) const {
-    if (!scale_.defined())
-      throw std::logic_error(policytrain::detail::error_message(
-          policytrain::detail::format("policytrain::precision::LossScaler::{}", what),
-          policytrain::detail::format("the scale was never used; "
-                                      "call scale(loss) and backward on its result first")));
-  }
+  torch::Tensor combined_found_inf() const;
+  void require_scale(const char* what) const;
 
   Options o_;
   torch::Tensor scale_, tracker_;
@@ -342,6 +290,70 @@ POLICYTRAIN_DECL void LossScaler::load_state_dict(const StateDict& d) {
   }
   checked_ = false;
   stage_ = Stage::ready;
+}
+
+POLICYTRAIN_DECL bool LossScaler::step(torch::optim::Optimizer& opt) {
+  if (stage_ == Stage::stepped)
+    throw std::logic_error(policytrain::detail::error_message("policytrain::precision::LossScaler::step",
+                                                              "already called since the last update(); "
+                                                              "call update() after each step"));
+  if (stage_ == Stage::ready) unscale(opt);
+  if (!checked_)
+    throw std::logic_error(policytrain::detail::error_message(
+        "policytrain::precision::LossScaler::step",
+        "no gradients were checked (no parameter of "
+        "the optimizer has a gradient); call backward on the scaled loss before stepping"));
+  double inf = 0;
+  for (const auto& d : found_inf_) inf += d.found_inf.item<double>();
+  const bool stepped = inf == 0;
+  if (stepped) opt.step();
+  else ++skipped_;
+  stage_ = Stage::stepped;
+  return stepped;
+}
+
+POLICYTRAIN_DECL void LossScaler::update() {
+  require_scale("update");
+  if (!checked_)
+    throw std::logic_error(policytrain::detail::error_message("policytrain::precision::LossScaler::update",
+                                                              "no inf checks were recorded; "
+                                                              "call unscale() or step() before update()"));
+  const torch::Tensor combined = combined_found_inf();
+  at::_amp_update_scale_(scale_, tracker_, combined, o_.growth_factor, o_.backoff_factor, o_.growth_interval);
+  checked_ = false;
+  stage_ = Stage::ready;
+}
+
+POLICYTRAIN_DECL void LossScaler::validate(const Options& o) {
+  if (!(o.init_scale > 0) || !(o.growth_factor > 1.0) || !(o.backoff_factor > 0 && o.backoff_factor < 1.0) ||
+      o.growth_interval <= 0)
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::precision::LossScaler",
+        policytrain::detail::format(
+            "options init_scale {}, growth_factor {}, backoff_factor {}, "
+            "growth_interval {} are invalid; expected init_scale > 0, growth_factor > 1, 0 < backoff_factor < 1, "
+            "growth_interval > 0",
+            o.init_scale, o.growth_factor, o.backoff_factor, o.growth_interval)));
+}
+
+POLICYTRAIN_DECL void LossScaler::lazy_init(torch::Device device) {
+  // GradScaler's dtypes: the update kernel requires a float32 scale and an int32 tracker.
+  scale_ = torch::full({}, o_.init_scale, torch::dtype(torch::kFloat).device(device));
+  tracker_ = torch::full({}, init_tracker_, torch::dtype(torch::kInt).device(device));
+}
+
+POLICYTRAIN_DECL torch::Tensor LossScaler::combined_found_inf() const {
+  torch::Tensor combined = found_inf_.front().found_inf.to(scale_.device(), /*non_blocking=*/true);
+  for (size_t i = 1; i < found_inf_.size(); ++i) combined = combined + found_inf_[i].found_inf.to(scale_.device(), true);
+  return combined;
+}
+
+POLICYTRAIN_DECL void LossScaler::require_scale(const char* what) const {
+  if (!scale_.defined())
+    throw std::logic_error(policytrain::detail::error_message(
+        policytrain::detail::format("policytrain::precision::LossScaler::{}", what),
+        policytrain::detail::format("the scale was never used; "
+                                    "call scale(loss) and backward on its result first")));
 }
 #endif
 

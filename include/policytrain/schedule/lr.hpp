@@ -100,36 +100,12 @@ class Lr {
   }
 
   /// The lr group g gets at step t (needs the bases and the horizon; see the file comment).
-  double lr_at(size_t g, int64_t t) const {
-    const double base = base_lr_.at(g);
-    const int64_t W = warmup_steps(o_, h_);
-    const double start = is_bias_group(g) && o_.warmup_bias_lr >= 0 ? o_.warmup_bias_lr : o_.warmup_start_factor * base;
-    double lr = 0;
-    if (o_.warmup_mode == WarmupMode::sequential) {
-      lr = t < W ? start + (base - start) * static_cast<double>(t) / static_cast<double>(W)
-                 : base * lr_factor(o_, main_horizon(), t - W);
-    } else {
-      const double target = base * lr_factor(o_, h_, t);
-      lr = t < W ? start + (target - start) * static_cast<double>(t) / static_cast<double>(W) : target;
-    }
-    return lr * plateau_factor(g) * lr_scale_;
-  }
+  double lr_at(size_t g, int64_t t) const;
   /// Whether the schedule sets the momentum (SGD, RMSprop) or beta1 (Adam, AdamW): onecycle's cycle, or a momentum
   /// warmup.
   bool schedules_momentum() const { return (o_.kind == Kind::onecycle && o_.cycle_momentum) || o_.warmup_momentum >= 0; }
   /// The momentum (SGD, RMSprop) or beta1 (Adam, AdamW) group g gets at step t; NaN when the schedule leaves it.
-  double momentum_at(size_t g, int64_t t) const {
-    const bool cycled = o_.kind == Kind::onecycle && o_.cycle_momentum;
-    if (!schedules_momentum()) return std::numeric_limits<double>::quiet_NaN();
-    const int64_t W = warmup_steps(o_, h_);
-    double own = base_momentum_.at(g);
-    if (cycled)
-      own = o_.warmup_mode == WarmupMode::sequential ? onecycle_at(o_, main_horizon().total_steps, std::max<int64_t>(t - W, 0)).momentum
-                                                     : onecycle_at(o_, h_.total_steps, t).momentum;
-    if (o_.warmup_momentum >= 0 && t < W)
-      return o_.warmup_momentum + (own - o_.warmup_momentum) * static_cast<double>(t) / static_cast<double>(W);
-    return own;
-  }
+  double momentum_at(size_t g, int64_t t) const;
 
   /// Records the base lr and momentum of each param group the first time it is seen (re-read at every fit, so a
   /// group added to the optimizer between two fits joins the schedule at its own lr, at the schedule's current
@@ -272,36 +248,10 @@ class Lr {
   }
 
   void validate() const;
-  static std::string joined(const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& x : v) s += (s.empty() ? "" : "; ") + x;
-    return s;
-  }
+  static std::string joined(const std::vector<std::string>& v);
   /// A resume (load_state_dict after on_fit_begin): the checkpoint's base lrs and momenta against what this run's
   /// optimizer asked for; kept or taken (on_resume), and said.
-  void reconcile(std::vector<std::string>& said) {
-    auto differs = [](double a, double b) { return !(std::isnan(a) && std::isnan(b)) && std::abs(a - b) > 1e-12 * std::max(std::abs(a), std::abs(b)); };
-    const bool take = o_.on_resume == OnResume::take;
-    for (size_t g = 0; g < base_lr_.size() && g < asked_lr_.size(); ++g) {
-      if (differs(base_lr_[g], asked_lr_[g])) {
-        said.push_back(policytrain::detail::format("param group {}: base lr {:.6g} {} (the checkpoint's schedule had "
-                                                   "{:.6g}; this run's optimizer asks {:.6g})",
-                                                   g, take ? asked_lr_[g] : base_lr_[g], take ? "taken" : "kept",
-                                                   base_lr_[g], asked_lr_[g]));
-        if (take) base_lr_[g] = asked_lr_[g];
-      }
-      // The momentum only where this schedule sets it (onecycle's cycle, a momentum warmup): otherwise the
-      // optimizer keeps the one the checkpoint's load gave it, which the checkpoint policy reconciles and says
-      // (checkpoint::Disk::Options::hyperparameters); "taken" here would not be true.
-      if (schedules_momentum() && differs(base_momentum_[g], asked_momentum_[g])) {
-        said.push_back(policytrain::detail::format("param group {}: base momentum {:.6g} {} (the checkpoint's {:.6g}; "
-                                                   "this run's {:.6g})",
-                                                   g, take ? asked_momentum_[g] : base_momentum_[g],
-                                                   take ? "taken" : "kept", base_momentum_[g], asked_momentum_[g]));
-        if (take) base_momentum_[g] = asked_momentum_[g];
-      }
-    }
-  }
+  void reconcile(std::vector<std::string>& said);
 
   /// The horizon this fit gives: steps per epoch = ceil(batches / accumulate), total = epochs × that, capped by
   /// max_steps (a run by steps: max_steps); total_steps overrides the total.
@@ -466,6 +416,64 @@ POLICYTRAIN_DECL void Lr::validate() const {
                     o_.factor, o_.patience, o_.cooldown));
   if (o_.kind == Kind::plateau && (o_.threshold < 0 || o_.plateau_eps < 0))
     bad(policytrain::detail::format("plateau threshold {} and plateau_eps {}; expected both >= 0", o_.threshold, o_.plateau_eps));
+}
+
+POLICYTRAIN_DECL double Lr::lr_at(size_t g, int64_t t) const {
+  const double base = base_lr_.at(g);
+  const int64_t W = warmup_steps(o_, h_);
+  const double start = is_bias_group(g) && o_.warmup_bias_lr >= 0 ? o_.warmup_bias_lr : o_.warmup_start_factor * base;
+  double lr = 0;
+  if (o_.warmup_mode == WarmupMode::sequential) {
+    lr = t < W ? start + (base - start) * static_cast<double>(t) / static_cast<double>(W)
+               : base * lr_factor(o_, main_horizon(), t - W);
+  } else {
+    const double target = base * lr_factor(o_, h_, t);
+    lr = t < W ? start + (target - start) * static_cast<double>(t) / static_cast<double>(W) : target;
+  }
+  return lr * plateau_factor(g) * lr_scale_;
+}
+
+POLICYTRAIN_DECL double Lr::momentum_at(size_t g, int64_t t) const {
+  const bool cycled = o_.kind == Kind::onecycle && o_.cycle_momentum;
+  if (!schedules_momentum()) return std::numeric_limits<double>::quiet_NaN();
+  const int64_t W = warmup_steps(o_, h_);
+  double own = base_momentum_.at(g);
+  if (cycled)
+    own = o_.warmup_mode == WarmupMode::sequential ? onecycle_at(o_, main_horizon().total_steps, std::max<int64_t>(t - W, 0)).momentum
+                                                   : onecycle_at(o_, h_.total_steps, t).momentum;
+  if (o_.warmup_momentum >= 0 && t < W)
+    return o_.warmup_momentum + (own - o_.warmup_momentum) * static_cast<double>(t) / static_cast<double>(W);
+  return own;
+}
+
+POLICYTRAIN_DECL std::string Lr::joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : "; ") + x;
+  return s;
+}
+
+POLICYTRAIN_DECL void Lr::reconcile(std::vector<std::string>& said) {
+  auto differs = [](double a, double b) { return !(std::isnan(a) && std::isnan(b)) && std::abs(a - b) > 1e-12 * std::max(std::abs(a), std::abs(b)); };
+  const bool take = o_.on_resume == OnResume::take;
+  for (size_t g = 0; g < base_lr_.size() && g < asked_lr_.size(); ++g) {
+    if (differs(base_lr_[g], asked_lr_[g])) {
+      said.push_back(policytrain::detail::format("param group {}: base lr {:.6g} {} (the checkpoint's schedule had "
+                                                 "{:.6g}; this run's optimizer asks {:.6g})",
+                                                 g, take ? asked_lr_[g] : base_lr_[g], take ? "taken" : "kept",
+                                                 base_lr_[g], asked_lr_[g]));
+      if (take) base_lr_[g] = asked_lr_[g];
+    }
+    // The momentum only where this schedule sets it (onecycle's cycle, a momentum warmup): otherwise the
+    // optimizer keeps the one the checkpoint's load gave it, which the checkpoint policy reconciles and says
+    // (checkpoint::Disk::Options::hyperparameters); "taken" here would not be true.
+    if (schedules_momentum() && differs(base_momentum_[g], asked_momentum_[g])) {
+      said.push_back(policytrain::detail::format("param group {}: base momentum {:.6g} {} (the checkpoint's {:.6g}; "
+                                                 "this run's {:.6g})",
+                                                 g, take ? asked_momentum_[g] : base_momentum_[g],
+                                                 take ? "taken" : "kept", base_momentum_[g], asked_momentum_[g]));
+      if (take) base_momentum_[g] = asked_momentum_[g];
+    }
+  }
 }
 #endif
 

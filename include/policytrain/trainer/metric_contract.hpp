@@ -26,11 +26,16 @@
 namespace policytrain::detail {
 
 /// The entries of `v`, comma-separated.
-inline std::string joined(const std::vector<std::string>& v) {
+POLICYTRAIN_DECL std::string joined(const std::vector<std::string>& v)
+#if POLICYTRAIN_DEFINE
+{
   std::string s;
   for (const auto& k : v) s += (s.empty() ? "" : ", ") + k;
   return s;
 }
+#else
+;
+#endif
 /// Whether `v` holds `k`.
 inline bool contains(const std::vector<std::string>& v, const std::string& k) {
   return std::find(v.begin(), v.end(), k) != v.end();
@@ -116,7 +121,9 @@ void check_reported(const Metrics& m, const std::vector<std::string>& declared) 
 /// Adds the epoch-level metrics' values (computed from their reduced states) to `m`: a scalar one as a number
 /// (accuracy in its place), another (a confusion matrix) as a tensor. Throws naming a scalar metric that computed
 /// several values.
-inline void add_epoch_metrics(Metrics& m, const MetricCollection& epoch) {
+POLICYTRAIN_DECL void add_epoch_metrics(Metrics& m, const MetricCollection& epoch)
+#if POLICYTRAIN_DEFINE
+{
   const std::vector<std::string> scalars = epoch.scalar_names();
   for (const auto& kv : epoch.compute()) {
     const std::string& name = kv.first;
@@ -132,5 +139,8 @@ inline void add_epoch_metrics(Metrics& m, const MetricCollection& epoch) {
     else m.extra[name] = value.item<double>();
   }
 }
+#else
+;
+#endif
 
 }  // namespace policytrain::detail

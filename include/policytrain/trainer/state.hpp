@@ -11,11 +11,14 @@
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/state.hpp>
 #include <policytrain/core/state_dict.hpp>
+#include <policytrain/detail/config.hpp>
 
 namespace policytrain::detail {
 
 /// The Trainer's counters, each under "trainer/".
-inline StateDict counters_state_dict(const TrainState& s) {
+POLICYTRAIN_DECL StateDict counters_state_dict(const TrainState& s)
+#if POLICYTRAIN_DEFINE
+{
   return {{"trainer/epoch", scalar_tensor(s.epoch)},
           {"trainer/global_step", scalar_tensor(s.global_step)},
           {"trainer/skipped_steps", scalar_tensor(s.skipped_steps)},
@@ -26,9 +29,14 @@ inline StateDict counters_state_dict(const TrainState& s) {
           {"trainer/best_step", scalar_tensor(s.best_step)},
           {"trainer/tokens_seen", scalar_tensor(s.tokens_seen)}};
 }
+#else
+;
+#endif
 
 /// Restores what counters_state_dict wrote; throws std::invalid_argument naming a missing entry.
-inline void load_counters(const StateDict& d, TrainState& s) {
+POLICYTRAIN_DECL void load_counters(const StateDict& d, TrainState& s)
+#if POLICYTRAIN_DEFINE
+{
   s.epoch = state_int(d, "trainer/epoch");
   s.global_step = state_int(d, "trainer/global_step");
   s.skipped_steps = state_int(d, "trainer/skipped_steps");
@@ -43,6 +51,9 @@ inline void load_counters(const StateDict& d, TrainState& s) {
   const auto tokens = d.find("trainer/tokens_seen");
   s.tokens_seen = tokens != d.end() ? tokens->second.item<int64_t>() : 0;
 }
+#else
+;
+#endif
 
 /// "<policy name>/", the prefix of a stateful policy's entries.
 template <class P>

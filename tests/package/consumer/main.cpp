@@ -10,6 +10,11 @@
 
 #include <policytrain/all.hpp>
 
+// consumer_compiled links policytrain::compiled, which must compile this file with separate compilation.
+#if defined(POLICYTRAIN_CONSUMER_SEPARATE) && !defined(POLICYTRAIN_SEPARATE_COMPILATION)
+#  error "policytrain consumer: linking policytrain::compiled did not define POLICYTRAIN_SEPARATE_COMPILATION"
+#endif
+
 namespace pt = policytrain;
 
 struct LinearTask {
@@ -41,7 +46,12 @@ int main() {
 #else
   const char* cuda = "CPU only";
 #endif
-  std::printf("policytrain consumer (%s): %lld steps, loss %.4f -> %.4f, accuracy %.3f\n", cuda,
+#ifdef POLICYTRAIN_SEPARATE_COMPILATION
+  const char* compiled = ", separately compiled";
+#else
+  const char* compiled = "";
+#endif
+  std::printf("policytrain consumer (%s%s): %lld steps, loss %.4f -> %.4f, accuracy %.3f\n", cuda, compiled,
               static_cast<long long>(result.global_steps), before, after, result.validation.back().accuracy);
   if (result.global_steps != 3 * 8 || !(after < 0.5 * before)) {
     std::fprintf(stderr, "policytrain consumer: expected 24 steps and the loss at least halved\n");
