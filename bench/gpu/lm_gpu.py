@@ -149,6 +149,26 @@ def tiny_lm_row(exe, data, corpus, c, device, precision, graph, warmup, steps, w
     return {"tokens_per_second": s.get("tokens_per_second"), "seconds": s.get("train_seconds"), "command": " ".join(args)}
 
 
+def report(a, c, results, t0):
+    """Writes DIR/lm.json and DIR/lm.md (after every row: a part cut by its time limit keeps the rows done)."""
+    ref = {p: results.get(f"py_eager_{p}", {}).get("tokens_per_second") for p in ("fp32", "bf16")}
+    comp = results.get("py_compile_bf16", {}).get("tokens_per_second")
+    md = [f"### tiny_lm on {a.device}: tokens/s (batch {a.batch}, block {a.block}, {a.layers} layers, d_model "
+          f"{a.d_model}, {a.heads} heads; {a.steps} steps timed after {a.warmup})", "",
+          "| row | tokens/s | vs Python eager (same precision) | vs torch.compile bf16 | note |", "|---|---|---|---|---|"]
+    for row, r in results.items():
+        t = r.get("tokens_per_second")
+        p = "bf16" if "bf16" in row else "fp32"
+        md.append(f"| {row} | {t:.0f} | " if t else f"| {row} | n/a | ")
+        md[-1] += (f"{t / ref[p]:.2f}x | " if t and ref[p] else "n/a | ") + (f"{t / comp:.2f}x | " if t and comp else "n/a | ")
+        md[-1] += (r.get("error", "") or (f"warm-up {r['warmup_seconds']:.1f} s" if "warmup_seconds" in r else "")
+                   + (" (tiny_lm's time includes its warm-up steps)" if row.startswith("lm_") else "")) + " |"
+    md += ["", f"lm: {len(results)} rows, {time.time() - t0:.0f} s"]
+    json.dump({"config": c, "device": a.device, "rows": results}, open(os.path.join(a.out, "lm.json"), "w"), indent=1)
+    open(os.path.join(a.out, "lm.md"), "w").write("\n".join(md) + "\n")
+    return md
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
@@ -164,7 +184,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--budget", type=float, default=120, help="seconds; no row starts after it")
-    ap.add_argument("--rows", default="py_eager_fp32,py_eager_bf16,py_compile_bf16,lm_fp32,lm_bf16,lm_bf16_graph")
+    ap.add_argument("--rows", default="py_eager_fp32,py_eager_bf16,lm_fp32,lm_bf16,lm_bf16_graph,py_compile_bf16",
+                    help="in order; torch.compile last (its compile time may take what is left)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     c = {"batch": a.batch, "block": a.block, "layers": a.layers, "d_model": a.d_model, "heads": a.heads}
@@ -190,22 +211,8 @@ def main():
             r = {"error": f"{type(e).__name__}: {e}"[:300]}
         results[row] = r
         print(json.dumps({row: r}), flush=True)
-    ref = {p: results.get(f"py_eager_{p}", {}).get("tokens_per_second") for p in ("fp32", "bf16")}
-    comp = results.get("py_compile_bf16", {}).get("tokens_per_second")
-    md = [f"### tiny_lm on {a.device}: tokens/s (batch {a.batch}, block {a.block}, {a.layers} layers, d_model "
-          f"{a.d_model}, {a.heads} heads; {a.steps} steps timed after {a.warmup})", "",
-          "| row | tokens/s | vs Python eager (same precision) | vs torch.compile bf16 | note |", "|---|---|---|---|---|"]
-    for row, r in results.items():
-        t = r.get("tokens_per_second")
-        p = "bf16" if "bf16" in row else "fp32"
-        md.append(f"| {row} | {t:.0f} | " if t else f"| {row} | n/a | ")
-        md[-1] += (f"{t / ref[p]:.2f}x | " if t and ref[p] else "n/a | ") + (f"{t / comp:.2f}x | " if t and comp else "n/a | ")
-        md[-1] += (r.get("error", "") or (f"warm-up {r['warmup_seconds']:.1f} s" if "warmup_seconds" in r else "")
-                   + (" (tiny_lm's time includes its warm-up steps)" if row.startswith("lm_") else "")) + " |"
-    md += ["", f"lm: {len(results)} rows, {time.time() - t0:.0f} s"]
-    json.dump({"config": c, "device": a.device, "rows": results}, open(os.path.join(a.out, "lm.json"), "w"), indent=1)
-    open(os.path.join(a.out, "lm.md"), "w").write("\n".join(md) + "\n")
-    print("\n".join(md), flush=True)
+        report(a, c, results, t0)
+    print("\n".join(report(a, c, results, t0)), flush=True)
     return 0
 
 
