@@ -66,8 +66,9 @@ struct ParallelFlags {
     app.add_option("--zero", zero,
                    "Shard across the ranks (parallel::ShardedDataParallel): 1 the optimizer state (ZeRO-1, as "
                    "PyTorch's ZeroRedundancyOptimizer), 2 the gradients too (ZeRO-2: reduce-scattered to their "
-                   "owners); 0: every rank keeps all of both")
-        ->check(CLI::IsMember({0, 1, 2}));
+                   "owners); 3 the parameters too (as PyTorch's FSDP2: each layer a unit, gathered around its "
+                   "compute); 0: every rank keeps all of both")
+        ->check(CLI::IsMember({0, 1, 2, 3}));
   }
 
   /// The per-rank micro-batch of `batch` (--batch-size): with --elastic the global one divided by the world size.
@@ -138,13 +139,18 @@ struct ParallelFlags {
             {"comm_wait_seconds", dp.comm_wait_seconds()}, {"timeout_s", timeout_s},
             {"bucket_bytes_per_step", dp.bucket_bytes()}, {"buffer_broadcasts", dp.buffer_broadcasts()},
             {"compression", compression}, {"gradient_as_bucket_view", bucket_view}, {"static_graph", static_graph},
-            {"engine", zero == 2 ? "reduce_scatter (ZeRO-2)" : "c10d::Reducer"}};
-    if constexpr (std::is_same_v<Parallel, policytrain::parallel::ShardedDataParallel>)
-      if (zero == 2) {
+            {"engine", zero == 3 ? "fully sharded (stage 3)" : zero == 2 ? "reduce_scatter (ZeRO-2)" : "c10d::Reducer"}};
+    if constexpr (std::is_same_v<Parallel, policytrain::parallel::ShardedDataParallel>) {
+      if (zero == 3) {
+        d["reduce_scatter_calls"] = dp.reduce_scatter_calls();
+        d["all_gather_calls"] = dp.all_gather_calls();
+        d["parameter_shard_bytes"] = dp.shard_bytes();
+      } else if (zero == 2) {
         d["buckets"] = dp.gradient_buckets();
         d["reduce_scatter_calls"] = dp.reduce_scatter_calls();
         d["gradient_bytes_peak"] = dp.gradient_bytes_peak();
       }
+    }
     return d;
   }
 };

@@ -251,10 +251,23 @@ int main(int argc, char** argv) {
                 static_cast<long long>(test.x.size(0)),
                 cfg.data.string().c_str(), torch::get_num_threads());
 
+    if (par.zero == 3) {
+      // What stage 3 does not compose with yet: each reads the model's parameters outside their units (the EMA
+      // reads the whole parameters, a recomputed block's batch norm its weights directly), or needs a checkpoint
+      // format it does not write yet.
+      const auto refuse = [](const char* flag, const char* why) {
+        throw std::invalid_argument(std::string("--zero 3 cannot compose with ") + flag + " yet: " + why +
+                                    "; leave it out, or use --zero 2");
+      };
+      if (cfg.recompute) refuse("--recompute", "a recomputed block reads its batch norm's weights outside the unit");
+      if (ckpt_flags.ema) refuse("--ema", "the EMA reads the whole parameters, which stage 3 frees between steps");
+      if (ckpt_flags.shard_checkpoints)
+        refuse("--shard-checkpoints", "stage 3 writes consolidated checkpoints (which resume at any world size)");
+    }
     fmnist::Classifier task(cfg.width, cfg.recompute, cfg.label_smoothing,
                             cfg.block == "conv-pool-bn-relu" ? fmnist::BlockOrder::conv_pool_bn_relu
                                                              : fmnist::BlockOrder::conv_bn_relu_pool,
-                            cfg.conv3);
+                            cfg.conv3, /*units=*/par.zero == 3);
     task.tta_flip = fastpath.tta;
     task.net->set_batch_norm(cfg.bn_momentum, cfg.bn_eps);
     if (cfg.whiten_frozen && !cfg.whiten) throw std::invalid_argument("--whiten-frozen: needs --whiten");
@@ -526,8 +539,9 @@ int main(int argc, char** argv) {
     }
     if (par.zero > 0) {
       // [snippet:zero]
-      // The same composition with the optimizer state (--zero 1), and the gradients too (--zero 2), sharded across
-      // the ranks: the last policy is a parallel::ShardedDataParallel(DataParallelOptions, ShardingOptions{.stage}).
+      // The same composition with the optimizer state (--zero 1), the gradients too (--zero 2), and the parameters
+      // too (--zero 3: each layer a parallel::FullyShard unit), sharded across the ranks: the last policy is a
+      // parallel::ShardedDataParallel(DataParallelOptions, ShardingOptions{.stage}).
       pt::Trainer trainer(task, *optimizer, precision_flags.make(ckpt_flags.rollback), accumulation.make(),
                           schedule.make(), ckpt_flags.make_checkpoint(cfg.run_dir, settings), ckpt_flags.make_rollback(),
                           ckpt_flags.make_ema(), ckpt_flags.make_early_stopping(), ckpt_flags.make_preemption(), std::move(progress),

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <policytrain/all.hpp>
+#include <policytrain/parallel/fully_shard.hpp>
 
 namespace fmnist {
 
@@ -19,23 +20,40 @@ enum class BlockOrder {
 /// fully connected layers: more capacity where a convolution is cheap (a quarter of conv 2's positions).
 /// With `recompute`, each of the three blocks (conv 1, conv 2, the classifier head with conv 3) is run under
 /// memory::recompute when training: only the blocks' inputs are kept for backward.
+/// With `units` (the main job's `--zero 3`), every layer with parameters is a parallel::FullyShard unit, registered
+/// under the layer's own name (the parameter names stay): stage 3 gathers its parameters just before its compute
+/// and frees them after. Without stage 3 a unit calls its layer directly.
 struct CnnImpl : torch::nn::Module {
   explicit CnnImpl(int64_t width = 32, bool recompute = false, BlockOrder order = BlockOrder::conv_bn_relu_pool,
-                   int64_t conv3_channels = 0)
+                   int64_t conv3_channels = 0, bool units = false)
       : recompute(recompute),
         order(order),
-        conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, width, 3).padding(1).bias(false)))),
-        bn1(register_module("bn1", torch::nn::BatchNorm2d(width))),
-        conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(width, 2 * width, 3).padding(1).bias(false)))),
-        bn2(register_module("bn2", torch::nn::BatchNorm2d(2 * width))),
-        fc1(register_module("fc1", torch::nn::Linear((conv3_channels > 0 ? conv3_channels : 2 * width) * 7 * 7, 128))),
+        units(units),
+        conv1(add("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, width, 3).padding(1).bias(false)))),
+        bn1(add("bn1", torch::nn::BatchNorm2d(width))),
+        conv2(add("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(width, 2 * width, 3).padding(1).bias(false)))),
+        bn2(add("bn2", torch::nn::BatchNorm2d(2 * width))),
+        fc1(add("fc1", torch::nn::Linear((conv3_channels > 0 ? conv3_channels : 2 * width) * 7 * 7, 128))),
         drop(register_module("drop", torch::nn::Dropout(0.25))),
-        fc2(register_module("fc2", torch::nn::Linear(128, 10))) {
+        fc2(add("fc2", torch::nn::Linear(128, 10))) {
     if (conv3_channels > 0) {  // registered only when used: the two-block CNN keeps its parameter names
-      conv3 = register_module(
-          "conv3", torch::nn::Conv2d(torch::nn::Conv2dOptions(2 * width, conv3_channels, 3).padding(1).bias(false)));
-      bn3 = register_module("bn3", torch::nn::BatchNorm2d(conv3_channels));
+      conv3 = add("conv3", torch::nn::Conv2d(torch::nn::Conv2dOptions(2 * width, conv3_channels, 3).padding(1).bias(false)));
+      bn3 = add("bn3", torch::nn::BatchNorm2d(conv3_channels));
     }
+  }
+  /// Registers `m` as `name`, or (with `units`) a parallel::FullyShard unit around it under that name.
+  template <class M>
+  M add(const std::string& name, M m) {
+    if (!units) return register_module(name, m);
+    unit_of.emplace_back(m.get(), torch::nn::AnyModule(register_module(name, policytrain::parallel::FullyShard<M>(m))));
+    return m;
+  }
+  /// `m(x)`, through its unit when it has one.
+  template <class M>
+  torch::Tensor call(M& m, const torch::Tensor& x) {
+    for (auto& [layer, unit] : unit_of)
+      if (layer == m.get()) return unit.forward(x);
+    return m(x);
   }
 
   torch::Tensor forward(torch::Tensor x) {
@@ -50,12 +68,16 @@ struct CnnImpl : torch::nn::Module {
     return head(block(block(x, conv1, bn1), conv2, bn2));
   }
   torch::Tensor block(const torch::Tensor& x, torch::nn::Conv2d& conv, torch::nn::BatchNorm2d& bn) {
-    if (order == BlockOrder::conv_pool_bn_relu) return torch::relu(batch_norm(torch::max_pool2d(conv(x), 2), bn));
-    return torch::max_pool2d(torch::relu(batch_norm(conv(x), bn)), 2);
+    if (order == BlockOrder::conv_pool_bn_relu) return torch::relu(norm(torch::max_pool2d(call(conv, x), 2), bn));
+    return torch::max_pool2d(torch::relu(norm(call(conv, x), bn)), 2);
   }
   torch::Tensor head(const torch::Tensor& x) {
-    const auto features = conv3 ? torch::relu(batch_norm(conv3(x), bn3)) : x;
-    return fc2(drop(torch::relu(fc1(features.flatten(1)))));
+    const auto features = conv3 ? torch::relu(norm(call(conv3, x), bn3)) : x;
+    return call(fc2, drop(torch::relu(call(fc1, features.flatten(1)))));
+  }
+  /// batch_norm(x, bn), through bn's unit when it has one and no recompute is under way.
+  torch::Tensor norm(const torch::Tensor& x, torch::nn::BatchNorm2d& bn) {
+    return policytrain::memory::recomputing() ? batch_norm(x, bn) : call(bn, x);
   }
   /// `bn(x)`, except in a recompute, which normalises with the batch statistics again without updating the
   /// running statistics a second time (the same arithmetic: the output is bit for bit the forward's).
@@ -100,6 +122,9 @@ struct CnnImpl : torch::nn::Module {
   }
   bool recompute;
   BlockOrder order;
+  bool units;
+  /// With `units`: each layer and its parallel::FullyShard unit.
+  std::vector<std::pair<const torch::nn::Module*, torch::nn::AnyModule>> unit_of;
   torch::nn::Conv2d conv1;
   torch::nn::BatchNorm2d bn1;
   torch::nn::Conv2d conv2;
@@ -120,8 +145,8 @@ struct Classifier {
   /// Test-time augmentation: a validation step averages the logits of each image and of its left-right flip.
   bool tta_flip = false;
   explicit Classifier(int64_t width = 32, bool recompute = false, double label_smoothing = 0,
-                      BlockOrder order = BlockOrder::conv_bn_relu_pool, int64_t conv3_channels = 0)
-      : net(width, recompute, order, conv3_channels), label_smoothing(label_smoothing) {}
+                      BlockOrder order = BlockOrder::conv_bn_relu_pool, int64_t conv3_channels = 0, bool units = false)
+      : net(width, recompute, order, conv3_channels, units), label_smoothing(label_smoothing) {}
   torch::nn::Module& module() { return *net; }
   torch::Tensor training_step(const policytrain::Batch& b) {
     namespace F = torch::nn::functional;

@@ -114,6 +114,8 @@ class GradClip {
   template <class Ctx>
   void before_step(Ctx& ctx) {
     if (mode() == Mode::none) return;
+    if constexpr (requires { ctx.parameters_sharded(); })
+      if (ctx.parameters_sharded()) return clip_shards(ctx);
     // Each tensor once: a tied weight's gradient counts once in the norm and is scaled once.
     std::vector<torch::Tensor> grads;
     const auto params = unique_parameters(ctx.module());
@@ -212,6 +214,34 @@ class GradClip {
 
   Options o_;
   torch::Tensor last_norm_;
+
+  /// Stage 3: the gradients are the shards' (the optimizer's param groups). The total p-norm is
+  /// (sum over every shard of sum |g|^p)^(1/p), the sum reduced over the ranks (the max for p = inf), as the
+  /// norm of the stacked per-parameter norms is mathematically (summed in another order: within rounding).
+  template <class Ctx>
+  void clip_shards(Ctx& ctx) {
+    torch::NoGradGuard ng;
+    std::vector<torch::Tensor> grads;
+    for (auto& group : ctx.optimizer().param_groups())
+      for (auto& p : group.params())
+        if (p.grad().defined()) grads.push_back(p.grad());
+    if (mode() == Mode::value) {
+      for (auto& g : grads) g.clamp_(-*o_.clip_value, *o_.clip_value);
+      return;
+    }
+    const bool inf = std::isinf(o_.p);
+    auto total = torch::zeros({1}, torch::TensorOptions(torch::kFloat).device(ctx.device()));
+    for (auto& g : grads) {
+      if (g.numel() == 0) continue;
+      auto n = torch::linalg_vector_norm(g.to(torch::kFloat), o_.p).reshape({1});
+      if (inf) total = torch::maximum(total, n);
+      else total += n.pow(o_.p);
+    }
+    ctx.reduce_gradient_statistic(total, inf ? GradientReduce::max : GradientReduce::sum);
+    last_norm_ = (inf ? total : total.pow(1.0 / o_.p)).reshape({});
+    const auto coef = (*o_.max_norm / (last_norm_ + 1e-6)).clamp_max(1.0);
+    for (auto& g : grads) g.mul_(coef.to(g.scalar_type()));
+  }
   torch::Tensor graph_norm_;  // the captured step's norm (rewritten by every replay)
 };
 

@@ -152,6 +152,9 @@ class Context {
   /// at stage 2): a hook that computes a statistic over every gradient (a total norm, an inf check) then computes
   /// its rank's part and reduces it with reduce_gradient_statistic, on every rank (a collective).
   bool gradients_sharded() { return t_->gradients_sharded(); }
+  /// Whether the optimizer steps shards of the parameters (stage 3): each rank's gradients are its shards', in the
+  /// optimizer's param groups; the module's parameters have none.
+  bool parameters_sharded() { return t_->parameters_sharded(); }
   /// Reduces `t` in place over the ranks (sum or max) when gradients are sharded; otherwise leaves it as it is.
   void reduce_gradient_statistic(torch::Tensor& t, GradientReduce op) { t_->reduce_gradient_statistic(t, op); }
   /// Reads every check a policy keeps pending on the device (flush_checks hooks: the precision policy's

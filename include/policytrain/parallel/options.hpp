@@ -48,7 +48,8 @@ struct ShardingOptions {
   /// ZeRO stage: 0 shards nothing (DataParallel's behaviour, so that one Trainer type can choose DataParallel,
   /// ZeRO-1 or ZeRO-2 at run time); 1 shards the optimizer state (gradients are all-reduced by c10d::Reducer, as
   /// under DataParallel); 2 shards the gradients too (reduce-scattered into their owners' partitions during the
-  /// backward).
+  /// backward); 3 shards the parameters too (chunked on dim 0, gathered per parallel::FullyShard unit around its
+  /// forward and backward, as PyTorch's FSDP2).
   int stage = 1;
 };
 

@@ -40,7 +40,14 @@
 /// reduce-scatter), around_step (sharded step + broadcast), before_save / after_save (consolidation), on_fit_end
 /// (state bytes); and the Trainer's gradients_sharded / reduce_gradient_statistic.
 /// Cost: with one process, nothing beyond DataParallel's (the step is not swapped, no hook is installed).
-/// Example: examples/fashion_mnist (`--nproc 2 --zero 1`, `--zero 2`); docs/parallel.md, "Sharded optimizer state".
+/// Stage 3 (FSDP2's fully sharded parameters): every parameter is chunked on dim 0 across the ranks
+/// (parallel::Dim0Chunk) and gathered per unit, a module the user wraps in parallel::FullyShard<M>, just before its
+/// compute and freed after; gradients leave a unit reduce-scattered into the shards' `.grad`; the optimizer's param
+/// groups list the shards in place of the module's parameters from fit begin on (detail::FullShard), so it only
+/// ever creates state for and steps shards. No Reducer, no partition, no broadcast after the step. At fit end every
+/// rank gathers the whole model again (the module is whole after fit, as one process's). See fully_shard.hpp.
+/// Example: examples/fashion_mnist (`--nproc 2 --zero 1`, `--zero 2`, `--zero 3`); docs/parallel.md, "Sharded
+/// optimizer state" and "Fully sharded parameters (stage 3)".
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -61,6 +68,7 @@
 #include <policytrain/detail/format.hpp>
 #include <policytrain/parallel/data_parallel.hpp>
 #include <policytrain/parallel/data_parallel_core.hpp>
+#include <policytrain/parallel/fully_sharded.hpp>
 #include <policytrain/parallel/optimizer_partition.hpp>
 #include <policytrain/parallel/options.hpp>
 #include <policytrain/parallel/zero2_sync.hpp>
@@ -76,24 +84,24 @@ class ShardedDataParallel {
   /// Name in logs and summaries.
   static constexpr std::string_view name = "parallel::ShardedDataParallel";
 
-  /// Reads the environment now (as DataParallel). Throws std::invalid_argument for a stage other than 0, 1 or 2.
+  /// Reads the environment now (as DataParallel). Throws std::invalid_argument for a stage other than 0 to 3.
   explicit ShardedDataParallel(DataParallelOptions o = {}, ShardingOptions z = {})
-      : core_(std::move(o), z.stage == 2 ? detail::GradientSync::owner : detail::GradientSync::reducer),
+      : core_(std::move(o), z.stage >= 2 ? detail::GradientSync::owner : detail::GradientSync::reducer),
         z_(z),
-        partition_(core_.rank(), core_.active() && z.stage > 0) {
-    if (z_.stage < 0 || z_.stage > 2)
+        partition_(core_.rank(), core_.active() && (z.stage == 1 || z.stage == 2)) {
+    if (z_.stage < 0 || z_.stage > 3)
       throw std::invalid_argument(policytrain::detail::error_message(
           "policytrain::parallel::ShardedDataParallel", policytrain::detail::format(
               "stage {} is not supported; expected 0 (nothing sharded: "
-          "DataParallel's behaviour), 1 (optimizer state sharded, gradients all-reduced) or 2 (optimizer state and "
-          "gradients sharded)", z_.stage)));
-    if (z_.stage == 2) {
-      // These options configure c10d::Reducer, which stage 2 replaces by its own reduce-scatter.
-      const auto refuse = [](const char* option, const char* why) {
+          "DataParallel's behaviour), 1 (optimizer state sharded, gradients all-reduced), 2 (optimizer state and "
+          "gradients sharded) or 3 (parameters too, gathered per parallel::FullyShard unit)", z_.stage)));
+    if (z_.stage >= 2) {
+      // These options configure c10d::Reducer, which stages 2 and 3 replace by their own reduce-scatter.
+      const auto refuse = [stage = z_.stage](const char* option, const char* why) {
         throw std::invalid_argument(policytrain::detail::error_message(
             "policytrain::parallel::ShardedDataParallel", policytrain::detail::format(
-                "stage 2 does not support DataParallelOptions::{}: {}; "
-            "use stage 1 for it", option, why)));
+                "stage {} does not support DataParallelOptions::{}: {}; "
+            "use stage 1 for it", stage, option, why)));
       };
       const auto& o_ = core_.options();
       if (o_.find_unused_parameters)
@@ -156,8 +164,28 @@ class ShardedDataParallel {
   int64_t gradient_bytes() const { return z2_ ? z2_->grad_bytes : 0; }
   /// Stage 2: the most gradient bytes this rank held after a backward.
   int64_t gradient_bytes_peak() const { return z2_ ? z2_->grad_bytes_peak : 0; }
-  /// Stage 2: reduce-scatter calls so far (one per gradient bucket and step), and buckets.
-  int64_t reduce_scatter_calls() const { return z2_ ? z2_->calls : 0; }
+  /// Stage 2: reduce-scatter calls so far (one per gradient bucket and step), and buckets. Stage 3: one per unit
+  /// (and the root) and step.
+  int64_t reduce_scatter_calls() const {
+    if (full_.built()) {
+      int64_t n = full_.root()->reduce_scatters();
+      for (const auto& g : full_.units()) n += g->reduce_scatters();
+      return n;
+    }
+    return z2_ ? z2_->calls : 0;
+  }
+  /// Stage 3: all-gathers so far (a unit's forward, its backward when it was freed, the root's forwards).
+  int64_t all_gather_calls() const {
+    if (!full_.built()) return 0;
+    int64_t n = full_.root()->all_gathers();
+    for (const auto& g : full_.units()) n += g->all_gathers();
+    return n;
+  }
+  /// Stage 3: the shard the optimizer steps in place of the model's parameter `full` (undefined at other stages,
+  /// with one process, or before fit begin).
+  torch::Tensor shard(const torch::Tensor& full) const { return full_.built() ? full_.shard_of(full) : torch::Tensor(); }
+  /// Stage 3: bytes of the parameter shards this rank keeps.
+  int64_t shard_bytes() const { return full_.shard_bytes(); }
   /// Stage 2: gradient buckets (0 before on_fit_begin).
   size_t gradient_buckets() const { return z2_ ? z2_->buckets.size() : 0; }
 
@@ -178,6 +206,14 @@ class ShardedDataParallel {
   void on_fit_begin(Ctx& ctx) {
     core_.fit_begin(ctx.module(), ctx.device());
     if (z_.stage == 0) return;
+    if (z_.stage == 3) {
+      if (!active()) return;
+      // The optimizer's lists take the shards at the first epoch begin, after a resume loaded the checkpoint.
+      if (!full_.built()) full_.build(ctx.module(), core_.group());
+      else full_.attach(true);
+      swapped_ = false;
+      return;
+    }
     partition_.assign(ctx.optimizer(), world_size());
     if (z_.stage == 2 && active()) sync_zero2();
   }
@@ -188,6 +224,13 @@ class ShardedDataParallel {
   /// begin), and stage 2's buckets with it.
   template <class Ctx>
   void on_epoch_begin(Ctx& ctx) {
+    // Stage 3, once per fit: the shards take the module's weights (a resumed checkpoint's, in an unsharded run's
+    // format, or what the user set between two fits), and the optimizer's lists the shards with their rows of the
+    // state it holds.
+    if (full_.built() && !std::exchange(swapped_, true)) {
+      full_.refresh();
+      full_.swap_into(ctx.optimizer());
+    }
     if (!core_.verified() && partition_.enabled()) {
       core_.sync_parameters(ctx.module());
       if (z_.stage == 2) sync_zero2();
@@ -200,19 +243,38 @@ class ShardedDataParallel {
   template <class Ctx, class F>
   decltype(auto) around_forward(Ctx& ctx, F&& fn) {
     core_.group().at(ctx.state());
-    return core_.forward(ctx.module(), ctx.state().micro_step, std::forward<F>(fn));
+    if (!full_.built()) return core_.forward(ctx.module(), ctx.state().micro_step, std::forward<F>(fn));
+    // Stage 3: the root's parameters gathered first (the units gather theirs in their forward).
+    const bool training = ctx.module().is_training() && torch::GradMode::is_enabled();
+    return core_.forward(ctx.module(), ctx.state().micro_step, [&]() -> decltype(auto) {
+      full_.begin_forward(training);
+      return fn();
+    });
   }
-  /// As DataParallel's.
+  /// As DataParallel's; stage 3 gathers the root's parameters first.
   template <class Ctx, class F>
   Metrics around_evaluate(Ctx& ctx, F&& evaluate) {
     core_.group().at(ctx.state(), "validation");
-    return core_.evaluate(ctx.module(), ctx.device(), std::forward<F>(evaluate));
+    if (!full_.built()) return core_.evaluate(ctx.module(), ctx.device(), std::forward<F>(evaluate));
+    return core_.evaluate(ctx.module(), ctx.device(), [&] {
+      full_.begin_forward(false);
+      return evaluate();
+    });
   }
 
   /// Stage 2: on a window's last micro-step the gradients are reduce-scattered as their buckets complete, during
   /// the backward (detail::Zero2Sync::backward). Stages 0 and 1: DataParallel's (the Reducer).
   template <class Ctx, class F>
   void around_backward(Ctx& ctx, F&& fn) {
+    if (full_.built()) {
+      // Stage 3: each unit reduces in its input's gradient hook; the end of the backward does the rest (a unit whose
+      // input needs no gradient, the root). Between micro-steps the gradients stay whole (FSDP2's
+      // set_requires_gradient_sync(False)).
+      full_.set_sync(ctx.is_last_micro_step());
+      fn();
+      full_.end_backward();
+      return;
+    }
     if (!z2_) return core_.backward(ctx.is_last_micro_step(), std::forward<F>(fn));
     z2_->backward(ctx.is_last_micro_step(), std::forward<F>(fn));
   }
@@ -228,6 +290,12 @@ class ShardedDataParallel {
   /// (OptimizerPartition::step).
   template <class Ctx, class F>
   bool around_step(Ctx& ctx, F&& fn) {
+    if (full_.built()) {
+      // Stage 3: the optimizer steps the shards; the gathered copies are stale now.
+      const bool stepped = fn();
+      full_.reshard_all();
+      return stepped;
+    }
     if (!partition_.enabled()) return fn();
     return partition_.step(core_.group(), ctx.optimizer(), core_.replica()->step, std::forward<F>(fn));
   }
@@ -239,6 +307,11 @@ class ShardedDataParallel {
     core_.group().at(ctx.state(), "a checkpoint");
     core_.note_save(ctx.state());
     core_.before_save(ctx.device(), ctx.module().is_training());
+    if (full_.built() && full_.attached()) {
+      if (sharded_save_) refuse_stage3_save();
+      full_.consolidate(ctx.optimizer());  // the whole model and state, as an unsharded run's checkpoint
+      consolidated_ = true;
+    }
     if (partition_.enabled() && !sharded_save_) partition_.consolidate(core_.group(), ctx.optimizer());
   }
 
@@ -249,12 +322,18 @@ class ShardedDataParallel {
   /// After the checkpoint serialised the optimizer: rank 0 lets the other ranks' state go.
   template <class Ctx>
   void after_save(Ctx& ctx) {
+    if (std::exchange(consolidated_, false)) full_.restore(ctx.optimizer());
     if (partition_.enabled()) partition_.drop_foreign_state(ctx.optimizer());
   }
 
   /// DataParallel's on_fit_end, then this rank's and every rank's optimizer state bytes (a collective).
   template <class Ctx>
   void on_fit_end(Ctx& ctx) {
+    if (full_.built()) {
+      // Stage 3: the module whole again on every rank, its units plain modules until the next fit.
+      full_.unshard_all();
+      full_.attach(false);
+    }
     core_.fit_end(ctx.module(), ctx.state());
     bytes_ = state_bytes(ctx.optimizer());
     int64_t largest = 0;
@@ -294,7 +373,9 @@ class ShardedDataParallel {
   int64_t agree_min(Ctx& ctx, int64_t v) { return core_.agree_min(ctx.device(), v); }
   /// Whether each rank keeps only its own partition's gradients after the backward (stage 2, more than one rank):
   /// the Trainer's gradient statistics (GradClip's total norm, the loss scaler's inf check) are then reduced.
-  bool gradients_sharded() const { return z_.stage == 2 && active(); }
+  bool gradients_sharded() const { return z_.stage >= 2 && active(); }
+  /// Stage 3 during a fit: the optimizer steps shards (Context::parameters_sharded: GradClip clips them).
+  bool parameters_sharded() const { return full_.built() && full_.attached(); }
   /// Reduces a statistic of this rank's gradients over every rank, in place (a collective), when gradients are
   /// sharded; otherwise leaves it.
   template <class Ctx>
@@ -313,6 +394,16 @@ class ShardedDataParallel {
   }
 
  private:
+  /// Stage 3 writes consolidated checkpoints only (gathered on every rank, in an unsharded run's format).
+  [[noreturn]] void refuse_stage3_save() const {
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::parallel::ShardedDataParallel",
+        policytrain::detail::format("{}: stage 3 does not write sharded checkpoints yet "
+                                    "(checkpoint::Disk::Options::sharded)", core_.group().who()),
+        {}, "leave `sharded` off: stage 3's checkpoints are consolidated, in an unsharded run's format, and "
+            "resume at any world size"));
+  }
+
   /// Stage 2: builds the buckets and hooks, or rebuilds them when the core rebuilt its parameter list (a part
   /// unfrozen, a layout changed: sync_parameters), or when an owner changed (a param group added between fits).
   void sync_zero2() {
@@ -333,6 +424,9 @@ class ShardedDataParallel {
   int64_t z2_generation_ = -1;             ///< the Replica's generation when z2_ was built
   int64_t bytes_ = 0, bytes_total_ = 0, bytes_largest_ = 0;
   bool sharded_save_ = false;  ///< set_sharded_save: a sharded checkpoint's save is under way
+  detail::FullShard full_;     ///< stage 3's units (built at fit begin with more than one rank)
+  bool consolidated_ = false;  ///< stage 3: before_save consolidated, after_save restores
+  bool swapped_ = true;        ///< stage 3: the optimizer's lists hold the shards in this fit
 };
 
 }  // namespace policytrain::parallel

@@ -195,6 +195,14 @@ class Trainer {
   /// gradients_sharded()); then a statistic over every gradient (a norm, an inf flag) needs
   /// reduce_gradient_statistic.
   bool gradients_sharded() { return policy<Category::parallel>().gradients_sharded(); }
+  /// Whether the optimizer steps shards of the parameters (parallel::ShardedDataParallel at stage 3, the parallel
+  /// policy's optional parameters_sharded()): the gradients to read are the optimizer's, not the module's.
+  bool parameters_sharded() {
+    if constexpr (requires { policy<Category::parallel>().parameters_sharded(); })
+      return policy<Category::parallel>().parameters_sharded();
+    else
+      return false;
+  }
   /// Reduces `t` in place over the ranks that hold the gradient shards (identity when gradients are not sharded).
   void reduce_gradient_statistic(torch::Tensor& t, GradientReduce op) {
     policy<Category::parallel>().reduce_gradient_statistic(ctx_, t, op);

@@ -1,0 +1,248 @@
+#pragma once
+/// \file
+/// detail::ShardGroup — what stage 3 of parallel::ShardedDataParallel does with the parameters of one unit
+/// (parallel::FullyShard<M>) or of the root (the parameters no unit claims): this rank's shards (Dim0Chunk, FSDP2's
+/// padded torch.chunk on dim 0), the all-gather into the module's own tensors and their release, and the
+/// reduce-scatter of the gradients into the shards' `.grad`, averaged over the ranks as FSDP2 does on Gloo
+/// (ReduceOp::AVG on FSDP2's flat layout: a [world, total] buffer whose row r holds, parameter after parameter,
+/// rank r's padded piece of each). Freeing keeps each tensor's shape and storage object and sets the storage to 0
+/// bytes, as FSDP2's `untyped_storage().resize_(0)`: the views autograd saved in the forward (a weight's
+/// transpose) see the gathered values again before backward.
+/// It knows no Trainer; the unit calls it through detail::UnitHooks.
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/types.h>
+
+#include <policytrain/detail/format.hpp>
+#include <policytrain/parallel/dim0_shard.hpp>
+#include <policytrain/parallel/fully_shard.hpp>
+#include <policytrain/parallel/process_group.hpp>
+
+namespace policytrain::parallel::detail {
+
+/// One parameter of a unit: the module's (full) tensor and this rank's shard of it.
+struct ShardedParam {
+  std::string name;    ///< its name in the model (for messages and the oracle)
+  torch::Tensor full;  ///< the module's parameter; its storage is freed while the unit is resharded
+  torch::Tensor shard; ///< this rank's rows (Dim0Chunk), a leaf of its own: what the optimizer steps
+  Dim0Chunk layout;    ///< how `full` is chunked
+  int64_t row_numel = 1;  ///< elements per row of dim 0
+  size_t nbytes = 0;      ///< bytes of the full storage
+
+  /// Elements of one rank's padded piece.
+  int64_t piece_numel() const { return layout.chunk * row_numel; }
+};
+
+/// The parameters of one unit (or of the root) and their collectives (see the file comment). Shared by the
+/// unit, the gradient hooks and the policy (std::shared_ptr: the hooks may outlive a forward).
+class ShardGroup final : public UnitHooks {
+ public:
+  /// `name`: the unit's path in the model ("" for the root); `sync`: whether a backward reduces the gradients
+  /// (false between the micro-steps of an accumulation window), owned by the policy.
+  ShardGroup(std::string name, ProcessGroup& group, std::shared_ptr<bool> sync, bool reshard_after_forward)
+      : name_(std::move(name)), group_(&group), sync_(std::move(sync)), reshard_after_forward_(reshard_after_forward) {}
+
+  const std::string& name() const { return name_; }
+  std::vector<ShardedParam>& params() { return params_; }
+  const std::vector<ShardedParam>& params() const { return params_; }
+  /// Whether the module's tensors hold the full values now.
+  bool unsharded() const { return unsharded_; }
+  /// All-gathers and reduce-scatters so far (counters for the tests and the benchmark).
+  int64_t all_gathers() const { return all_gathers_; }
+  int64_t reduce_scatters() const { return reduce_scatters_; }
+
+  /// Adds `full` (a parameter of the module, contiguous, owning its storage) and makes this rank's shard of it
+  /// from its current values. Throws std::invalid_argument for a 0-d tensor or one that shares its storage.
+  void add(const std::string& name, const torch::Tensor& full) {
+    if (full.dim() == 0) refuse(name, "is a scalar (0-d); FSDP2 shards on dim 0");
+    if (!full.is_contiguous() || full.storage_offset() != 0 ||
+        full.storage().nbytes() != static_cast<size_t>(full.numel()) * full.element_size())
+      refuse(name, "is a view into a larger storage (not contiguous, or sharing memory with another tensor)");
+    if (!params_.empty() && full.scalar_type() != params_.front().full.scalar_type())
+      refuse(name, policytrain::detail::format("has dtype {}, the unit's first parameter {}; every parameter of a unit "
+                                               "is gathered in one buffer of one dtype",
+                                               c10::toString(full.scalar_type()),
+                                               c10::toString(params_.front().full.scalar_type())));
+    ShardedParam p;
+    p.name = name;
+    p.full = full;
+    p.layout = Dim0Chunk::of(full.size(0), group_->world_size());
+    for (int64_t d = 1; d < full.dim(); ++d) p.row_numel *= full.size(d);
+    p.nbytes = full.storage().nbytes();
+    p.shard = dim0_piece(full.detach(), group_->rank(), group_->world_size()).clone().requires_grad_(full.requires_grad());
+    params_.push_back(std::move(p));
+  }
+
+  /// Copies every full parameter's rows into this rank's shard again (a later fit: the user may have changed the
+  /// weights in between); the shards stay the same tensors, so the optimizer's state stays theirs.
+  void refresh_shards() {
+    torch::NoGradGuard ng;
+    for (auto& p : params_) p.shard.copy_(dim0_piece(p.full.detach(), group_->rank(), group_->world_size()));
+  }
+
+  /// All-gathers the shards into the module's tensors (nothing when they are gathered already).
+  void unshard() {
+    if (unsharded_ || params_.empty()) return;
+    torch::NoGradGuard ng;
+    const int64_t world = group_->world_size();
+    int64_t total = 0;
+    for (const auto& p : params_) total += p.piece_numel();
+    const auto opts = params_.front().full.options().requires_grad(false);
+    auto in = torch::zeros({total}, opts);
+    int64_t off = 0;
+    for (const auto& p : params_) {
+      const int64_t n = p.shard.numel();
+      if (n > 0) in.narrow(0, off, n).copy_(p.shard.detach().reshape({-1}));
+      off += p.piece_numel();
+    }
+    auto out = torch::empty({total * world}, opts);
+    group_->require_connected("all-gather of a unit's parameters");
+    group_->wait(group_->backend()->_allgather_base(out, in, c10d::AllgatherOptions{}),
+                 policytrain::detail::format("all-gather of the parameters of {}", who()));
+    ++all_gathers_;
+    auto table = out.view({world, total});
+    off = 0;
+    for (auto& p : params_) {
+      allocate(p);
+      if (p.full.numel() > 0) {
+        auto rows = table.narrow(1, off, p.piece_numel()).reshape({-1}).narrow(0, 0, p.full.numel());
+        // variable_data(): a tensor on the same storage with a version counter of its own, so that autograd's saved
+        // views of the parameter do not see an in-place change (FSDP2: _unsafe_preserve_version_counter).
+        p.full.variable_data().view({-1}).copy_(rows);
+      }
+      off += p.piece_numel();
+    }
+    unsharded_ = true;
+  }
+
+  /// Frees the module's tensors (their storage to 0 bytes, shapes kept).
+  void reshard() {
+    if (!unsharded_) return;
+    for (auto& p : params_) {
+      auto* s = p.full.storage().unsafeGetStorageImpl();
+      s->set_data_ptr_noswap(at::DataPtr(nullptr, s->device()));
+      s->set_nbytes(0);
+    }
+    unsharded_ = false;
+  }
+
+  /// Reduce-scatters the full gradients into the shards' `.grad` (accumulated into a gradient the shard has),
+  /// averaged over the ranks, and drops the full gradients. FSDP2's layout: a [world, total] buffer whose row r
+  /// holds, parameter after parameter, rank r's padded piece of each gradient; a parameter without a gradient
+  /// takes part with zeros and its shard gets none.
+  void reduce_gradients() {
+    std::vector<size_t> with;
+    for (size_t i = 0; i < params_.size(); ++i)
+      if (params_[i].full.requires_grad()) with.push_back(i);
+    if (with.empty()) return;
+    torch::NoGradGuard ng;
+    const int64_t world = group_->world_size();
+    int64_t total = 0;
+    for (size_t i : with) total += params_[i].piece_numel();
+    const auto opts = params_[with.front()].full.options().requires_grad(false);
+    auto in = torch::zeros({world, total}, opts);
+    int64_t off = 0;
+    for (size_t i : with) {
+      const auto& p = params_[i];
+      const auto& g = p.full.grad();
+      if (g.defined() && p.full.numel() > 0)
+        in.narrow(1, off, p.piece_numel()).copy_(pad_dim0(g.contiguous(), p.layout.padded_rows()).reshape({world, -1}));
+      off += p.piece_numel();
+    }
+    auto out = torch::empty({total}, opts);
+    c10d::ReduceScatterOptions ro;
+    ro.reduceOp = c10d::ReduceOp::AVG;
+    auto flat = in.view({-1});
+    group_->require_connected("reduce-scatter of a unit's gradients");
+    group_->wait(group_->backend()->_reduce_scatter_base(out, flat, ro),
+                 policytrain::detail::format("reduce-scatter of the gradients of {}", who()));
+    ++reduce_scatters_;
+    off = 0;
+    for (size_t i : with) {
+      auto& p = params_[i];
+      if (p.full.grad().defined()) {
+        auto mine = out.narrow(0, off, p.shard.numel()).view(p.shard.sizes());
+        auto& sg = p.shard.mutable_grad();
+        if (sg.defined()) sg.add_(mine);
+        else sg = mine;
+        p.full.mutable_grad() = torch::Tensor();
+      }
+      off += p.piece_numel();
+    }
+  }
+
+  /// All-gathers `t`, this rank's rows of `p` (an optimizer state tensor of the shard's shape), into `p`'s whole
+  /// shape (a checkpoint's consolidation).
+  torch::Tensor gather_rows(const ShardedParam& p, const torch::Tensor& t) {
+    torch::NoGradGuard ng;
+    const int64_t world = group_->world_size();
+    auto in = torch::zeros({p.piece_numel()}, t.options());
+    if (t.numel() > 0) in.narrow(0, 0, t.numel()).copy_(t.reshape({-1}));
+    auto out = torch::empty({p.piece_numel() * world}, t.options());
+    group_->wait(group_->backend()->_allgather_base(out, in, c10d::AllgatherOptions{}),
+                 policytrain::detail::format("all-gather of the optimizer state of '{}' for a checkpoint", p.name));
+    return out.narrow(0, 0, p.full.numel()).view(p.full.sizes()).clone();
+  }
+
+  /// Before the unit's forward: gathers (and, when training with grad, arms the post-backward).
+  void pre_forward(bool training) override {
+    unshard();
+    if (training) pending_ = true;
+  }
+  /// After the unit's forward: frees the parameters unless they are kept to the backward.
+  void post_forward() override {
+    if (reshard_after_forward_) reshard();
+  }
+  /// Before the unit's backward (a hook on its output): gathers again.
+  void pre_backward() override { unshard(); }
+  /// After the unit's backward (a hook on its input, or the end of the backward): on a window's last micro-step the
+  /// gradients are reduce-scattered; the parameters are freed. `keep`: leave them gathered (the root, which the
+  /// next forward gathers anyway).
+  void post_backward(bool keep) {
+    if (!pending_) return;
+    pending_ = false;
+    if (*sync_) reduce_gradients();
+    if (!keep) reshard();
+  }
+  void post_backward() override { post_backward(false); }
+  /// Whether a forward armed a post-backward that has not run.
+  bool pending() const { return pending_; }
+
+  /// "unit 'conv'" or "the root".
+  std::string who() const {
+    return name_.empty() ? std::string("the root (the parameters no unit claims)")
+                         : policytrain::detail::format("unit '{}'", name_);
+  }
+
+ private:
+  /// A parameter `add` cannot shard.
+  [[noreturn]] static void refuse(const std::string& name, const std::string& why) {
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::parallel::ShardedDataParallel", policytrain::detail::format("stage 3: parameter '{}' {}", name, why),
+        {}, "give it at least one dimension and a storage of its own, or train with stage 2"));
+  }
+
+  static void allocate(ShardedParam& p) {
+    auto* s = p.full.storage().unsafeGetStorageImpl();
+    if (s->nbytes() == p.nbytes) return;
+    s->set_data_ptr_noswap(s->allocator()->allocate(p.nbytes));
+    s->set_nbytes(p.nbytes);
+  }
+
+  std::string name_;
+  ProcessGroup* group_;
+  std::shared_ptr<bool> sync_;
+  bool reshard_after_forward_ = true;
+  std::vector<ShardedParam> params_;
+  bool unsharded_ = true;  ///< the module's tensors hold their values (true until the first reshard)
+  bool pending_ = false;
+  int64_t all_gathers_ = 0, reduce_scatters_ = 0;
+};
+
+}  // namespace policytrain::parallel::detail

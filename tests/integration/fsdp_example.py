@@ -1,0 +1,96 @@
+"""The main job with --zero 3 (fully sharded parameters: each layer a parallel::FullyShard unit, as PyTorch's FSDP2):
+
+- on 2 ranks it ends with the weights of the unsharded run on 2 ranks (--nproc 2, DataParallel) bit for bit: the
+  order of the gradient sums is the only difference that could show (DataParallel's Reducer halves each rank's
+  gradient and all-reduces the halves; stage 3 reduce-scatters with ReduceOp::AVG, as FSDP2, summing then halving),
+  and with 2 ranks both are exact (a + b is commutative, halving exact); its final.pt has the same names and
+  shapes, and summary.json reports the reduce-scatters (6 units per step) and this rank's parameter shard bytes
+  (about half the model's); the same with --precision bf16 (autocast over the gathered fp32 parameters);
+- a run stopped after its first epoch and resumed from its checkpoint (consolidated: the format of an unsharded
+  run's) ends bit-identical to the uninterrupted run;
+- a checkpoint written by 3 ranks (--elastic) resumes on 2 ranks with --zero 3 and with --zero 1 (whole parameters,
+  DataParallel's averaged gradients; its checkpoints are the same policy's) to the same weights within TOL (the
+  checkpoint has no layout of its own; the two runs sum the same gradients in another order);
+- --zero 3 with --ema, --recompute or --shard-checkpoints is refused, naming the flag.
+
+Usage: fsdp_example.py FASHION_MNIST_BINARY RUN_DIR
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import torch
+
+binary, run_dir = sys.argv[1], sys.argv[2]
+shutil.rmtree(run_dir, ignore_errors=True)
+TOL = 1e-4  # AdamW: a last-bit difference in an averaged gradient can move a weight by up to ~lr (1e-3) per step
+
+
+def run(name, extra, ok=True):
+    d = os.path.join(run_dir, name)
+    cmd = [binary, "--epochs", "1", "--limit-train-batches", "12", "--limit-val-batches", "2", "--eval-batch-size",
+           "200", "--run-dir", d, "--progress-tty", "0", "--train-eval-size", "0", "--schedule", "constant"] + extra
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if not ok:
+        assert r.returncode != 0, f"{' '.join(cmd)} should have been refused"
+        return r.stderr
+    assert r.returncode == 0, f"{' '.join(cmd)} failed:\n{r.stdout}\n{r.stderr}"
+    return json.load(open(os.path.join(d, "summary.json")))
+
+
+def weights(name):
+    return torch.load(os.path.join(run_dir, name, "checkpoints", "final.pt"))
+
+
+def max_diff(a, b):
+    assert sorted(a) == sorted(b), (sorted(a), sorted(b))
+    for k in a:
+        assert a[k].shape == b[k].shape, (k, a[k].shape, b[k].shape)
+    return max((a[k].double() - b[k].double()).abs().max().item() for k in a if a[k].is_floating_point())
+
+
+dp2 = run("dp2", ["--nproc", "2"])
+z3 = run("zero3", ["--nproc", "2", "--zero", "3"])
+par = z3["policies"]["parallel"]
+assert par["engine"] == "fully sharded (stage 3)", par
+assert par["reduce_scatter_calls"] == 12 * 6, par  # conv1, bn1, conv2, bn2, fc1, fc2 every step (the root holds none)
+d = max_diff(weights("zero3"), weights("dp2"))
+print(f"--nproc 2 --zero 3 against --nproc 2: max |difference| of the final weights {d:.3g}")
+assert d == 0, d
+assert z3["params_sha256"] == dp2["params_sha256"], (z3["params_sha256"], dp2["params_sha256"])
+whole = sum(t.numel() * 4 for t in weights("dp2").values() if t.is_floating_point() and t.dim() > 0)
+print(f"rank 0 keeps {par['parameter_shard_bytes']} parameter bytes of the model's {whole} (with buffers)")
+assert par["parameter_shard_bytes"] < 0.6 * whole, (par, whole)
+
+# With bf16 autocast (precision::Autocast casts the gathered fp32 parameters per op; the gradients and shards stay
+# fp32): the same weights as DataParallel's under the same precision, bit for bit.
+bf_dp = run("bf16-dp2", ["--nproc", "2", "--precision", "bf16"])
+bf_z3 = run("bf16-zero3", ["--nproc", "2", "--zero", "3", "--precision", "bf16"])
+assert bf_z3["params_sha256"] == bf_dp["params_sha256"], "--zero 3 --precision bf16 changed the trained weights"
+print("--nproc 2 --zero 3 --precision bf16 ends with the weights of --nproc 2 --precision bf16, bit for bit")
+
+# Resume on the same world size: bit-identical.
+whole_run = run("z3-2ep", ["--nproc", "2", "--zero", "3", "--epochs", "2"])
+run("z3-part", ["--nproc", "2", "--zero", "3"])
+resumed = run("z3-part", ["--nproc", "2", "--zero", "3", "--epochs", "2", "--resume"])
+assert resumed["resumed_from"], resumed
+assert resumed["params_sha256"] == whole_run["params_sha256"], "--zero 3: the resumed run differs from the uninterrupted one"
+print("--zero 3 on 2 ranks: 1 epoch + resume = 2 epochs, bit for bit")
+
+# A checkpoint of 3 ranks resumed on 2, by stage 3 and by DataParallel.
+ELASTIC = ["--elastic", "--batch-size", "96"]  # a global batch of 96 (32 or 48 per rank) may change world size
+run("z3-from3", ["--nproc", "3", "--zero", "3"] + ELASTIC)
+shutil.copytree(os.path.join(run_dir, "z3-from3"), os.path.join(run_dir, "dp-from3"))
+a = run("z3-from3", ["--nproc", "2", "--zero", "3", "--epochs", "2", "--resume"] + ELASTIC)
+b = run("dp-from3", ["--nproc", "2", "--zero", "1", "--epochs", "2", "--resume"] + ELASTIC)
+assert a["resumed_from"] and b["resumed_from"], (a["resumed_from"], b["resumed_from"])
+d = max_diff(weights("z3-from3"), weights("dp-from3"))
+print(f"a --zero 3 checkpoint of 3 ranks resumed on 2: --zero 3 against --zero 1, max |difference| {d:.3g}")
+assert d <= TOL, d
+
+for flag in (["--ema"], ["--recompute"], ["--shard-checkpoints"]):
+    err = run("refused", ["--nproc", "2", "--zero", "3"] + flag, ok=False)
+    assert f"--zero 3 cannot compose with {flag[0]}" in err, err
+print("--zero 3 refuses --ema, --recompute and --shard-checkpoints by name")
