@@ -11,9 +11,10 @@ figures do not depend on the tokens' values); tiny_lm reads its token file (data
   python eager fp32 / bf16, python compile bf16 (torch.compile(model), the compile time reported apart, not timed);
   tiny_lm fp32, bf16 (precision::Autocast), each with --fused, and with --cuda-graph where tiny_lm accepts it
   (a row that exits non-zero is reported with its message, e.g. a tiny_lm without --device cuda).
-Each row: --warmup steps untimed, then --steps steps timed between device synchronisations; tokens/s = steps x batch
-x block / seconds. The goal (issue 55): tiny_lm >= Python eager at the same precision; the ratio to torch.compile is
-reported. --device cpu (tiny sizes) runs the Python rows on the CPU: the code has run somewhere without a GPU.
+Each row: --warmup steps untimed, then --steps steps timed between device synchronisations (tiny_lm: its train_seconds
+synchronises at the fit's end); tokens/s = steps x batch x block / seconds. The goal (issue 55): tiny_lm >= Python eager at the same precision; the ratio to torch.compile is
+reported. tiny_lm times its whole fit, so its rows run it for --warmup and for --warmup + --steps steps and take the
+difference. --device cpu (tiny sizes) runs every row on the CPU: the code has run somewhere without a GPU.
 Writes DIR/lm.json and DIR/lm.md.
 """
 import argparse
@@ -131,22 +132,34 @@ def python_row(c, device, precision, compiled, warmup, steps):
 
 
 def tiny_lm_row(exe, data, corpus, c, device, precision, graph, warmup, steps, work, timeout):
-    # tiny_lm times its whole fit (FitResult::train_seconds), warm-up steps included: its first steps (and a graph's
-    # capture) count against it, so it runs warmup + steps and the row says so.
-    summary = os.path.join(work, f"tiny_lm-{precision}-{'graph' if graph else 'eager'}.json")
-    args = [exe, "--data", data] + (["--corpus", corpus] if corpus else []) + ["--device", device, "--max-steps", str(warmup + steps), "--val-every-steps", "0",
-            "--val-batches", "1", "--batch", str(c["batch"]), "--block", str(c["block"]), "--layers", str(c["layers"]),
+    # tiny_lm times its whole fit (summary.json's train_seconds), its first steps included: it runs twice, `warmup`
+    # steps and `warmup + steps` steps, and the row is the difference, as the Python rows time steps after a warm-up.
+    def one(n):
+        summary = os.path.join(work, f"tiny_lm-{precision}-{'graph' if graph else 'eager'}-{n}.json")
+        args = [exe, "--data", data] + (["--corpus", corpus] if corpus else []) + [
+            "--device", device, "--max-steps", str(n), "--val-every-steps", "0", "--val-batches", "1",
+            "--batch", str(c["batch"]), "--block", str(c["block"]), "--layers", str(c["layers"]),
             "--d-model", str(c["d_model"]), "--heads", str(c["heads"]), "--lr", "2e-3", "--min-lr", "2e-4",
             "--warmup-steps", "10", "--fused", "--clip", "1.0", "--precision", precision, "--sample-tokens", "0",
             "--progress-tty", "0", "--summary", summary] + (["--cuda-graph"] if graph else [])
-    try:
         p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        if p.returncode != 0:
+            out = (p.stdout + p.stderr).strip()
+            raise RuntimeError(out.splitlines()[-1][:300] if out else f"exit {p.returncode}")
+        return json.load(open(summary))["train_seconds"], " ".join(args)
+
+    try:
+        t_warm, _ = one(warmup)
+        t_all, command = one(warmup + steps)
     except subprocess.TimeoutExpired:
-        return {"error": f"timeout after {timeout} s"}
-    if p.returncode != 0:
-        return {"error": (p.stdout + p.stderr).strip().splitlines()[-1][:300] if (p.stdout + p.stderr).strip() else f"exit {p.returncode}"}
-    s = json.load(open(summary))
-    return {"tokens_per_second": s.get("tokens_per_second"), "seconds": s.get("train_seconds"), "command": " ".join(args)}
+        return {"error": f"timeout after {timeout:.0f} s"}
+    except RuntimeError as e:
+        return {"error": str(e)}
+    s = t_all - t_warm
+    if s <= 0:
+        return {"error": f"no time left after the warm-up ({t_all:.3f} s - {t_warm:.3f} s)"}
+    return {"tokens_per_second": steps * c["batch"] * c["block"] / s, "seconds": s, "warmup_seconds": t_warm,
+            "command": command}
 
 
 def report(a, c, results, t0):
@@ -161,8 +174,7 @@ def report(a, c, results, t0):
         p = "bf16" if "bf16" in row else "fp32"
         md.append(f"| {row} | {t:.0f} | " if t else f"| {row} | n/a | ")
         md[-1] += (f"{t / ref[p]:.2f}x | " if t and ref[p] else "n/a | ") + (f"{t / comp:.2f}x | " if t and comp else "n/a | ")
-        md[-1] += (r.get("error", "") or (f"warm-up {r['warmup_seconds']:.1f} s" if "warmup_seconds" in r else "")
-                   + (" (tiny_lm's time includes its warm-up steps)" if row.startswith("lm_") else "")) + " |"
+        md[-1] += (r.get("error", "") or (f"warm-up {r['warmup_seconds']:.1f} s" if "warmup_seconds" in r else "")) + " |"
     md += ["", f"lm: {len(results)} rows, {time.time() - t0:.0f} s"]
     json.dump({"config": c, "device": a.device, "rows": results}, open(os.path.join(a.out, "lm.json"), "w"), indent=1)
     open(os.path.join(a.out, "lm.md"), "w").write("\n".join(md) + "\n")
