@@ -27,7 +27,7 @@ configure_cuda() {
 # quickstart and custom_policy examples have no CUDA path of their own (the library's are the main job's).
 cuda_targets() {
   local t out=""
-  for t in fashion_mnist test_cuda gpu_bench; do
+  for t in fashion_mnist test_cuda gpu_bench tiny_lm; do
     ninja -C "$1" -t query "$t" >/dev/null 2>&1 && out="$out $t"
   done
   echo "$out"

@@ -22,6 +22,11 @@
 //                    the captured step (DeviceBatchTask): one replay does data and step
 //   device_outside   the same loader making each batch with eager kernels before the replay
 //   augment_graph    data::PrefetchLoader with `workers` threads (crop + flip on the host, pinned copies), graph step
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+
 #include "common.hpp"
 
 #include "fashion_mnist/model.hpp"
@@ -72,17 +77,80 @@ json run_variant(const std::string& variant, const torch::Device& dev, const Rep
   return t;
 }
 
-// Times epochs of the recipe's step (autocast, FusedAdamW, the whole step as one graph) over `data`.
+/// Records `steps` training steps with Kineto (CPU and CUDA activities) once `start` steps have been taken, into
+/// `path`: host-side hooks only (after_step), so it composes with step::CudaGraph, whose replays the trace then shows
+/// with everything launched around them (callbacks::Profiler's ranges sit inside the step, which a graph cannot).
+struct ReplayTrace {
+  std::filesystem::path path;  // empty: off
+  int64_t start = 0, steps = 0, seen = 0;
+  bool on = false;
+  std::string step_name;                   // "ProfilerStep#N", as callbacks::Profiler names steps (trace_gaps.py)
+  std::unique_ptr<at::RecordFunction> rf;  // open from one after_step to the next: a replay and what follows it
+  template <class Ctx>
+  void after_step(Ctx&, bool) {
+    if (path.empty()) return;
+    namespace ap = torch::autograd::profiler;
+    ++seen;
+    const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO, false, false, false);
+    std::set<torch::profiler::impl::ActivityType> activities{torch::profiler::impl::ActivityType::CPU};
+#ifdef POLICYTRAIN_WITH_CUDA
+    activities.insert(torch::profiler::impl::ActivityType::CUDA);
+#endif
+    if (rf) {
+      rf->end();
+      rf.reset();
+    }
+    if (seen == start && !on) {
+      ap::prepareProfiler(config, activities);
+      ap::enableProfiler(config, activities, {});
+      on = true;
+    } else if (seen == start + steps && on) {
+      std::filesystem::create_directories(path.parent_path());
+      ap::disableProfiler()->save(path.string());
+      on = false;
+      path.clear();
+      return;
+    }
+    if (on) {
+      step_name = fmt::format("ProfilerStep#{}", seen);
+      rf = std::make_unique<at::RecordFunction>(at::RecordScope::USER_SCOPE);
+      if (rf->isActive()) rf->before(step_name.c_str());
+      else rf.reset();
+    }
+  }
+};
+
+// Times epochs of the recipe's step (autocast, FusedAdamW, the whole step as one graph) over `data`; with
+// `ema_every` > 0 callbacks::Ema (decay 0.999, every `ema_every` steps) runs after each replay, and with a `trace`
+// path one more epoch's steps 20-29 are recorded by Kineto (ReplayTrace) after the timing.
 template <class Task, class Data>
-json time_graph_epochs(const torch::Device& dev, RepPlan p, Task& task, torch::optim::Optimizer& opt, Data& data, bool bf16) {
+json time_graph_epochs(const torch::Device& dev, RepPlan p, Task& task, torch::optim::Optimizer& opt, Data& data, bool bf16,
+                       int64_t ema_every = 0, const std::filesystem::path& trace = {}) {
   pt::precision::Autocast amp({.dtype = bf16 ? torch::kBFloat16 : torch::kFloat, .on_nonfinite = pt::NonFinite::ignore});
   p.steps = static_cast<int64_t>(data.size());
-  auto go = [&](auto& trainer) { return time_reps(dev, p, [&] { trainer.fit(data, {.epochs = trainer.state().epoch + 1}); }); };
+  const pt::callbacks::Ema ema({.enabled = ema_every > 0, .decay = 0.999, .tau = 200, .every = std::max<int64_t>(1, ema_every)});
+  auto go = [&](auto& trainer) {
+    auto t = time_reps(dev, p, [&] { trainer.fit(data, {.epochs = trainer.state().epoch + 1}); });
+    t["ema_every"] = ema_every;
+    if (!trace.empty()) {
+      auto& r = trainer.template get<ReplayTrace>();
+      r.path = trace;
+      r.start = 20;
+      r.steps = 10;
+      r.seen = 0;
+      trainer.fit(data, {.epochs = trainer.state().epoch + 1, .limit_train_batches = 40});
+      sync(dev);
+      t["profile"] = trace.string();
+    }
+    return t;
+  };
   if (dev.is_cuda()) {
-    pt::Trainer<Task, pt::precision::Autocast, pt::step::CudaGraph> trainer(task, opt, amp);
+    pt::Trainer<Task, pt::precision::Autocast, pt::step::CudaGraph, pt::callbacks::Ema, ReplayTrace> trainer(
+        task, opt, amp, pt::step::CudaGraph(), ema, ReplayTrace{});
     return go(trainer);
   }
-  pt::Trainer<Task, pt::precision::Autocast, pt::step::GraphEmulation> trainer(task, opt, amp);
+  pt::Trainer<Task, pt::precision::Autocast, pt::step::GraphEmulation, pt::callbacks::Ema, ReplayTrace> trainer(
+      task, opt, amp, pt::step::GraphEmulation(), ema, ReplayTrace{});
   return go(trainer);
 }
 
@@ -166,6 +234,10 @@ int run_data(Args& a) {
   const std::filesystem::path profile_dir = a.str("profile-dir", "");
   const int64_t width = a.num("width", 32), conv3 = a.num("conv3", 0);
   const bool bf16 = a.num("bf16", 0) != 0;
+  // --ema K: the graph variants with callbacks::Ema every K steps (0: none); with --profile-dir, each graph variant
+  // records steps 20-29 of one more epoch (Kineto, the replays and what is launched around them) into
+  // D/<variant>/replay.json.
+  const int64_t ema_every = a.num("ema", 0);
   a.check_all_used();
 
   // Host data of Fashion-MNIST's shape and range (the data path does not depend on the pixels' values).
@@ -173,6 +245,9 @@ int run_data(Args& a) {
   auto x = torch::rand({n, 1, 28, 28});
   auto y = torch::randint(10, {n}, torch::kLong);
   const pt::data::LoaderOptions lo{.batch_size = batch, .shuffle = true, .seed = 1};
+  auto graph_trace = [&](const std::string& v) {
+    return profile_dir.empty() ? std::filesystem::path() : profile_dir / v / "replay.json";
+  };
   int failed = 0;
   json result = header(dev);
   result["benchmark"] = "data";
@@ -259,19 +334,19 @@ int run_data(Args& a) {
           auto batches = cycled_batches(n / batch, 8, [&](int64_t) {
             return pt::Batch{torch::randn({batch, 1, 28, 28}, fo), torch::randint(10, {batch}, fo.dtype(torch::kLong))};
           });
-          t = time_graph_epochs(dev, plan, rtask, ropt, batches, bf16);
+          t = time_graph_epochs(dev, plan, rtask, ropt, batches, bf16, ema_every, graph_trace(v));
         } else if (v == "augment_graph") {
           pt::data::PrefetchOptions po{.workers = workers, .device = dev};
           po.augment = aug;
           pt::data::PrefetchLoader loader(x, y, glo, po);
-          t = time_graph_epochs(dev, plan, rtask, ropt, loader, bf16);
+          t = time_graph_epochs(dev, plan, rtask, ropt, loader, bf16, ema_every, graph_trace(v));
           t["workers"] = workers;
         } else {
           pt::data::DeviceLoaderOptions dlo{.device = dev, .input_scale = 1.0 / 255, .mean = {0.286}, .std = {0.353},
                                             .augment = aug, .in_step = v == "device_graph"};
           pt::data::DeviceLoader loader((x * 255).to(torch::kByte), y, glo, dlo);
           pt::data::DeviceBatchTask<fmnist::Classifier> wrapped(rtask, v == "device_graph" ? &loader : nullptr);
-          t = time_graph_epochs(dev, plan, wrapped, ropt, loader, bf16);
+          t = time_graph_epochs(dev, plan, wrapped, ropt, loader, bf16, ema_every, graph_trace(v));
         }
         t["samples_per_second"] = static_cast<double>((n / batch) * batch) /
                                   (t["step_seconds"].get<double>() * t["steps_per_rep"].get<double>());

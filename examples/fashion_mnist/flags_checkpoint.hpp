@@ -5,7 +5,7 @@
 //   --half-weights  --half-optimizer  --resume [PATH] (no value: the newest good checkpoint of the directory)
 //   --resume-weights-only (with --resume: take the weights only, start a new run)  --async-checkpoint
 //   --shard-checkpoints (with --zero 1|2: every rank writes its optimizer partition, rank 0 a manifest last)
-//   --ema [--ema-decay D --ema-tau T]  --patience P [--min-delta D]  --rollback [--rollback-factor F]  --no-export
+//   --ema [--ema-decay D --ema-tau T --ema-every K]  --patience P [--min-delta D]  --rollback [--rollback-factor F]  --no-export
 //   --no-preemption  --requeue  --requeue-signal USR1|USR2|none   (SIGTERM / SIGUSR1: stop at the next step, save,
 //   exit 75; the requeue signal with --requeue also requeues the Slurm job)
 #include <csignal>
@@ -45,6 +45,7 @@ struct CheckpointFlags {
   bool ema = false;
   double ema_decay = 0.9999;
   double ema_tau = 2000;
+  int64_t ema_every = 1;
   int64_t patience = 0;
   double min_delta = 0;
   bool rollback = false;
@@ -90,6 +91,10 @@ struct CheckpointFlags {
             },
             "in [0, 1)"));
     app.add_option("--ema-tau", ema_tau, "EMA decay ramp, in steps")->check(CLI::NonNegativeNumber);
+    app.add_option("--ema-every", ema_every,
+                   "Move the EMA every K steps, by the decay to the power K (fewer eager launches after a CUDA graph's "
+                   "replay)")
+        ->check(CLI::PositiveNumber);
     app.add_option("--patience", patience, "Stop after P epochs without improvement of --monitor (0: never)")->check(CLI::NonNegativeNumber);
     app.add_option("--min-delta", min_delta, "Smallest change that counts as an improvement")->check(CLI::NonNegativeNumber);
     app.add_flag("--rollback", rollback, "On a non-finite loss, reload the last good state and lower the lr");
@@ -148,7 +153,7 @@ struct CheckpointFlags {
     return policytrain::checkpoint::Disk(std::move(o));
   }
   policytrain::callbacks::Ema make_ema() const {
-    return policytrain::callbacks::Ema({.enabled = ema, .decay = ema_decay, .tau = ema_tau});
+    return policytrain::callbacks::Ema({.enabled = ema, .decay = ema_decay, .tau = ema_tau, .every = ema_every});
   }
   policytrain::callbacks::EarlyStopping make_early_stopping() const {
     return policytrain::callbacks::EarlyStopping(
@@ -174,7 +179,7 @@ struct CheckpointFlags {
                             {"half_weights", half_weights}, {"half_optimizer", half_optimizer}, {"resume", resume},
                             {"resume_weights_only", resume_weights_only}, {"async", async_checkpoint},
                             {"sharded", shard_checkpoints}}},
-            {"ema", {{"enabled", ema}, {"decay", ema_decay}, {"tau", ema_tau}}},
+            {"ema", {{"enabled", ema}, {"decay", ema_decay}, {"tau", ema_tau}, {"every", ema_every}}},
             {"early_stopping", {{"enabled", patience > 0}, {"patience", patience}, {"monitor", monitor}, {"min_delta", min_delta}}},
             {"rollback", {{"enabled", rollback}, {"lr_factor", rollback_factor}}},
             {"preemption", {{"enabled", !no_preemption}, {"requeue", requeue}, {"requeue_signal", requeue_signal}, {"exit_code", policytrain::callbacks::Preemption::exit_code}}}};

@@ -50,6 +50,12 @@ struct Config {
   std::string block = "conv-bn-relu-pool";
   int64_t conv3 = 0;
   double label_smoothing = 0;
+  double bn_momentum = 0.1;  // LibTorch's defaults: the main job is unchanged unless told
+  double bn_eps = 1e-5;
+  bool whiten = false;
+  double whiten_eps = 5e-4;
+  bool whiten_frozen = false;
+  int64_t whiten_images = 5000;
   int progress_tty = -1;
   std::string device = "cpu";
   bool recompute = false;
@@ -97,6 +103,21 @@ void add_core_flags(CLI::App& app, Config& c) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--label-smoothing", c.label_smoothing, "Label smoothing of the training loss (0: off)")
       ->check(CLI::Range(0.0, 0.5));
+  app.add_option("--bn-momentum", c.bn_momentum,
+                 "Batch norms' momentum of the running statistics (LibTorch's 0.1; larger forgets the untrained first "
+                 "steps faster in a short run)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--bn-eps", c.bn_eps, "Batch norms' epsilon (LibTorch's 1e-5)")->check(CLI::PositiveNumber);
+  app.add_flag("--whiten", c.whiten,
+               "Initialise the first convolution's first 2 k^2 filters by patch whitening (airbench): the "
+               "eigenvectors of the training images' k x k patch covariance, scaled by 1/sqrt(eigenvalue + eps), and "
+               "their negatives");
+  app.add_option("--whiten-eps", c.whiten_eps, "With --whiten: the epsilon added to the eigenvalues")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--whiten-frozen", c.whiten_frozen, "With --whiten: the first convolution's weight is not trained");
+  app.add_option("--whiten-images", c.whiten_images,
+                 "With --whiten: the first N training images give the patch covariance")
+      ->check(CLI::PositiveNumber);
   app.add_option("--progress-tty", c.progress_tty, "Progress display: -1 detect, 0 plain lines, 1 terminal");
   app.add_option("--device", c.device, "cpu, or cuda (each rank takes the GPU of its local rank)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
@@ -248,6 +269,10 @@ int main(int argc, char** argv) {
                                                              : fmnist::BlockOrder::conv_bn_relu_pool,
                             cfg.conv3, /*units=*/par.zero == 3);
     task.tta_flip = fastpath.tta;
+    task.net->set_batch_norm(cfg.bn_momentum, cfg.bn_eps);
+    if (cfg.whiten_frozen && !cfg.whiten) throw std::invalid_argument("--whiten-frozen: needs --whiten");
+    // Before the move and the optimizer: the covariance of CPU images, and a frozen weight is no optimizer's.
+    if (cfg.whiten) task.net->whiten_first_conv(train.x.slice(0, 0, cfg.whiten_images), cfg.whiten_eps, cfg.whiten_frozen);
     task.module().to(device);  // before the optimizer takes the parameters; the Trainer moves batches here
     auto optimizer = make_optimizer(cfg, task.module());
     if (par.elastic && (accumulation.auto_batch || accumulation.nominal > 0))
@@ -466,6 +491,9 @@ int main(int argc, char** argv) {
             {"batch_size", cfg.batch_size},
             {"recompute", cfg.recompute},
             {"label_smoothing", cfg.label_smoothing},
+            {"batch_norm", {{"momentum", cfg.bn_momentum}, {"eps", cfg.bn_eps}}},
+            {"whiten", {{"enabled", cfg.whiten}, {"eps", cfg.whiten_eps}, {"frozen", cfg.whiten_frozen},
+                        {"images", cfg.whiten_images}}},
             {"width", cfg.width},
             {"block", cfg.block},
             {"conv3", cfg.conv3},
@@ -477,6 +505,10 @@ int main(int argc, char** argv) {
       summary["policies"].update(ckpt_flags.describe());
       summary["validation_history"] = history;
       summary["finished"] = true;
+      // torch.cuda.max_memory_allocated's figure (the CUDA caching allocator's peak since the process began; null on
+      // the CPU): the memory row of --zero 1/2/3 on a GPU.
+      const auto cuda_peak = pt::memory::cuda_peak_allocated_bytes();
+      summary["cuda_max_memory_allocated"] = cuda_peak ? nlohmann::json(*cuda_peak) : nlohmann::json();
       summary["attempts"] = carried("attempts");
       summary["attempts"].push_back(attempt_record(result, 0, resumed_from));
       summary["policies"].update(fastpath.describe());

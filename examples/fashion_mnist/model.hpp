@@ -87,6 +87,39 @@ struct CnnImpl : torch::nn::Module {
     return F::batch_norm(x, torch::Tensor(), torch::Tensor(),
                          F::BatchNormFuncOptions().weight(bn->weight).bias(bn->bias).training(true).eps(bn->options.eps()));
   }
+  /// Sets every batch norm's momentum and epsilon (LibTorch's defaults: 0.1 and 1e-5). A short run takes few
+  /// steps, so the running statistics that evaluation uses should forget the first, untrained steps faster (airbench
+  /// trains CIFAR-10 in ~10 epochs with momentum 0.6 and epsilon 1e-12).
+  void set_batch_norm(double momentum, double eps) {
+    for (auto* bn : {&bn1, &bn2, &bn3})
+      if (!bn->is_empty()) (*bn)->options.momentum(momentum).eps(eps);
+  }
+  /// airbench's patch-whitening initialisation of the first convolution: with C the (uncentred) covariance of the
+  /// k x k patches of `images` (N x 1 x H x W, standardised as the model sees them; every position without padding)
+  /// and C = V diag(l) V^T, the first 2 k^2 filters become v_i / sqrt(l_i + eps) and their negatives, largest l_i
+  /// first: the convolution's first k^2 outputs are the patches' decorrelated components (covariance
+  /// diag(l / (l + eps))), their negatives keep both signs through the ReLU. Filters past 2 k^2 keep their random
+  /// initialisation (the main job's first convolution is wider than airbench's 2 k^2 = 24 for 2 x 2 x 3). With
+  /// `frozen`, the convolution's weight no longer trains (requires_grad off: set it before the optimizer takes the
+  /// parameters; the fused optimizers skip a parameter without a gradient). Returns the eigenvalues, largest first.
+  torch::Tensor whiten_first_conv(const torch::Tensor& images, double eps, bool frozen) {
+    torch::NoGradGuard g;
+    const int64_t k = (*conv1->options.kernel_size())[0];
+    const auto x = images.to(torch::kDouble);
+    // Patches as rows: unfold without padding, (N, k*k, positions) -> (N * positions, k*k).
+    const auto patches = torch::nn::functional::unfold(x, torch::nn::functional::UnfoldFuncOptions({k, k}))
+                             .transpose(1, 2).reshape({-1, k * k});
+    const auto cov = patches.t().mm(patches) / static_cast<double>(patches.size(0));
+    auto [eigenvalues, eigenvectors] = torch::linalg_eigh(cov, "U");  // ascending
+    eigenvalues = eigenvalues.flip(0);
+    const auto v = eigenvectors.t().flip(0);  // rows: eigenvectors, largest eigenvalue first
+    const auto scaled = v / (eigenvalues + eps).sqrt().unsqueeze(1);
+    const auto filters = torch::cat({scaled, -scaled}).reshape({2 * k * k, 1, k, k});
+    const int64_t n = std::min<int64_t>(filters.size(0), conv1->weight.size(0));
+    conv1->weight.slice(0, 0, n).copy_(filters.slice(0, 0, n).to(conv1->weight.dtype()));
+    if (frozen) conv1->weight.requires_grad_(false);
+    return eigenvalues;
+  }
   bool recompute;
   BlockOrder order;
   bool units;

@@ -60,6 +60,7 @@ struct Config {
   fs::path init_weights;
   fs::path log_dir;
   bool cuda_graph = false;
+  std::string device = "cpu";
   uint64_t seed = 1337;
   int threads = 0;
   fs::path summary;
@@ -135,6 +136,8 @@ void add_flags(CLI::App& app, Config& c) {
                  "The device's peak FLOP/s (e.g. 989e12 for an H100's bf16): the model FLOPs utilisation is reported")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--cuda-graph", c.cuda_graph, "The whole step captured into one CUDA graph (a GPU only)");
+  app.add_option("--device", c.device, "cpu, or cuda (each rank takes the GPU of its rank modulo the GPUs visible)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
 }
 
 // [snippet:task]
@@ -183,7 +186,8 @@ std::string sample(tiny_lm::Gpt& gpt, const std::string& prompt, int64_t n, int6
   for (int64_t i = 0; i < n; ++i) {
     const int64_t from = std::max<int64_t>(0, static_cast<int64_t>(ids.size()) - gpt->config.block);
     auto idx = torch::tensor(std::vector<int64_t>(ids.begin() + from, ids.end()), torch::kLong).unsqueeze(0);
-    auto logits = gpt->forward(idx).select(1, -1).squeeze(0).to(torch::kFloat);
+    // The model's device for the forward, the CPU for the choice (the seeded CPU generator draws the same bytes).
+    auto logits = gpt->forward(idx.to(gpt->wte->weight.device())).select(1, -1).squeeze(0).to(torch::kCPU, torch::kFloat);
     int64_t next = 0;
     if (top_k <= 0) {
       next = logits.argmax().item<int64_t>();
@@ -236,10 +240,16 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
+    // tiny_lm's Trainer holds callbacks::MetricsLog (the step log summary.json reads) and ProgressBar, whose hooks
+    // run inside the step on the host: a captured step cannot hold them (core/hooks.hpp's graph-safety check).
     if (cfg.cuda_graph)
-      throw std::invalid_argument("--cuda-graph: a CUDA graph captures CUDA work and tiny_lm trains on the CPU (this "
-                                  "LibTorch " + std::string(pt::detail::built_with_cuda() ? "has CUDA, but tiny_lm "
-                                  "has no --device cuda yet" : "is a CPU build") + "); leave --cuda-graph out");
+      throw std::invalid_argument("--cuda-graph: a CUDA graph captures CUDA work only, and tiny_lm's trainer logs "
+                                  "every step on the host (callbacks::MetricsLog), which a graph cannot hold; leave "
+                                  "--cuda-graph out (--device cuda trains eagerly on the GPU)");
+    if (cfg.device == "cuda" && !torch::cuda::is_available())
+      throw std::invalid_argument(std::string("--device cuda: no CUDA device is visible (this LibTorch ") +
+                                  (pt::detail::built_with_cuda() ? "has CUDA" : "is a CPU build") +
+                                  "); leave --device out to train on the CPU");
     if (par.elastic)
       throw std::invalid_argument("--elastic: tiny_lm's windows are drawn per global batch of a fixed world size; "
                                   "resume at the same --nproc, without --elastic");
@@ -276,6 +286,11 @@ int main(int argc, char** argv) {
 
     LanguageModel task(cfg.model);
     if (!cfg.init_weights.empty() && dp.is_main()) pt::checkpoint::export_weights(task.module(), cfg.init_weights);
+    // Before the optimizer takes the parameters; the Trainer moves each batch to the model's device.
+    const torch::Device device = cfg.device == "cuda"
+        ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(rank % static_cast<int64_t>(torch::cuda::device_count())))
+        : torch::Device(torch::kCPU);
+    task.module().to(device);
     // [snippet:optimizer]
     // nanoGPT's groups: matrices and embeddings decay, biases and LayerNorm gains do not.
     auto groups = tiny_lm::decay_groups(task.module(), cfg.weight_decay, cfg.lr, cfg.beta2);
@@ -375,7 +390,7 @@ int main(int argc, char** argv) {
               {"lr", cfg.lr}, {"min_lr", cfg.min_lr}, {"warmup_steps", cfg.warmup_steps},
               {"weight_decay", cfg.weight_decay}, {"fused", cfg.fused}, {"clip", cfg.clip}, {"ema", cfg.ema},
               {"precision", precision_flags.describe()}, {"zero", par.zero}, {"seed", cfg.seed},
-              {"threads", torch::get_num_threads()}, {"corpus", cfg.corpus.string()}}}};
+              {"threads", torch::get_num_threads()}, {"corpus", cfg.corpus.string()}, {"device", cfg.device}}}};
         std::ofstream(cfg.summary) << summary.dump(2) << "\n";
       }
       return 0;

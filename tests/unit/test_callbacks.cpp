@@ -129,6 +129,48 @@ TEST_CASE("EMA follows d_t = decay (1 - exp(-t / tau)) over the steps taken, and
   }
 }
 
+TEST_CASE("EMA every k steps: the average moves at every k-th step taken by d_t^k, is what evaluation sees, and every < 1 is refused") {
+  // Seeded inputs, a skipped step in the middle, and k picked by the generator: the hand computation in double is the
+  // oracle (airbench's EMA every 5 steps, ema = d^k ema + (1 - d^k) live at every k-th step).
+  torch::manual_seed(55);
+  const int64_t k = 2 + torch::randint(4, {1}).item<int64_t>();  // 2..5
+  LinearTask task;
+  torch::optim::SGD opt(task.module().parameters(), 0.1);
+  std::vector<torch::Tensor> weights{task.lin->weight.detach().clone()};
+  auto x = torch::randn({40, 3}, torch::TensorOptions().dtype(torch::kFloat));
+  x[12][1] = std::numeric_limits<float>::quiet_NaN();  // batch 4 of 10: a skipped step, not counted
+  auto y = torch::zeros({40}, torch::kLong);
+  pt::data::TensorLoader loader(x, y, {.batch_size = 4, .shuffle = false});
+  pt::data::TensorLoader val(x.slice(0, 0, 4), y.slice(0, 0, 4), {.batch_size = 4, .shuffle = false});
+  const double decay = 0.8, tau = 4;
+  pt::Trainer<LinearTask, pt::precision::Fp32, WeightLog, Ema> trainer(
+      task, opt, pt::precision::Fp32(pt::NonFinite::skip), WeightLog{&weights},
+      Ema({.decay = decay, .tau = tau, .every = k}));
+  trainer.fit(loader, val, {.epochs = 2});
+  const auto& ema = trainer.get<Ema>();
+  REQUIRE(ema.updates() == 18);
+  REQUIRE(weights.size() == 19);
+  std::vector<double> e(3);
+  for (int j = 0; j < 3; ++j) e[j] = weights[0][0][j].item<double>();
+  for (int64_t t = 1; t <= 18; ++t) {
+    if (t % k != 0) continue;
+    const double d = std::pow(decay * (1 - std::exp(-static_cast<double>(t) / tau)), static_cast<double>(k));
+    for (int j = 0; j < 3; ++j) e[j] = d * e[j] + (1 - d) * weights[t][0][j].item<double>();
+  }
+  for (int j = 0; j < 3; ++j) CHECK(ema.average()[0][0][j].item<double>() == doctest::Approx(e[j]).epsilon(1e-6));
+  CHECK(torch::equal(task.seen_in_eval.back(), ema.average()[0]));
+  // Not the every-step average: the test tells the placements apart.
+  std::vector<double> e1(3);
+  for (int j = 0; j < 3; ++j) e1[j] = weights[0][0][j].item<double>();
+  for (int t = 1; t <= 18; ++t) {
+    const double d = decay * (1 - std::exp(-t / tau));
+    for (int j = 0; j < 3; ++j) e1[j] = d * e1[j] + (1 - d) * weights[t][0][j].item<double>();
+  }
+  CHECK(std::abs(ema.average()[0][0][0].item<double>() - e1[0]) > 1e-6);
+  CHECK_THROWS_WITH(Ema({.every = 0}),
+                    "policytrain::callbacks::Ema: every is 0; expected >= 1; set every = 1 to move the average at every step taken");
+}
+
 namespace {
 
 /// Trains an MLP; its validation "loss" and "accuracy" follow a script, one entry per evaluation.

@@ -15,8 +15,13 @@
 /// checkpoint policy's record of the weights that scored: best.ckpt's evaluated section, best.pt), on_weights_loaded
 /// (the average becomes a copy of weights loaded as the evaluated ones, so that `evaluate` evaluates them). Stateful: the average and the update count go into
 /// checkpoints. Requires nothing; put it after callbacks::DivergenceRollback so a rolled-back step is not averaged.
-/// Cost: one copy of the parameters and floating-point buffers, four foreach kernels per step; when `enabled` is
-/// false, a branch per hook.
+/// With `every` = k > 1 the average moves only at every k-th step taken, by the decay of that step raised to the
+/// k-th power (airbench's EMA every 5 steps): d_t^k is the decay k updates of d_t would apply to the average, so the
+/// ramp and the averaging horizon stay those of every=1, while the steps in between are sampled, not averaged.
+/// Under step::CudaGraph the update is not captured: it runs eagerly after the replay, on the host's schedule, so
+/// its launches (and the ramp's host arithmetic) are paid at every step; `every` divides them by k.
+/// Cost: one copy of the parameters and floating-point buffers, four foreach kernels per k steps taken; when
+/// `enabled` is false, a branch per hook.
 #include <cmath>
 #include <map>
 #include <stdexcept>
@@ -52,6 +57,8 @@ class Ema {
     double tau = 2000;      ///< ramp length in updates (0: the constant decay from the first update)
     /// Average the floating-point buffers too (Ultralytics' ModelEMA); false: evaluation uses the live buffers.
     bool average_buffers = true;
+    /// Move the average every `every` steps taken (>= 1), by decay_at(t)^every (see the file comment).
+    int64_t every = 1;
   };
 
   Ema() = default;
@@ -62,7 +69,7 @@ class Ema {
   bool enabled() const { return o_.enabled; }
   /// The settings.
   const Options& options() const { return o_; }
-  /// Updates of the average so far (optimizer steps taken).
+  /// Optimizer steps taken so far (with every > 1 the average moved at every `every`-th of them).
   int64_t updates() const { return updates_; }
   /// The decay of the t-th update.
   double decay_at(int64_t t) const { return o_.tau > 0 ? o_.decay * (1.0 - std::exp(-static_cast<double>(t) / o_.tau)) : o_.decay; }
@@ -78,13 +85,15 @@ class Ema {
     bind(ctx.module());
   }
 
-  /// After a step that was taken: moves the average towards the weights with the decay of that update.
+  /// After a step that was taken: moves the average towards the weights with the decay of that update (at every
+  /// `every`-th step taken, by that decay to the power `every`).
   template <class Ctx>
   void after_step(Ctx& ctx, bool stepped) {
     if (!o_.enabled || !stepped) return;
     if (shadow_.empty()) bind(ctx.module());
     ++updates_;
-    const double d = decay_at(updates_);
+    if (updates_ % o_.every != 0) return;
+    const double d = std::pow(decay_at(updates_), static_cast<double>(o_.every));
     torch::NoGradGuard g;
     at::_foreach_mul_(shadow_, d);
     at::_foreach_add_(shadow_, params_, 1.0 - d);
@@ -256,6 +265,11 @@ POLICYTRAIN_DECL Ema::Ema(Options o) : o_(o) {
   if (o_.tau < 0)
     throw std::invalid_argument(policytrain::detail::error_message(
         "policytrain::callbacks::Ema", policytrain::detail::format("tau is {}, expected >= 0", o_.tau)));
+  if (o_.every < 1)
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::callbacks::Ema",
+        policytrain::detail::format("every is {}", o_.every), ">= 1",
+        "set every = 1 to move the average at every step taken"));
 }
 #endif
 
