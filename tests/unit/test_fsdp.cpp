@@ -14,6 +14,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <policytrain/checkpoint.hpp>
 #include <policytrain/memory.hpp>
 #include <policytrain/parallel.hpp>
 #include <policytrain/policytrain.hpp>
@@ -164,12 +165,49 @@ int run_recomputed(const fs::path& dir, const std::string& subdir) {
   return 0;
 }
 
+/// Scenario "reshard": two units of linear layers (fc2's 7 rows chunk unevenly on 2 and 3 ranks) and a root head, no
+/// batch norm (its batch statistics would depend on the per-rank batch), AdamW, a global batch of 12 on every world
+/// size. POLICYTRAIN_FSDP_UNTIL: train to that optimizer step (checkpoints every 2 steps, resumed from the newest
+/// when POLICYTRAIN_FSDP_RESUME=1, at whatever world size this phase has); writes the parameters at the end.
+int run_reshard(const fs::path& dir, const std::string& subdir) {
+  struct Model : torch::nn::Module {
+    pt::parallel::FullyShard<torch::nn::Linear> fc1{register_module("fc1", pt::parallel::FullyShard<torch::nn::Linear>(torch::nn::Linear(32, 12)))};
+    pt::parallel::FullyShard<torch::nn::Linear> fc2{register_module("fc2", pt::parallel::FullyShard<torch::nn::Linear>(torch::nn::Linear(12, 7)))};
+    torch::nn::Linear head{register_module("head", torch::nn::Linear(7, 3))};
+    torch::Tensor forward(const torch::Tensor& x) { return head(torch::tanh(fc2(torch::tanh(fc1(x.flatten(1)))))); }
+  };
+  struct ReshardTask {
+    std::shared_ptr<Model> net;
+    torch::nn::Module& module() { return *net; }
+    torch::Tensor training_step(const pt::Batch& b) { return torch::nn::functional::cross_entropy(net->forward(b.x), b.y); }
+  };
+  pt::parallel::ShardedDataParallel parallel({.timeout = std::chrono::seconds(120)}, {.stage = 3});
+  const int rank = parallel.rank(), world = parallel.world_size();
+  torch::manual_seed(5);  // the same initial weights on every rank and phase (a resume replaces them)
+  ReshardTask task{std::make_shared<Model>()};
+  torch::optim::AdamW opt(task.net->parameters(), torch::optim::AdamWOptions(0.01).weight_decay(0.1));
+  const auto data = load_tensors(dir / "data");
+  pt::data::TensorLoader loader(data.at("x"), data.at("y"), {.batch_size = 12 / world, .shuffle = false, .rank = rank, .world_size = world});
+  const bool resume = env("POLICYTRAIN_FSDP_RESUME", "0") == "1";
+  // The world size left out of the run fingerprint (-1): a checkpoint resumes on another one.
+  pt::checkpoint::Disk disk({.directory = dir / (subdir + "-run"), .every_steps = 2, .resume = resume ? "auto" : "",
+                             .run = {.world_size = -1}, .export_final = false, .log = nullptr});
+  pt::Trainer trainer(task, opt, std::move(parallel), std::move(disk));
+  trainer.fit(loader, {.epochs = 1, .max_steps = std::stoll(env("POLICYTRAIN_FSDP_UNTIL", "-1"))});
+  Tensors out;
+  for (auto& p : task.net->named_parameters()) out["param." + p.key()] = p.value().detach().clone();
+  out["steps"] = torch::tensor(trainer.state().global_step);
+  save_tensors(dir / subdir / fmt::format("rank{}", rank), out);
+  return 0;
+}
+
 /// One rank of our side: POLICYTRAIN_FSDP_STAGE (3, or 0: DataParallel's averaged gradients on whole parameters),
 /// _OPTIMIZER (adamw, sgd), _STEPS (optimizer steps), _ACCUMULATE (micro-batches per step); the data and initial
 /// weights of <dir>/data and <dir>/init.
 int run_worker(const fs::path& dir, const std::string& subdir) {
   if (env("POLICYTRAIN_FSDP_SCENARIO", "") == "tied") return run_tied(dir, subdir);
   if (env("POLICYTRAIN_FSDP_SCENARIO", "") == "recomputed") return run_recomputed(dir, subdir);
+  if (env("POLICYTRAIN_FSDP_SCENARIO", "") == "reshard") return run_reshard(dir, subdir);
   const int stage = std::stoi(env("POLICYTRAIN_FSDP_STAGE", "3"));
   const int64_t steps = std::stoll(env("POLICYTRAIN_FSDP_STEPS", "5"));
   const std::string kind = env("POLICYTRAIN_FSDP_OPTIMIZER", "adamw");
@@ -506,4 +544,23 @@ TEST_CASE("stage 3 with frozen parameters (a whole unit, one parameter of a unit
     CHECK_FALSE(torch::equal(z3.at("param.fc.weight"), init.at("fc.weight")));  // trained beside its frozen bias
     CHECK(z3.count("grad.emb.weight") == 0);
   }
+}
+
+TEST_CASE("stage 3 checkpoints reshard 3 -> 2 -> 1 -> 3 ranks mid-epoch and end within 1e-6 of the uninterrupted 3-rank run, seeded data") {
+  // 8 AdamW steps of a global batch of 12, 2 per phase, each phase resuming the last one's consolidated checkpoint at
+  // another world size (1 rank: no process group, the units are plain modules). Every step averages the gradient over
+  // the same 12 samples; only the summation order differs (the mean over 12 / world samples per rank, then over the
+  // ranks), so the weights differ by rounding, which AdamW's normalisation carries into the update.
+  const auto dir = testing::temp_dir("fsdp-reshard");
+  write_seeded_inputs(dir, 51, 8 * 12);
+  run_ours(3, dir, "whole", {{"POLICYTRAIN_FSDP_SCENARIO", "reshard"}, {"POLICYTRAIN_FSDP_UNTIL", "8"}});
+  int until = 0;
+  for (const int world : {3, 2, 1, 3}) {
+    until += 2;
+    run_ours(world, dir, "cycle", {{"POLICYTRAIN_FSDP_SCENARIO", "reshard"}, {"POLICYTRAIN_FSDP_UNTIL", std::to_string(until)},
+                                   {"POLICYTRAIN_FSDP_RESUME", until > 2 ? "1" : "0"}});
+    CHECK(load_tensors(dir / "cycle" / "rank0").at("steps").item<int64_t>() == until);
+  }
+  for (int r = 0; r < 3; ++r) compare(dir / "whole" / fmt::format("rank{}", r), dir / "cycle" / fmt::format("rank{}", r), 1e-6, {"param."});
+  CHECK(load_tensors(dir / "whole" / "rank0").at("steps").item<int64_t>() == 8);
 }
