@@ -5,6 +5,8 @@
 // parameters, shards, gradient shards at the last step, optimizer state and buffers must equal Python's within 1e-6.
 // A worker is this binary with POLICYTRAIN_FSDP_WORKER set: a static initialiser runs it before doctest's main.
 // Each case takes 11 to 13 s (AMD EPYC, 2 cores): the 2-rank AdamW case is in the quick tier, the others extended.
+// The cases against DataParallel or an uninterrupted run, and the refusals, draw their data from a seed and run our
+// side only (0.4 to 5 s each on the same machine): quick tier.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -14,6 +16,8 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <policytrain/checkpoint.hpp>
+#include <policytrain/memory.hpp>
 #include <policytrain/parallel.hpp>
 #include <policytrain/policytrain.hpp>
 
@@ -50,6 +54,14 @@ struct NetImpl : torch::nn::Module {
     return head(torch::cat({h, emb(ids).mean(1)}, 1));
   }
   // [/snippet:fsdp-units]
+  /// POLICYTRAIN_FSDP_RECOMPUTE=1: the fc unit runs inside a memory::recompute segment (a unit within a recomputed
+  /// block), in training only.
+  torch::Tensor forward_recomputed(const torch::Tensor& x) {
+    auto ids = x.flatten(1).narrow(1, 0, 3).gt(0).to(torch::kLong) + torch::arange(3, torch::kLong) * 3;
+    auto h = pt::memory::recompute([this](const torch::Tensor& in) { return torch::tanh(fc(in)); },
+                                   torch::relu(conv(x)).flatten(1));
+    return head(torch::cat({h, emb(ids).mean(1)}, 1));
+  }
   /// POLICYTRAIN_FSDP_RESHARD=0: the units keep their parameters from the forward to the backward.
   static bool reshard() {
     const char* v = std::getenv("POLICYTRAIN_FSDP_RESHARD");
@@ -65,7 +77,10 @@ TORCH_MODULE(Net);
 struct Task {
   Net net;
   torch::nn::Module& module() { return *net; }
-  torch::Tensor training_step(const pt::Batch& b) { return torch::nn::functional::cross_entropy(net->forward(b.x), b.y); }
+  bool recompute = std::getenv("POLICYTRAIN_FSDP_RECOMPUTE") != nullptr;
+  torch::Tensor training_step(const pt::Batch& b) {
+    return torch::nn::functional::cross_entropy(recompute ? net->forward_recomputed(b.x) : net->forward(b.x), b.y);
+  }
 };
 
 /// Keeps the gradients the optimizer is about to step at step `last` (after the parallel policy's before_step), by
@@ -122,11 +137,79 @@ int run_tied(const fs::path& dir, const std::string& subdir) {
   return 0;
 }
 
+/// Scenario "recomputed": a memory::Recomputed module inside a unit; fit begin must refuse it, naming it. Writes the
+/// message.
+int run_recomputed(const fs::path& dir, const std::string& subdir) {
+  struct Model : torch::nn::Module {
+    pt::parallel::FullyShard<torch::nn::Sequential> block{register_module(
+        "block", pt::parallel::FullyShard<torch::nn::Sequential>(torch::nn::Sequential(
+                     pt::memory::Recomputed<torch::nn::Linear>(torch::nn::Linear(4, 4)), torch::nn::Linear(4, 2))))};
+  };
+  struct RecomputedTask {
+    std::shared_ptr<Model> net = std::make_shared<Model>();
+    torch::nn::Module& module() { return *net; }
+    torch::Tensor training_step(const pt::Batch& b) { return net->block(b.x).sum(); }
+  };
+  pt::parallel::ShardedDataParallel parallel({.timeout = std::chrono::seconds(120)}, {.stage = 3});
+  const int rank = parallel.rank(), world = parallel.world_size();
+  RecomputedTask task;
+  torch::optim::SGD opt(task.net->parameters(), torch::optim::SGDOptions(0.1));
+  pt::data::TensorLoader loader(torch::randn({8, 4}), torch::zeros({8}, torch::kLong),
+                                {.batch_size = 2, .shuffle = false, .rank = rank, .world_size = world});
+  std::string message = "no error";
+  try {
+    pt::Trainer trainer(task, opt, std::move(parallel));
+    trainer.fit(loader, {.epochs = 1});
+  } catch (const std::exception& e) {
+    message = e.what();
+  }
+  std::ofstream(dir / subdir / fmt::format("error{}.txt", rank)) << message;
+  return 0;
+}
+
+/// Scenario "reshard": two units of linear layers (fc2's 7 rows chunk unevenly on 2 and 3 ranks) and a root head, no
+/// batch norm (its batch statistics would depend on the per-rank batch), AdamW, a global batch of 12 on every world
+/// size. POLICYTRAIN_FSDP_UNTIL: train to that optimizer step (checkpoints every 2 steps, resumed from the newest
+/// when POLICYTRAIN_FSDP_RESUME=1, at whatever world size this phase has); writes the parameters at the end.
+int run_reshard(const fs::path& dir, const std::string& subdir) {
+  struct Model : torch::nn::Module {
+    pt::parallel::FullyShard<torch::nn::Linear> fc1{register_module("fc1", pt::parallel::FullyShard<torch::nn::Linear>(torch::nn::Linear(32, 12)))};
+    pt::parallel::FullyShard<torch::nn::Linear> fc2{register_module("fc2", pt::parallel::FullyShard<torch::nn::Linear>(torch::nn::Linear(12, 7)))};
+    torch::nn::Linear head{register_module("head", torch::nn::Linear(7, 3))};
+    torch::Tensor forward(const torch::Tensor& x) { return head(torch::tanh(fc2(torch::tanh(fc1(x.flatten(1)))))); }
+  };
+  struct ReshardTask {
+    std::shared_ptr<Model> net;
+    torch::nn::Module& module() { return *net; }
+    torch::Tensor training_step(const pt::Batch& b) { return torch::nn::functional::cross_entropy(net->forward(b.x), b.y); }
+  };
+  pt::parallel::ShardedDataParallel parallel({.timeout = std::chrono::seconds(120)}, {.stage = 3});
+  const int rank = parallel.rank(), world = parallel.world_size();
+  torch::manual_seed(5);  // the same initial weights on every rank and phase (a resume replaces them)
+  ReshardTask task{std::make_shared<Model>()};
+  torch::optim::AdamW opt(task.net->parameters(), torch::optim::AdamWOptions(0.01).weight_decay(0.1));
+  const auto data = load_tensors(dir / "data");
+  pt::data::TensorLoader loader(data.at("x"), data.at("y"), {.batch_size = 12 / world, .shuffle = false, .rank = rank, .world_size = world});
+  const bool resume = env("POLICYTRAIN_FSDP_RESUME", "0") == "1";
+  // The world size left out of the run fingerprint (-1): a checkpoint resumes on another one.
+  pt::checkpoint::Disk disk({.directory = dir / (subdir + "-run"), .every_steps = 2, .resume = resume ? "auto" : "",
+                             .run = {.world_size = -1}, .export_final = false, .log = nullptr});
+  pt::Trainer trainer(task, opt, std::move(parallel), std::move(disk));
+  trainer.fit(loader, {.epochs = 1, .max_steps = std::stoll(env("POLICYTRAIN_FSDP_UNTIL", "-1"))});
+  Tensors out;
+  for (auto& p : task.net->named_parameters()) out["param." + p.key()] = p.value().detach().clone();
+  out["steps"] = torch::tensor(trainer.state().global_step);
+  save_tensors(dir / subdir / fmt::format("rank{}", rank), out);
+  return 0;
+}
+
 /// One rank of our side: POLICYTRAIN_FSDP_STAGE (3, or 0: DataParallel's averaged gradients on whole parameters),
 /// _OPTIMIZER (adamw, sgd), _STEPS (optimizer steps), _ACCUMULATE (micro-batches per step); the data and initial
 /// weights of <dir>/data and <dir>/init.
 int run_worker(const fs::path& dir, const std::string& subdir) {
   if (env("POLICYTRAIN_FSDP_SCENARIO", "") == "tied") return run_tied(dir, subdir);
+  if (env("POLICYTRAIN_FSDP_SCENARIO", "") == "recomputed") return run_recomputed(dir, subdir);
+  if (env("POLICYTRAIN_FSDP_SCENARIO", "") == "reshard") return run_reshard(dir, subdir);
   const int stage = std::stoi(env("POLICYTRAIN_FSDP_STAGE", "3"));
   const int64_t steps = std::stoll(env("POLICYTRAIN_FSDP_STEPS", "5"));
   const std::string kind = env("POLICYTRAIN_FSDP_OPTIMIZER", "adamw");
@@ -145,6 +228,11 @@ int run_worker(const fs::path& dir, const std::string& subdir) {
     for (auto& p : task.net->named_parameters()) p.value().copy_(init.at(p.key()));
     for (auto& b : task.net->named_buffers()) b.value().copy_(init.at(b.key()));
   }
+  if (env("POLICYTRAIN_FSDP_FREEZE", "0") == "1") {
+    // Frozen parameters: a whole unit (the embedding), one parameter of a unit beside a trained one (fc.bias), and one
+    // of the root (head.bias).
+    for (const auto* name : {"emb.weight", "fc.bias", "head.bias"}) task.net->named_parameters()[name].requires_grad_(false);
+  }
   const auto data = load_tensors(dir / "data");
   pt::data::TensorLoader loader(data.at("x"), data.at("y"),
                                 {.batch_size = kBatchPerRank / accumulate, .shuffle = false, .rank = rank, .world_size = world});
@@ -156,8 +244,22 @@ int run_worker(const fs::path& dir, const std::string& subdir) {
   pt::Trainer trainer(task, *opt, std::move(parallel), GradCapture{steps, &out}, pt::accumulate::Steps(accumulate),
                       pt::callbacks::GradClip(clip > 0 ? pt::callbacks::GradClip::Options{.mode = pt::callbacks::GradClip::Mode::norm,
                                                                                           .max_norm = clip}
-                                                       : pt::callbacks::GradClip::Options{}));
+                                                       : pt::callbacks::GradClip::Options{}),
+                      pt::callbacks::Ema({.enabled = env("POLICYTRAIN_FSDP_EMA", "0") == "1", .decay = 0.5, .tau = 0}));
   // [/snippet:fsdp-trainer]
+  if (env("POLICYTRAIN_FSDP_EXPECT_ERROR", "0") == "1") {
+    // A combination stage 3 refuses: every rank writes what fit said (or "no error", or the loss of a trained run).
+    std::string message = "no error";
+    try {
+      trainer.fit(loader, {.epochs = 1});
+      message += fmt::format(" (trained {} steps; fc.weight's sum {})", trainer.state().global_step,
+                             task.net->fc->inner()->weight.sum().item<double>());
+    } catch (const std::exception& e) {
+      message = e.what();
+    }
+    std::ofstream(dir / subdir / fmt::format("error{}.txt", rank)) << message;
+    return 0;
+  }
   trainer.fit(loader, {.epochs = 1});
   if (trainer.state().global_step != steps) throw std::runtime_error("trained " + std::to_string(trainer.state().global_step) + " steps");
   const auto named = task.net->named_parameters();
@@ -386,4 +488,81 @@ TEST_CASE("stage 3 with GradClip by the global norm over all shards ends within 
               {"param.", "buffer.", "clip.norm"});
     CHECK(load_tensors(dir / "stage3" / "rank0").at("clip.norm").item<double>() > 0.05);  // it clipped
   }
+}
+
+namespace {
+/// Runs 2 ranks of stage 3 with the worker's `extra` settings on seeded data; returns each rank's message.
+std::vector<std::string> refused_on_two_ranks(const std::string& name, std::map<std::string, std::string> extra) {
+  const auto dir = testing::temp_dir("fsdp-refuse-" + name);
+  write_seeded_inputs(dir, 31, 4 * kBatchPerRank * 2);
+  extra.insert({{"POLICYTRAIN_FSDP_EXPECT_ERROR", "1"}, {"POLICYTRAIN_FSDP_STEPS", "4"}});
+  run_ours(2, dir, name, extra);
+  std::vector<std::string> out;
+  for (int r = 0; r < 2; ++r) out.push_back(read_text(dir / name / fmt::format("error{}.txt", r)));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("stage 3 refuses callbacks::Ema at fit begin on every rank (the average would read freed parameters)") {
+  for (const auto& m : refused_on_two_ranks("ema", {{"POLICYTRAIN_FSDP_EMA", "1"}})) {
+    INFO(m);
+    CHECK(m.rfind("policytrain::callbacks::Ema: the parallel policy shards the parameters (stage 3", 0) == 0);
+    CHECK(m.find("leave Ema out (Options::enabled = false), or train with stage 2") != std::string::npos);
+  }
+}
+
+TEST_CASE("stage 3 refuses a unit run inside memory::recompute at the first forward on every rank (it trained to other weights than DataParallel's)") {
+  for (const auto& m : refused_on_two_ranks("recompute", {{"POLICYTRAIN_FSDP_RECOMPUTE", "1"}})) {
+    INFO(m);
+    CHECK(m.rfind("policytrain::parallel::ShardedDataParallel: stage 3: the forward called memory::recompute;", 0) == 0);
+    CHECK(m.find("leave activation recompute out") != std::string::npos);
+  }
+}
+
+TEST_CASE("stage 3 refuses a memory::Recomputed module inside a unit at fit begin on every rank, naming it") {
+  const auto dir = testing::temp_dir("fsdp-recomputed");
+  run_ours(2, dir, "recomputed", {{"POLICYTRAIN_FSDP_SCENARIO", "recomputed"}});
+  for (int r = 0; r < 2; ++r) {
+    const auto m = read_text(dir / "recomputed" / fmt::format("error{}.txt", r));
+    INFO(m);
+    CHECK(m.find("stage 3: the model holds a memory::Recomputed module 'block.0'") != std::string::npos);
+  }
+}
+
+TEST_CASE("stage 3 with frozen parameters (a whole unit, one parameter of a unit, one of the root) ends bit-identical to DataParallel on 2 ranks, seeded data") {
+  // requires_grad false before the optimizer is built over every parameter: the frozen ones get no gradient on
+  // either side, so the optimizer leaves them (and their shards) as they were. On 2 ranks the averages are exact.
+  for (const int seed : {41, 42}) {
+    const auto dir = testing::temp_dir(fmt::format("fsdp-frozen-{}", seed));
+    constexpr int64_t kSteps = 4;
+    write_seeded_inputs(dir, seed, kSteps * kBatchPerRank * 2);
+    for (const std::string stage : {"0", "3"})
+      run_ours(2, dir, "stage" + stage, {{"POLICYTRAIN_FSDP_STAGE", stage}, {"POLICYTRAIN_FSDP_FREEZE", "1"},
+                                         {"POLICYTRAIN_FSDP_STEPS", std::to_string(kSteps)}});
+    for (int r = 0; r < 2; ++r)
+      compare(dir / "stage0" / fmt::format("rank{}", r), dir / "stage3" / fmt::format("rank{}", r), 0.0, {"param.", "buffer."});
+    const auto init = load_tensors(dir / "init"), z3 = load_tensors(dir / "stage3" / "rank0");
+    for (const auto* name : {"emb.weight", "fc.bias", "head.bias"}) CHECK(torch::equal(z3.at(std::string("param.") + name), init.at(name)));
+    CHECK_FALSE(torch::equal(z3.at("param.fc.weight"), init.at("fc.weight")));  // trained beside its frozen bias
+    CHECK(z3.count("grad.emb.weight") == 0);
+  }
+}
+
+TEST_CASE("stage 3 checkpoints reshard 3 -> 2 -> 1 -> 3 ranks mid-epoch and end within 1e-6 of the uninterrupted 3-rank run, seeded data") {
+  // 8 AdamW steps of a global batch of 12, 2 per phase, each phase resuming the last one's consolidated checkpoint at
+  // another world size (1 rank: no process group, the units are plain modules). Every step averages the gradient over
+  // the same 12 samples; only the summation order differs (the mean over 12 / world samples per rank, then over the
+  // ranks), so the weights differ by rounding, which AdamW's normalisation carries into the update.
+  const auto dir = testing::temp_dir("fsdp-reshard");
+  write_seeded_inputs(dir, 51, 8 * 12);
+  run_ours(3, dir, "whole", {{"POLICYTRAIN_FSDP_SCENARIO", "reshard"}, {"POLICYTRAIN_FSDP_UNTIL", "8"}});
+  int until = 0;
+  for (const int world : {3, 2, 1, 3}) {
+    until += 2;
+    run_ours(world, dir, "cycle", {{"POLICYTRAIN_FSDP_SCENARIO", "reshard"}, {"POLICYTRAIN_FSDP_UNTIL", std::to_string(until)},
+                                   {"POLICYTRAIN_FSDP_RESUME", until > 2 ? "1" : "0"}});
+    CHECK(load_tensors(dir / "cycle" / "rank0").at("steps").item<int64_t>() == until);
+  }
+  for (int r = 0; r < 3; ++r) compare(dir / "whole" / fmt::format("rank{}", r), dir / "cycle" / fmt::format("rank{}", r), 1e-6, {"param."});
+  CHECK(load_tensors(dir / "whole" / "rank0").at("steps").item<int64_t>() == 8);
 }

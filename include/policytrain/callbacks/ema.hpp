@@ -14,7 +14,8 @@
 /// the evaluation and swapped back, also when it throws), around_evaluated_weights (the same swap around a
 /// checkpoint policy's record of the weights that scored: best.ckpt's evaluated section, best.pt), on_weights_loaded
 /// (the average becomes a copy of weights loaded as the evaluated ones, so that `evaluate` evaluates them). Stateful: the average and the update count go into
-/// checkpoints. Requires nothing; put it after callbacks::DivergenceRollback so a rolled-back step is not averaged.
+/// checkpoints. Refused (at fit begin) with stage 3 of parallel::ShardedDataParallel, whose parameters are freed
+/// between steps. Requires nothing else; put it after callbacks::DivergenceRollback so a rolled-back step is not averaged.
 /// With `every` = k > 1 the average moves only at every k-th step taken, by the decay of that step raised to the
 /// k-th power (airbench's EMA every 5 steps): d_t^k is the decay k updates of d_t would apply to the average, so the
 /// ramp and the averaging horizon stay those of every=1, while the steps in between are sampled, not averaged.
@@ -78,10 +79,19 @@ class Ema {
   /// The averaged floating-point buffers, in the module's buffer order (empty with average_buffers = false).
   const std::vector<torch::Tensor>& buffer_average() const { return buffer_shadow_; }
 
-  /// Copies the parameters as the first average.
+  /// Copies the parameters as the first average. Throws std::invalid_argument when the parallel policy shards the
+  /// parameters (stage 3 of parallel::ShardedDataParallel): it frees the module's tensors between steps, so the
+  /// average would read freed storage after each step.
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     if (!o_.enabled) return;
+    if constexpr (requires { ctx.parameters_sharded(); })
+      if (ctx.parameters_sharded())
+        throw std::invalid_argument(policytrain::detail::error_message(
+            "policytrain::callbacks::Ema",
+            "the parallel policy shards the parameters (stage 3: they are freed between steps, and the average "
+            "reads them whole after every step)",
+            {}, "leave Ema out (Options::enabled = false), or train with stage 2 or DataParallel"));
     bind(ctx.module());
   }
 
