@@ -18,6 +18,7 @@
 
 #include <policytrain/checkpoint.hpp>
 #include <policytrain/memory.hpp>
+#include <policytrain/observe.hpp>
 #include <policytrain/parallel.hpp>
 #include <policytrain/policytrain.hpp>
 
@@ -245,7 +246,10 @@ int run_worker(const fs::path& dir, const std::string& subdir) {
                       pt::callbacks::GradClip(clip > 0 ? pt::callbacks::GradClip::Options{.mode = pt::callbacks::GradClip::Mode::norm,
                                                                                           .max_norm = clip}
                                                        : pt::callbacks::GradClip::Options{}),
-                      pt::callbacks::Ema({.enabled = env("POLICYTRAIN_FSDP_EMA", "0") == "1", .decay = 0.5, .tau = 0}));
+                      pt::callbacks::Ema({.enabled = env("POLICYTRAIN_FSDP_EMA", "0") == "1", .decay = 0.5, .tau = 0}),
+                      pt::callbacks::DivergenceRollback({.enabled = env("POLICYTRAIN_FSDP_ROLLBACK", "0") == "1", .spike_factor = 100}),
+                      pt::callbacks::TensorBoard({.dir = env("POLICYTRAIN_FSDP_TB", "0") == "1" ? dir / (subdir + "-tb") : fs::path(),
+                                                  .histogram_every = 1}));
   // [/snippet:fsdp-trainer]
   if (env("POLICYTRAIN_FSDP_EXPECT_ERROR", "0") == "1") {
     // A combination stage 3 refuses: every rank writes what fit said (or "no error", or the loss of a trained run).
@@ -508,6 +512,18 @@ TEST_CASE("stage 3 refuses callbacks::Ema at fit begin on every rank (the averag
     INFO(m);
     CHECK(m.rfind("policytrain::callbacks::Ema: the parallel policy shards the parameters (stage 3", 0) == 0);
     CHECK(m.find("leave Ema out (Options::enabled = false), or train with stage 2") != std::string::npos);
+  }
+}
+
+TEST_CASE("stage 3 refuses DivergenceRollback and TensorBoard's histograms at fit begin on every rank (they would read freed parameters)") {
+  for (const auto& m : refused_on_two_ranks("rollback", {{"POLICYTRAIN_FSDP_ROLLBACK", "1"}})) {
+    INFO(m);
+    CHECK(m.rfind("policytrain::callbacks::DivergenceRollback: the parallel policy shards the parameters (stage 3", 0) == 0);
+  }
+  for (const auto& m : refused_on_two_ranks("tb", {{"POLICYTRAIN_FSDP_TB", "1"}})) {
+    INFO(m);
+    CHECK(m.rfind("policytrain::callbacks::TensorBoard: histogram_every is 1 and the parallel policy shards the parameters (stage 3", 0) == 0);
+    CHECK(m.find("set histogram_every = 0") != std::string::npos);
   }
 }
 

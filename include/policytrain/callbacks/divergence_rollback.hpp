@@ -74,6 +74,15 @@ class DivergenceRollback {
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     if (!o_.enabled) return;
+    // Stage 3 frees the module's parameters between steps: a snapshot would copy freed storage, and a restore would
+    // write whole tensors where the optimizer steps shards. Refused on every rank alike.
+    if constexpr (requires { ctx.parameters_sharded(); })
+      if (ctx.parameters_sharded())
+        throw std::invalid_argument(policytrain::detail::error_message(
+            "policytrain::callbacks::DivergenceRollback",
+            "the parallel policy shards the parameters (stage 3: they are freed between steps, and a snapshot "
+            "copies them whole)",
+            {}, "leave DivergenceRollback out (Options::enabled = false), or train with stage 2 or DataParallel"));
     if constexpr (requires { ctx.template policy<Category::precision>().on_nonfinite; }) {
       if (ctx.template policy<Category::precision>().on_nonfinite == NonFinite::error && o_.spike_factor <= 0)
         throw std::invalid_argument(policytrain::detail::error_message(

@@ -100,6 +100,15 @@ class TensorBoard {
     since_ = {};
     since_samples_ = 0;
     since_tokens_ = 0;
+    // Stage 3 frees the module's parameters between steps and keeps the gradients in the optimizer's shards: a
+    // histogram would read freed storage. Refused on every rank alike (the histograms' gather is a collective).
+    if constexpr (requires { ctx.parameters_sharded(); })
+      if (enabled() && o_.histogram_every > 0 && ctx.parameters_sharded())
+        throw std::invalid_argument(policytrain::detail::error_message(
+            "policytrain::callbacks::TensorBoard",
+            policytrain::detail::format("histogram_every is {} and the parallel policy shards the parameters (stage "
+                                        "3: they are freed between steps)", o_.histogram_every),
+            {}, "set histogram_every = 0 (the scalars are written), or train with stage 2 or DataParallel"));
     if (!enabled() || !ctx.is_main()) return;
     std::filesystem::create_directories(o_.dir);
     const int64_t s0 = ctx.state().global_step;
