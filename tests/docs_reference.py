@@ -523,10 +523,10 @@ def self_test(root):
     changed["callbacks/ema.hpp"] = ema.replace(
         "    bool average_buffers = true;\n",
         "    bool average_buffers = true;\n    int self_test_field = 42;  ///< a field the checker must see\n", 1).replace(
-        "    if (o_.tau < 0)\n",
-        "    if (o_.tau > 1e9)\n      throw std::invalid_argument(policytrain::detail::error_message(\n"
-        "          \"policytrain::callbacks::Ema\", policytrain::detail::format(\"tau is {}\", o_.tau), \"tau <= 1e9\",\n"
-        "          \"use a shorter ramp\"));\n    if (o_.tau < 0)\n", 1)
+        "  if (o_.tau < 0)\n",
+        "  if (o_.tau > 1e9)\n    throw std::invalid_argument(policytrain::detail::error_message(\n"
+        "        \"policytrain::callbacks::Ema\", policytrain::detail::format(\"tau is {}\", o_.tau), \"tau <= 1e9\",\n"
+        "        \"use a shorter ramp\"));\n  if (o_.tau < 0)\n", 1)
     if changed["callbacks/ema.hpp"].count("self_test_field") != 1 or "shorter ramp" not in changed["callbacks/ema.hpp"]:
         print("docs_reference --self-test: callbacks/ema.hpp no longer has the lines the self-test edits; update it")
         return 1

@@ -170,6 +170,11 @@ POLICYTRAIN_DECL nlohmann::json Disk::compared(const nlohmann::json& fingerprint
 
 POLICYTRAIN_DECL void Disk::reconcile_hyperparameters(
     torch::optim::Optimizer& opt, const std::vector<std::unique_ptr<torch::optim::OptimizerOptions>>& asked) {
+  // refuse (the default): the fingerprint has already refused a file with other hyper-parameters than this run's, so
+  // what differs here is what a schedule moved during the run (onecycle's or a warmup's beta1): nothing to say, and
+  // the fingerprint stays the one the run began with (recording the moved value made the next resume refuse the
+  // run's own checkpoints as another run's).
+  if (o_.hyperparameters == Hyperparameters::refuse) return;
   const bool take = o_.hyperparameters == Hyperparameters::take;
   std::vector<std::string> said;
   auto& groups = opt.param_groups();

@@ -112,6 +112,7 @@ struct ParamChunk {
   int64_t length = 0;    ///< this rank's rows (0 to rows)
   int64_t row_numel = 1; ///< elements per row
 
+  /// Rank `rank`'s chunk of `p` (in param group `g`) over `world` ranks.
   ParamChunk(const torch::Tensor& p, int rank, int world, size_t g) : param(p), group(g) {
     d0 = p.dim() == 0 ? 1 : p.size(0);
     row_numel = d0 == 0 ? 0 : p.numel() / d0;
