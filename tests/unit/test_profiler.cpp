@@ -88,7 +88,7 @@ TEST_CASE("Profiler's Kineto trace holds aten operators with shapes, memory even
   CHECK(text.find("Recorded steps: data") != std::string::npos);
 }
 
-TEST_CASE("Profiler's key averages have the top operators of Python torch.profiler on the same model and steps") {
+TEST_CASE("Profiler's key averages count the model's operators as Python torch.profiler does on the same model and steps, and hold its heaviest") {
   auto dir = testing::temp_dir("profiler-reference");
   torch::manual_seed(0);
   auto x = torch::randn({8 * 32, 1, 28, 28});
