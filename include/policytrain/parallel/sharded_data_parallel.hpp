@@ -101,6 +101,14 @@ class ShardedDataParallel {
               "stage {} is not supported; expected 0 (nothing sharded: "
           "DataParallel's behaviour), 1 (optimizer state sharded, gradients all-reduced), 2 (optimizer state and "
           "gradients sharded) or 3 (parameters too, gathered per parallel::FullyShard unit)", z_.stage)));
+    if (z_.stage != 3 && (z_.mp_policy.param_dtype || z_.mp_policy.reduce_dtype))
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::parallel::ShardedDataParallel",
+          policytrain::detail::format("stage {} with ShardingOptions::mp_policy set: mixed precision of gathered "
+                                      "parameters is stage 3's", z_.stage),
+          {}, "use stage 3, or precision::Autocast for mixed precision at this stage"));
+    check_mp_dtype("param_dtype", z_.mp_policy.param_dtype);
+    check_mp_dtype("reduce_dtype", z_.mp_policy.reduce_dtype);
     if (z_.stage >= 2) {
       // These options configure c10d::Reducer, which stages 2 and 3 replace by their own reduce-scatter.
       const auto refuse = [stage = z_.stage](const char* option, const char* why) {
@@ -222,6 +230,7 @@ class ShardedDataParallel {
       refuse_recomputed_modules(ctx.module());
       if (!full_.built()) full_.build(ctx.module(), core_.group());
       else full_.attach(true);
+      full_.set_mixed_precision(z_.mp_policy);
       swapped_ = false;
       return;
     }
@@ -411,6 +420,15 @@ class ShardedDataParallel {
   }
 
  private:
+  /// A mixed-precision dtype must be a floating-point one of the three that training uses.
+  static void check_mp_dtype(const char* field, const std::optional<c10::ScalarType>& t) {
+    if (!t || *t == c10::ScalarType::Float || *t == c10::ScalarType::BFloat16 || *t == c10::ScalarType::Half) return;
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::parallel::ShardedDataParallel",
+        policytrain::detail::format("ShardingOptions::mp_policy.{} is {}; expected Float, BFloat16 or Half", field,
+                                    c10::toString(*t))));
+  }
+
   /// Stage 3 writes consolidated checkpoints only (gathered on every rank, in an unsharded run's format).
   [[noreturn]] void refuse_stage3_save() const {
     throw std::invalid_argument(policytrain::detail::error_message(
