@@ -70,9 +70,13 @@ class FullyShardedUnit {
   template <class F>
   at::Tensor run(const at::Tensor& input, bool training, F&& fn) {
     if (!group_) return fn(input);
-    const at::Tensor x = cast_input(input);
+    at::Tensor x = cast_input(input);
     const bool grad = training && at::GradMode::is_enabled();
     group_->pre_forward(grad);
+    // A leaf input (memory::recompute's detached copy, in its recomputed forward) would get the hook below on its
+    // AccumulateGrad, which autograd may run before those of the unit's parameters: a non-leaf alias makes it run
+    // after them, as for any other input.
+    if (grad && x.requires_grad() && x.is_leaf()) x = x.view_as(x);
     if (grad && x.requires_grad()) {
       std::weak_ptr<detail::UnitHooks> w = group_;
       x.register_hook([w](const at::Tensor&) {
