@@ -224,10 +224,10 @@ int run_worker(const fs::path& dir, const std::string& subdir) {
   const int64_t accumulate = std::stoll(env("POLICYTRAIN_FSDP_ACCUMULATE", "1"));
   const double clip = std::stod(env("POLICYTRAIN_FSDP_CLIP", "0"));  // > 0: GradClip to this total norm
   // FSDP2 does not synchronise buffers: each rank's batch norm keeps its own running statistics.
-  // [snippet:fsdp-policy]
   // POLICYTRAIN_FSDP_PARAM_DTYPE / _REDUCE_DTYPE: FSDP2's MixedPrecisionPolicy (fsdp_oracle.py's --param-dtype,
   // --reduce-dtype).
   const auto param_dtype = dtype_named(env("POLICYTRAIN_FSDP_PARAM_DTYPE", ""));
+  // [snippet:fsdp-policy]
   pt::parallel::ShardedDataParallel parallel({.timeout = std::chrono::seconds(120), .broadcast_buffers = false},
                                              {.stage = stage, .mp_policy = {.param_dtype = param_dtype,
                                                                             .reduce_dtype = dtype_named(env("POLICYTRAIN_FSDP_REDUCE_DTYPE", ""))}});
