@@ -4,9 +4,9 @@
 // many ranks of this binary (parallel::launch_local) load them and train the same model. Every rank's full
 // parameters, shards, gradient shards at the last step, optimizer state and buffers must equal Python's within 1e-6.
 // A worker is this binary with POLICYTRAIN_FSDP_WORKER set: a static initialiser runs it before doctest's main.
-// Each case takes 11 to 13 s (AMD EPYC, 2 cores): the 2-rank AdamW case is in the quick tier, the others extended.
-// The cases against DataParallel or an uninterrupted run, and the refusals, draw their data from a seed and run our
-// side only (0.4 to 5 s each on the same machine): quick tier.
+// Each case takes 11 to 14 s (AMD EPYC, 2 cores): the 2-rank AdamW case is in the quick tier, the others (the mixed
+// precision ones among them) extended. The cases against DataParallel or an uninterrupted run (recompute among them),
+// and the refusals, draw their data from a seed and run our side only (0.4 to 6 s each on the same machine): quick.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -443,7 +443,7 @@ TEST_CASE("stage 3 oracle: 2 ranks, SGD with momentum, equal fully_shard within 
 // and batch norm's statistics are bit-identical, and so is everything under SGD with momentum. AdamW's parameters
 // and exp_avg differ in the last bits (up to 6e-8): LibTorch's AdamW updates exp_avg as mul_(beta1).add_(grad,
 // 1 - beta1), Python's as lerp_(grad, 1 - beta1), with or without mixed precision; the 1e-6 of the fp32 cases.
-TEST_CASE("stage 3 oracle: mixed precision, param_dtype bf16, 2 ranks, AdamW, equal to fully_shard with MixedPrecisionPolicy(param_dtype=bfloat16) (gradient shards bit-identical)") {
+TEST_CASE("stage 3 oracle: mixed precision, param_dtype bf16, 2 ranks, AdamW, equal to fully_shard with MixedPrecisionPolicy(param_dtype=bfloat16) (gradient shards bit-identical)" * doctest::test_suite("extended")) {
   side_by_side(2, "adamw", 5, true, {.param = "bf16", .reduce = ""}, 1e-6, 0.0);
 }
 
