@@ -459,6 +459,10 @@ TEST_CASE("stage 3 oracle: mixed precision, param_dtype bf16, 3 ranks, SGD with 
   side_by_side(3, "sgd", 8, true, {.param = "bf16", .reduce = ""}, 0.0, 0.0);
 }
 
+TEST_CASE("stage 3 oracle: mixed precision, param_dtype fp16 (gradients reduce-scattered in fp16), 3 ranks, SGD with momentum, bit-identical to fully_shard" * doctest::test_suite("extended")) {
+  side_by_side(3, "sgd", 9, true, {.param = "fp16", .reduce = ""}, 0.0, 0.0);
+}
+
 TEST_CASE("stage 3 refuses a weight tied across two units at fit begin, naming both places, on every rank") {
   const auto dir = testing::temp_dir("fsdp-tied");
   run_ours(2, dir, "tied", {{"POLICYTRAIN_FSDP_SCENARIO", "tied"}});
