@@ -1,7 +1,9 @@
 """Stage 3 (parallel::ShardedDataParallel, FullyShard units) against PyTorch's FSDP2 (`fully_shard`, Gloo, a CPU
 mesh) on seeded inputs: each seed picks the data and initial weights (tests/integration/fsdp_oracle.py draws them
 from it), the world size (2 or 3), the optimizer (AdamW or SGD with momentum), reshard_after_forward (on or off) and
-the steps (2 to 4). torchrun runs the Python side, then the ranks of the test_fsdp binary (its worker mode,
+the steps (2 to 4), and, with SGD, mixed precision (none, MixedPrecisionPolicy(param_dtype=bfloat16), or with
+reduce_dtype=float32 too: bit for bit so far; AdamW's rounding, amplified by a bf16 cast, would need another
+tolerance). torchrun runs the Python side, then the ranks of the test_fsdp binary (its worker mode,
 POLICYTRAIN_FSDP_WORKER, started by torchrun --no-python) train the same model; every rank's whole parameters,
 shards, last gradient shards, optimizer state and buffers must agree within 1e-6 (AdamW's update rounds differently
 in C++ and Python: 6e-8 seen; SGD is bit for bit).
@@ -38,6 +40,13 @@ def case(seed):
     return 2 + seed % 2, ("adamw", "sgd")[(seed // 2) % 2], (seed // 4) % 2 == 0, 2 + seed % 3
 
 
+def mixed_precision(seed):
+    """The seed's (param_dtype, reduce_dtype), "" for unset: SGD cases only."""
+    if case(seed)[1] != "sgd":
+        return "", ""
+    return (("", ""), ("bf16", ""), ("bf16", "fp32"))[(seed // 8) % 3]
+
+
 def torchrun(world, args, env, log):
     cmd = ["torchrun", "--nproc-per-node", str(world), "--master-addr", "127.0.0.1", "--master-port",
            str(free_port())] + args
@@ -55,17 +64,21 @@ def load(d):
 def check(binary, seeds, totals):
     for seed in seeds:
         world, opt, reshard, steps = case(seed)
+        param_dtype, reduce_dtype = mixed_precision(seed)
+        mp_args = (["--param-dtype", param_dtype] if param_dtype else []) + (["--reduce-dtype", reduce_dtype] if reduce_dtype else [])
+        what = f"{world} ranks, {opt}, reshard {reshard}, {steps} steps, mixed precision '{param_dtype}/{reduce_dtype}'"
         rerun = f"python3 {os.path.abspath(__file__)} --binary {binary} --seeds {seed}-{seed}"
         d = tempfile.mkdtemp(prefix=f"policytrain-differential-fsdp-{seed}-")
         env = dict(os.environ, OMP_NUM_THREADS="1")
         rc, cmd = torchrun(world, [ORACLE, "--seed", str(seed), "--optimizer", opt, "--steps", str(steps), "--reshard",
-                                   "1" if reshard else "0", "--out", d], env, os.path.join(d, "py.log"))
+                                   "1" if reshard else "0", "--out", d] + mp_args, env, os.path.join(d, "py.log"))
         if rc != 0:
             print(f"seed {seed}: Python's side failed ({' '.join(cmd)}); see {d}/py.log\nrerun: {rerun}")
             return False
         ours = dict(env, POLICYTRAIN_FSDP_WORKER="1", POLICYTRAIN_FSDP_DIR=d, POLICYTRAIN_FSDP_SUBDIR="cpp",
                     POLICYTRAIN_FSDP_OPTIMIZER=opt, POLICYTRAIN_FSDP_STEPS=str(steps),
-                    POLICYTRAIN_FSDP_RESHARD="1" if reshard else "0")
+                    POLICYTRAIN_FSDP_RESHARD="1" if reshard else "0", POLICYTRAIN_FSDP_PARAM_DTYPE=param_dtype,
+                    POLICYTRAIN_FSDP_REDUCE_DTYPE=reduce_dtype)
         rc, cmd = torchrun(world, ["--no-python", binary], ours, os.path.join(d, "cpp.log"))
         if rc != 0:
             print(f"seed {seed}: our side failed ({' '.join(cmd)}); see {d}/cpp.log and {d}/cpp-stderr*.txt\n"
@@ -78,12 +91,12 @@ def check(binary, seeds, totals):
                     continue
                 g = got.get(name)
                 if g is None or g.shape != w.shape:
-                    print(f"seed {seed} ({world} ranks, {opt}, reshard {reshard}, {steps} steps), rank {r}, {name}: "
+                    print(f"seed {seed} ({what}), rank {r}, {name}: "
                           f"ours {None if g is None else g.shape}, Python's {w.shape}\nrerun: {rerun}")
                     return False
                 diff = float(np.abs(g.astype(np.float64) - w.astype(np.float64)).max()) if w.size else 0.0
                 if diff > TOL:
-                    print(f"seed {seed} ({world} ranks, {opt}, reshard {reshard}, {steps} steps), rank {r}, {name}: "
+                    print(f"seed {seed} ({what}), rank {r}, {name}: "
                           f"max |ours - Python's| = {diff:.3g} > {TOL}\nrerun: {rerun}")
                     return False
                 totals["values"] += int(w.size)

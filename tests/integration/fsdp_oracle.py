@@ -16,7 +16,9 @@ optimizer steps); at the end every rank writes:
   state.<name>.<key>  the optimizer state of this rank's shard (AdamW: exp_avg, exp_avg_sq, step; SGD with
                  momentum: momentum_buffer)
   buffer.<name>  this rank's buffers (batch norm's running statistics: FSDP2 does not synchronise buffers)
-Options: --optimizer adamw|sgd, --steps N (optimizer steps), --reshard 0|1 (reshard_after_forward of the units).
+Options: --optimizer adamw|sgd, --steps N (optimizer steps), --reshard 0|1 (reshard_after_forward of the units),
+--param-dtype / --reduce-dtype fp32|bf16|fp16 (MixedPrecisionPolicy of every fully_shard call; fp32, the default for
+the first, leaves the policy out: no mixed precision; the second defaults to none: FSDP2 reduces in param_dtype).
 """
 import argparse, os, sys
 
@@ -25,7 +27,7 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.fsdp import fully_shard
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -33,6 +35,7 @@ from ddp_oracle import finish_rank, save_tensors  # noqa: E402
 
 BATCH_PER_RANK = 4
 LR_ADAMW, WD, LR_SGD, MOMENTUM = 0.01, 0.1, 0.1, 0.9
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 class Net(nn.Module):
@@ -55,6 +58,8 @@ def main():
     ap.add_argument("--optimizer", choices=["adamw", "sgd"], required=True)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--reshard", type=int, default=1)
+    ap.add_argument("--param-dtype", choices=list(DTYPES), default="fp32")
+    ap.add_argument("--reduce-dtype", choices=list(DTYPES), default=None)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -73,9 +78,18 @@ def main():
     names = [name for name, _ in net.named_parameters()]
 
     mesh = init_device_mesh("cpu", (world,))
+    mp = {}
+    if a.param_dtype != "fp32" or a.reduce_dtype is not None:
+        mp["mp_policy"] = MixedPrecisionPolicy(param_dtype=DTYPES[a.param_dtype],
+                                               reduce_dtype=DTYPES[a.reduce_dtype] if a.reduce_dtype else None)
+        # FSDP2 casts parameters, not buffers, and batch_norm wants its running statistics in its weight's dtype
+        # ("expected scalar type BFloat16 but found Float"): the test keeps them in param_dtype.
+        for b in net.conv[1].buffers():
+            if b.is_floating_point():
+                b.data = b.data.to(DTYPES[a.param_dtype])
     for unit in (net.conv, net.fc, net.emb):
-        fully_shard(unit, mesh=mesh, reshard_after_forward=bool(a.reshard))
-    fully_shard(net, mesh=mesh)
+        fully_shard(unit, mesh=mesh, reshard_after_forward=bool(a.reshard), **mp)
+    fully_shard(net, mesh=mesh, **mp)
     if a.optimizer == "adamw":
         opt = torch.optim.AdamW(net.parameters(), lr=LR_ADAMW, weight_decay=WD)
     else:

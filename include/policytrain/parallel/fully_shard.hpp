@@ -18,6 +18,7 @@
 /// Example: tests/unit/test_fsdp.cpp, examples/fashion_mnist (`--zero 3`); docs/parallel.md, "Fully sharded parameters".
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -44,6 +45,8 @@ class UnitHooks {
   virtual void pre_backward() = 0;
   /// After the unit's backward (a hook on its input): reduce-scatter the gradients, free.
   virtual void post_backward() = 0;
+  /// The dtype the unit casts a floating-point input to (mixed precision's param_dtype); unset: none.
+  virtual std::optional<c10::ScalarType> input_dtype() const { return std::nullopt; }
 };
 
 }  // namespace detail
@@ -65,10 +68,15 @@ class FullyShardedUnit {
 
   /// Runs `fn(x)` with the unit's parameters gathered, and arms the backward's hooks (see the file comment).
   template <class F>
-  at::Tensor run(const at::Tensor& x, bool training, F&& fn) {
-    if (!group_) return fn(x);
+  at::Tensor run(const at::Tensor& input, bool training, F&& fn) {
+    if (!group_) return fn(input);
+    at::Tensor x = cast_input(input);
     const bool grad = training && at::GradMode::is_enabled();
     group_->pre_forward(grad);
+    // A leaf input (memory::recompute's detached copy, in its recomputed forward) would get the hook below on its
+    // AccumulateGrad, which autograd may run before those of the unit's parameters: a non-leaf alias makes it run
+    // after them, as for any other input.
+    if (grad && x.requires_grad() && x.is_leaf()) x = x.view_as(x);
     if (grad && x.requires_grad()) {
       std::weak_ptr<detail::UnitHooks> w = group_;
       x.register_hook([w](const at::Tensor&) {
@@ -87,6 +95,12 @@ class FullyShardedUnit {
   }
 
  private:
+  /// `x` in the group's input dtype when it is floating point (FSDP2's cast_forward_inputs), else `x`.
+  at::Tensor cast_input(const at::Tensor& x) const {
+    const auto dt = group_->input_dtype();
+    return dt && x.is_floating_point() && x.scalar_type() != *dt ? x.to(*dt) : x;
+  }
+
   bool reshard_after_forward_ = true;
   std::shared_ptr<detail::UnitHooks> group_;
 };

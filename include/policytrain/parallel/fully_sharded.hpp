@@ -193,6 +193,7 @@ class FullShard {
       for (auto& g : units_) g->reshard();
       freed_ = true;
     }
+    use_compute_dtype(true);
     root_->pre_forward(training);
   }
 
@@ -211,7 +212,18 @@ class FullShard {
   }
   /// Every group gathered (a save, fit end: the module holds the full weights on every rank).
   void unshard_all() {
+    use_compute_dtype(false);
     for (auto* g : all()) g->unshard();
+  }
+
+  /// Mixed precision (ShardingOptions::mp_policy) for every group; call after build(), before the first forward.
+  void set_mixed_precision(const MixedPrecisionPolicy& mp) {
+    for (auto* g : all()) g->set_mixed_precision(mp);
+  }
+  /// Mixed precision: every group's module tensors in param_dtype (`compute`: the forward, the backward) or in the
+  /// shards' dtype (a save, fit end: the module holds the fp32 masters' values), freed where they change dtype.
+  void use_compute_dtype(bool compute) {
+    for (auto* g : all()) g->use_compute_dtype(compute);
   }
 
   /// Between fit begin and fit end: the units gather and free; outside, the model is whole and the units call

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include <c10/core/ScalarType.h>
+
 namespace policytrain::parallel {
 
 /// Run-time options of parallel::DataParallel.
@@ -53,6 +55,19 @@ enum class Partition {
   dim0,
 };
 
+/// Mixed precision of stage 3's units, PyTorch FSDP2's MixedPrecisionPolicy (ShardingOptions::mp_policy). The
+/// shards stay in the parameters' own dtype (fp32 masters: what the optimizer steps and checkpoints hold).
+struct MixedPrecisionPolicy {
+  /// The dtype of the gathered parameters, hence of the forward and backward: each shard is cast to it before the
+  /// all-gather (FSDP2's all-gather copy-in), and a unit casts its floating-point input to it (FSDP2's
+  /// cast_forward_inputs). Unset, or the parameters' own dtype: no cast.
+  std::optional<c10::ScalarType> param_dtype{};
+  /// The dtype of the gradients' reduce-scatter: the gradients are cast to it before, and the result to the
+  /// shard's dtype after (then accumulated into the shard's `.grad`). Unset: param_dtype's (FSDP2's default). With
+  /// accumulation, the micro-steps' gradients are summed in this dtype too (FSDP2's unsharded_accumulated_grad).
+  std::optional<c10::ScalarType> reduce_dtype{};
+};
+
 /// Run-time options of the sharding (beyond DataParallelOptions).
 struct ShardingOptions {
   /// ZeRO stage: 0 shards nothing (DataParallel's behaviour, so that one Trainer type can choose DataParallel,
@@ -64,6 +79,9 @@ struct ShardingOptions {
   /// How the optimizer state (and at stage 2 the gradients) are split: whole parameters (greedy) or dim-0 chunks of
   /// every parameter (dim0). Stages 0 and 3 ignore it (stage 3 chunks every parameter on dim 0 anyway).
   Partition partition = Partition::greedy;
+  /// Stage 3 only: mixed precision of the units and the root (FSDP2's `fully_shard(..., mp_policy=...)`, one
+  /// policy for all). Another stage refuses a policy that sets a dtype.
+  MixedPrecisionPolicy mp_policy{};
 };
 
 }  // namespace policytrain::parallel

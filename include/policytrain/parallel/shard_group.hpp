@@ -8,9 +8,15 @@
 /// rank r's padded piece of each). Freeing keeps each tensor's shape and storage object and sets the storage to 0
 /// bytes, as FSDP2's `untyped_storage().resize_(0)`: the views autograd saved in the forward (a weight's
 /// transpose) see the gathered values again before backward.
+/// Mixed precision (ShardingOptions::mp_policy, FSDP2's MixedPrecisionPolicy): during a fit the module's tensors
+/// take param_dtype (set_data, freed), so the shard is cast before the all-gather and the unit computes in it; the
+/// gradients are cast to reduce_dtype before the reduce-scatter and the result to the shard's dtype after. For a
+/// save and at fit end they take the shards' dtype again (use_compute_dtype).
 /// It knows no Trainer; the unit calls it through detail::UnitHooks.
+#include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -20,8 +26,10 @@
 #include <torch/types.h>
 
 #include <policytrain/detail/format.hpp>
+#include <policytrain/detail/torch_compat.hpp>
 #include <policytrain/parallel/dim0_shard.hpp>
 #include <policytrain/parallel/fully_shard.hpp>
+#include <policytrain/parallel/options.hpp>
 #include <policytrain/parallel/process_group.hpp>
 
 namespace policytrain::parallel::detail {
@@ -34,6 +42,8 @@ struct ShardedParam {
   Dim0Chunk layout;    ///< how `full` is chunked
   int64_t row_numel = 1;  ///< elements per row of dim 0
   size_t nbytes = 0;      ///< bytes of the full storage
+  /// Mixed precision with a reduce_dtype: the gradients of the micro-steps without reduction, summed in it.
+  torch::Tensor accumulated;
 
   /// Elements of one rank's padded piece.
   int64_t piece_numel() const { return layout.chunk * row_numel; }
@@ -145,12 +155,14 @@ class ShardGroup final : public UnitHooks {
     const int64_t world = group_->world_size();
     int64_t total = 0;
     for (size_t i : with) total += params_[i].piece_numel();
-    const auto opts = params_[with.front()].full.options().requires_grad(false);
+    accumulate_in_reduce_dtype();
+    const auto opts = params_[with.front()].full.options().requires_grad(false).dtype(
+        reduce_dtype_.value_or(params_[with.front()].full.scalar_type()));
     auto in = torch::zeros({world, total}, opts);
     int64_t off = 0;
     for (size_t i : with) {
       const auto& p = params_[i];
-      const auto& g = p.full.grad();
+      const auto& g = p.accumulated.defined() ? p.accumulated : p.full.grad();
       if (g.defined() && p.full.numel() > 0)
         in.narrow(1, off, p.piece_numel()).copy_(pad_dim0(g.contiguous(), p.layout.padded_rows()).reshape({world, -1}));
       off += p.piece_numel();
@@ -158,20 +170,28 @@ class ShardGroup final : public UnitHooks {
     auto out = torch::empty({total}, opts);
     c10d::ReduceScatterOptions ro;
     ro.reduceOp = c10d::ReduceOp::AVG;
+    const auto [pre, post] = divide_factors(opts.dtype().toScalarType());
+    if (pre > 0) {
+      ro.reduceOp = c10d::ReduceOp::SUM;
+      if (pre != 1) in.div_(pre);
+    }
     auto flat = in.view({-1});
     group_->require_connected("reduce-scatter of a unit's gradients");
     group_->wait(group_->backend()->_reduce_scatter_base(out, flat, ro),
                  policytrain::detail::format("reduce-scatter of the gradients of {}", who()));
     ++reduce_scatters_;
+    if (pre > 0 && post != 1) out.div_(post);
+    if (out.scalar_type() != params_[with.front()].shard.scalar_type()) out = out.to(params_[with.front()].shard.scalar_type());
     off = 0;
     for (size_t i : with) {
       auto& p = params_[i];
-      if (p.full.grad().defined()) {
+      if (p.full.grad().defined() || p.accumulated.defined()) {
         auto mine = out.narrow(0, off, p.shard.numel()).view(p.shard.sizes());
         auto& sg = p.shard.mutable_grad();
         if (sg.defined()) sg.add_(mine);
         else sg = mine;
         p.full.mutable_grad() = torch::Tensor();
+        p.accumulated = torch::Tensor();
       }
       off += p.piece_numel();
     }
@@ -190,8 +210,40 @@ class ShardGroup final : public UnitHooks {
     return out.narrow(0, 0, p.full.numel()).view(p.full.sizes()).clone();
   }
 
+  /// Mixed precision: `mp`, clamped as FSDP2's FSDPParam.init_dtype_attrs (no param_dtype when it is the
+  /// parameters' own or they are not floating point; no reduce_dtype when it is the compute dtype). Call before the
+  /// first forward; the module's tensors take the dtype at use_compute_dtype(true).
+  void set_mixed_precision(const MixedPrecisionPolicy& mp) {
+    if (params_.empty()) return;
+    const auto orig = params_.front().shard.scalar_type();
+    param_dtype_ = mp.param_dtype && *mp.param_dtype != orig && c10::isFloatingType(orig) ? mp.param_dtype : std::nullopt;
+    reduce_dtype_ = mp.reduce_dtype && *mp.reduce_dtype != param_dtype_.value_or(orig) ? mp.reduce_dtype : std::nullopt;
+  }
+  /// Mixed precision: the dtype the unit computes in (unset: the parameters' own).
+  std::optional<c10::ScalarType> param_dtype() const { return param_dtype_; }
+  std::optional<c10::ScalarType> input_dtype() const override { return param_dtype_; }
+
+  /// Mixed precision: the module's tensors in param_dtype (`compute`) or in the shards' dtype (a save, fit end),
+  /// freed, so that the next unshard() gathers in that dtype (the shard cast before the all-gather, as FSDP2's
+  /// copy-in). set_data keeps each tensor the module's parameter (its handle, name and autograd identity).
+  /// Nothing when they have that dtype already.
+  void use_compute_dtype(bool compute) {
+    if (!param_dtype_) return;
+    const auto want = compute ? *param_dtype_ : params_.front().shard.scalar_type();
+    if (params_.front().full.scalar_type() == want) return;
+    reshard();
+    for (auto& p : params_) {
+      p.full.set_data(torch::empty(p.full.sizes(), p.full.options().dtype(want)));
+      p.nbytes = p.full.storage().nbytes();
+      auto* st = p.full.storage().unsafeGetStorageImpl();
+      st->set_data_ptr_noswap(at::DataPtr(nullptr, st->device()));
+      st->set_nbytes(0);
+    }
+  }
+
   /// Before the unit's forward: gathers (and, when training with grad, arms the post-backward).
   void pre_forward(bool training) override {
+    if (param_dtype_) refuse_other_autocast();
     unshard();
     if (training) pending_ = true;
   }
@@ -208,6 +260,7 @@ class ShardGroup final : public UnitHooks {
     if (!pending_) return;
     pending_ = false;
     if (*sync_) reduce_gradients();
+    else accumulate_in_reduce_dtype();
     if (!keep) reshard();
   }
   void post_backward() override { post_backward(false); }
@@ -228,6 +281,46 @@ class ShardGroup final : public UnitHooks {
         {}, "give it at least one dimension and a storage of its own, or train with stage 2"));
   }
 
+  /// Under an autocast of another dtype than param_dtype, the weights gathered in param_dtype would be cast again
+  /// for each op: the two policies contradict each other.
+  void refuse_other_autocast() const {
+    const auto device = params_.front().full.device().type();
+    if (!policytrain::detail::autocast_enabled(device) || policytrain::detail::autocast_dtype(device) == *param_dtype_) return;
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::parallel::ShardedDataParallel",
+        policytrain::detail::format("stage 3: {} computes in ShardingOptions::mp_policy.param_dtype {} under an autocast "
+                                    "to {}: autocast would cast the gathered weights again, op by op",
+                                    who(), c10::toString(*param_dtype_),
+                                    c10::toString(policytrain::detail::autocast_dtype(device))),
+        {}, policytrain::detail::format("give precision::Autocast the dtype {} (or fp32: off), or leave param_dtype unset",
+                                        c10::toString(*param_dtype_))));
+  }
+
+  /// Mixed precision with a reduce_dtype: each gradient summed into its `accumulated` in that dtype (FSDP2:
+  /// to_accumulated_grad_if_needed, accumulate_unsharded_grad_if_needed), the module's gradient dropped.
+  void accumulate_in_reduce_dtype() {
+    if (!reduce_dtype_) return;
+    torch::NoGradGuard ng;
+    for (auto& p : params_) {
+      const auto& g = p.full.grad();
+      if (!g.defined() || g.scalar_type() == *reduce_dtype_) continue;
+      if (p.accumulated.defined()) p.accumulated.add_(g);
+      else p.accumulated = g.to(*reduce_dtype_);
+      p.full.mutable_grad() = torch::Tensor();
+    }
+  }
+
+  /// FSDP2's _get_gradient_divide_factors on one process group: fp32 and bf16 reduce with ReduceOp::AVG ({0, 0});
+  /// another dtype (fp16: overflow risk) divides by `pre` before a SUM and by `post` after, pre the power of two
+  /// near sqrt(world) that FSDP2 picks.
+  std::pair<double, double> divide_factors(c10::ScalarType dtype) const {
+    if (dtype == c10::ScalarType::Float || dtype == c10::ScalarType::BFloat16) return {0.0, 0.0};
+    const double factor = static_cast<double>(group_->world_size());
+    double pre = 1;
+    while (std::fmod(factor, pre) == 0 && factor / pre > pre) pre *= 2;
+    return {pre, factor / pre};
+  }
+
   static void allocate(ShardedParam& p) {
     auto* s = p.full.storage().unsafeGetStorageImpl();
     if (s->nbytes() == p.nbytes) return;
@@ -239,6 +332,7 @@ class ShardGroup final : public UnitHooks {
   ProcessGroup* group_;
   std::shared_ptr<bool> sync_;
   bool reshard_after_forward_ = true;
+  std::optional<c10::ScalarType> param_dtype_, reduce_dtype_;  ///< mixed precision (set_mixed_precision)
   std::vector<ShardedParam> params_;
   bool unsharded_ = true;  ///< the module's tensors hold their values (true until the first reshard)
   bool pending_ = false;

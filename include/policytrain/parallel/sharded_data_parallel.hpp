@@ -49,8 +49,10 @@
 /// groups list the shards in place of the module's parameters from fit begin on (detail::FullShard), so it only
 /// ever creates state for and steps shards. No Reducer, no partition, no broadcast after the step. At fit end every
 /// rank gathers the whole model again (the module is whole after fit, as one process's). See fully_shard.hpp.
-/// Stage 3 refuses activation recompute (a memory::Recomputed module at fit begin, a recompute() call at the first
-/// forward) and callbacks::Ema refuses stage 3 at fit begin: both would read the freed parameters.
+/// Activation recompute composes: a unit inside a recomputed segment gathers again for the recomputed forward, and
+/// reduce-scatters once the segment's backward reached its input. callbacks::Ema refuses stage 3 at fit begin (it
+/// would read the freed parameters). ShardingOptions::mp_policy: mixed precision of the gathered parameters, as
+/// FSDP2's MixedPrecisionPolicy (shard_group.hpp).
 /// Example: examples/fashion_mnist (`--nproc 2 --zero 1`, `--zero 2`, `--zero 3`); docs/parallel.md, "Sharded
 /// optimizer state" and "Fully sharded parameters (stage 3)".
 #include <algorithm>
@@ -71,7 +73,6 @@
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/state_dict.hpp>
 #include <policytrain/detail/format.hpp>
-#include <policytrain/memory/recompute_use.hpp>
 #include <policytrain/parallel/data_parallel.hpp>
 #include <policytrain/parallel/data_parallel_core.hpp>
 #include <policytrain/parallel/fully_sharded.hpp>
@@ -101,6 +102,14 @@ class ShardedDataParallel {
               "stage {} is not supported; expected 0 (nothing sharded: "
           "DataParallel's behaviour), 1 (optimizer state sharded, gradients all-reduced), 2 (optimizer state and "
           "gradients sharded) or 3 (parameters too, gathered per parallel::FullyShard unit)", z_.stage)));
+    if (z_.stage != 3 && (z_.mp_policy.param_dtype || z_.mp_policy.reduce_dtype))
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::parallel::ShardedDataParallel",
+          policytrain::detail::format("stage {} with ShardingOptions::mp_policy set: mixed precision of gathered "
+                                      "parameters is stage 3's", z_.stage),
+          {}, "use stage 3, or precision::Autocast for mixed precision at this stage"));
+    check_mp_dtype("param_dtype", z_.mp_policy.param_dtype);
+    check_mp_dtype("reduce_dtype", z_.mp_policy.reduce_dtype);
     if (z_.stage >= 2) {
       // These options configure c10d::Reducer, which stages 2 and 3 replace by their own reduce-scatter.
       const auto refuse = [stage = z_.stage](const char* option, const char* why) {
@@ -219,9 +228,9 @@ class ShardedDataParallel {
     if (z_.stage == 3) {
       if (!active()) return;
       // The optimizer's lists take the shards at the first epoch begin, after a resume loaded the checkpoint.
-      refuse_recomputed_modules(ctx.module());
       if (!full_.built()) full_.build(ctx.module(), core_.group());
       else full_.attach(true);
+      full_.set_mixed_precision(z_.mp_policy);
       swapped_ = false;
       return;
     }
@@ -259,10 +268,7 @@ class ShardedDataParallel {
     const bool training = ctx.module().is_training() && torch::GradMode::is_enabled();
     return core_.forward(ctx.module(), ctx.state().micro_step, [&]() -> decltype(auto) {
       full_.begin_forward(training);
-      const uint64_t segments = memory::recompute_segments();
-      decltype(auto) out = fn();
-      if (memory::recompute_segments() != segments) refuse_recompute("the forward called memory::recompute");
-      return out;
+      return fn();
     });
   }
   /// As DataParallel's; stage 3 gathers the root's parameters first.
@@ -411,6 +417,15 @@ class ShardedDataParallel {
   }
 
  private:
+  /// A mixed-precision dtype must be a floating-point one of the three that training uses.
+  static void check_mp_dtype(const char* field, const std::optional<c10::ScalarType>& t) {
+    if (!t || *t == c10::ScalarType::Float || *t == c10::ScalarType::BFloat16 || *t == c10::ScalarType::Half) return;
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::parallel::ShardedDataParallel",
+        policytrain::detail::format("ShardingOptions::mp_policy.{} is {}; expected Float, BFloat16 or Half", field,
+                                    c10::toString(*t))));
+  }
+
   /// Stage 3 writes consolidated checkpoints only (gathered on every rank, in an unsharded run's format).
   [[noreturn]] void refuse_stage3_save() const {
     throw std::invalid_argument(policytrain::detail::error_message(
@@ -419,26 +434,6 @@ class ShardedDataParallel {
                                     "(checkpoint::Disk::Options::sharded)", core_.group().who()),
         {}, "leave `sharded` off: stage 3's checkpoints are consolidated, in an unsharded run's format, and "
             "resume at any world size"));
-  }
-
-  /// Stage 3 does not compose with activation recompute: a recomputed segment runs its forward and backward again
-  /// inside the outer backward, where a unit's hooks fire out of their order (a unit inside a recompute() trained
-  /// to weights 0.02 away from DataParallel's with the same recompute, in 4 steps: test_fsdp). Found at fit begin
-  /// (a memory::Recomputed module) or at the first forward (a recompute() call), on every rank alike.
-  static void refuse_recomputed_modules(torch::nn::Module& m) {
-    for (const auto& item : m.named_modules())
-      if (dynamic_cast<const memory::RecomputedModule*>(item.value().get()))
-        refuse_recompute(item.key().empty()
-                             ? std::string("the model is a memory::Recomputed module")
-                             : policytrain::detail::format("the model holds a memory::Recomputed module '{}'", item.key()));
-  }
-  [[noreturn]] static void refuse_recompute(const std::string& what) {
-    throw std::invalid_argument(policytrain::detail::error_message(
-        "policytrain::parallel::ShardedDataParallel",
-        policytrain::detail::format("stage 3: {}; a recomputed segment runs its forward again inside the backward, "
-                                    "outside the order in which the units gather, free and reduce-scatter, so the "
-                                    "shards would get wrong gradients", what),
-        {}, "leave activation recompute out (memory::recompute, memory::Recomputed), or train with stage 2"));
   }
 
   /// Stage 2: builds the buckets and hooks, or rebuilds them when the core rebuilt its parameter list (a part
