@@ -219,7 +219,7 @@ int run_worker(const fs::path& dir, const std::string& subdir) {
   // FSDP2 does not synchronise buffers: each rank's batch norm keeps its own running statistics.
   // [snippet:fsdp-policy]
   pt::parallel::ShardedDataParallel parallel({.timeout = std::chrono::seconds(120), .broadcast_buffers = false},
-                                             {.stage = stage});
+                                             {.stage = stage, .prefetch = env("POLICYTRAIN_FSDP_PREFETCH", "1") == "1"});
   // [/snippet:fsdp-policy]
   const int rank = parallel.rank(), world = parallel.world_size();
   Task task;
@@ -290,6 +290,7 @@ int run_worker(const fs::path& dir, const std::string& subdir) {
   if (clip > 0) out["clip.norm"] = trainer.template get<pt::callbacks::GradClip>().last_norm_tensor().reshape({1});
   out["all_gathers"] = torch::tensor(z.all_gather_calls());
   out["reduce_scatters"] = torch::tensor(z.reduce_scatter_calls());
+  out["prefetches"] = torch::tensor(z.prefetch_calls());
   save_tensors(dir / subdir / fmt::format("rank{}", rank), out);
   return 0;
 }
@@ -581,4 +582,36 @@ TEST_CASE("stage 3 checkpoints reshard 3 -> 2 -> 1 -> 3 ranks mid-epoch and end 
   }
   for (int r = 0; r < 3; ++r) compare(dir / "whole" / fmt::format("rank{}", r), dir / "cycle" / fmt::format("rank{}", r), 1e-6, {"param."});
   CHECK(load_tensors(dir / "whole" / "rank0").at("steps").item<int64_t>() == 8);
+}
+
+namespace {
+/// Stage 3 with prefetch on and off on `world` ranks, seeded data: every tensor equal bit for bit, the same
+/// all-gathers, and the prefetched ones counted on one side only.
+void prefetch_on_off(int world, int seed, const std::string& optimizer, const std::string& accumulate, const std::string& reshard) {
+  const auto dir = testing::temp_dir(fmt::format("fsdp-prefetch-{}-{}", world, seed));
+  constexpr int64_t kSteps = 4;
+  write_seeded_inputs(dir, seed, kSteps * kBatchPerRank * world);
+  for (const std::string on : {"0", "1"})
+    run_ours(world, dir, "prefetch" + on, {{"POLICYTRAIN_FSDP_PREFETCH", on}, {"POLICYTRAIN_FSDP_OPTIMIZER", optimizer},
+                                           {"POLICYTRAIN_FSDP_ACCUMULATE", accumulate}, {"POLICYTRAIN_FSDP_RESHARD", reshard},
+                                           {"POLICYTRAIN_FSDP_STEPS", std::to_string(kSteps)}});
+  for (int r = 0; r < world; ++r)
+    compare(dir / "prefetch0" / fmt::format("rank{}", r), dir / "prefetch1" / fmt::format("rank{}", r), 0.0,
+            {"param.", "shard.", "grad.", "state.", "buffer.", "all_gathers", "reduce_scatters"});
+  const auto off = load_tensors(dir / "prefetch0" / "rank0"), on = load_tensors(dir / "prefetch1" / "rank0");
+  CHECK(off.at("prefetches").item<int64_t>() == 0);
+  // From the second step on (the first records the order), each forward prefetches fc and emb (after conv and fc)
+  // and, when the units reshard after their forward, each backward fc and conv (after emb and fc), per micro-step.
+  const int64_t micro = std::stoll(accumulate);
+  CHECK(on.at("prefetches").item<int64_t>() == (kSteps * micro - 1) * (reshard == "1" ? 4 : 2));
+}
+}  // namespace
+
+TEST_CASE("stage 3 prefetch (the next unit's all-gather issued before the current unit's compute) ends bit-identical to prefetch off on 2 ranks, AdamW, seeded data") {
+  prefetch_on_off(2, 61, "adamw", "1", "1");
+}
+
+TEST_CASE("stage 3 prefetch ends bit-identical to prefetch off on 3 ranks, SGD with momentum, 2 micro-steps per step, and with reshard_after_forward off, seeded data" * doctest::test_suite("extended")) {
+  prefetch_on_off(3, 62, "sgd", "2", "1");
+  prefetch_on_off(3, 63, "adamw", "1", "0");
 }

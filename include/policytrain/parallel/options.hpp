@@ -64,6 +64,11 @@ struct ShardingOptions {
   /// How the optimizer state (and at stage 2 the gradients) are split: whole parameters (greedy) or dim-0 chunks of
   /// every parameter (dim0). Stages 0 and 3 ignore it (stage 3 chunks every parameter on dim 0 anyway).
   Partition partition = Partition::greedy;
+  /// Stage 3: a unit issues the all-gather of the unit that ran after it in the last step before its own forward
+  /// compute, and in the backward the gather of the unit whose backward follows (FSDP2's forward and backward
+  /// prefetch, one unit ahead), so that communication overlaps compute; false gathers each unit when it starts. The
+  /// results are the same bit for bit; the cost is one more unit's parameters gathered at a time.
+  bool prefetch = true;
 };
 
 }  // namespace policytrain::parallel
