@@ -11,8 +11,15 @@
 // grads = the gradient bytes a rank holds after its backward (the most over the steps); state = the optimizer
 // state this rank keeps; sum and formula = params + grads + state of the largest rank, and what total / N gives for
 // the sharded parts (state at stages 1 and 2, gradients at stage 2); peak = memory::TensorBytesMeter's peak of the
-// rank's LibTorch CPU tensors over the run (activations and buffers in flight included; the column the stage-3
-// engineer fills has its own source of truth).
+// rank's LibTorch CPU tensors over the run (activations and buffers in flight included).
+// Stage 3 (z3, ShardingOptions::prefetch on; z3-noprefetch off): both models with every layer that has parameters a
+// parallel::FullyShard unit (the same modules for every variant: without stage 3 a unit calls its layer). Its params
+// column is the parameter shards plus the peak of the gathered bytes alive at once (gathered parameters and the
+// all-gathers' in and out buffers in flight, detail::GatheredBytes: the transient cost of stage 3), measured over
+// the steps (the whole model that every rank builds before fit begin is not in it: FSDP2 without the meta device
+// has it too); its formula is total / N (+ padding) for parameters, gradients and both moments, plus the largest
+// unit's unsharded bytes and, with prefetch, the next largest (the unit gathered ahead).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <unistd.h>
@@ -40,7 +47,7 @@ struct Mlp {
   torch::nn::Sequential net;
   Mlp() {
     for (int i = 0; i < 8; ++i) {
-      net->push_back(torch::nn::Linear(256, 256));
+      net->push_back(pt::parallel::FullyShard<torch::nn::Linear>(torch::nn::Linear(256, 256)));
       net->push_back(torch::nn::Tanh());
     }
   }
@@ -50,13 +57,17 @@ struct Mlp {
 
 int64_t bytes_of(const torch::Tensor& t) { return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0; }
 
-/// The gradient bytes this rank holds when the optimizer steps (after the backward and its synchronisation).
+/// The gradient bytes this rank holds when the optimizer steps (after the backward and its synchronisation): the
+/// gradients of what the optimizer steps (the module's parameters; at stage 3 their shards).
 struct GradMeter {
   int64_t most = 0;
+  int64_t gathered = 0;  ///< stage 3: the peak of detail::GatheredBytes over the steps (fit end gathers everything)
   template <class Ctx>
   void before_step(Ctx& ctx) {
+    gathered = std::max(gathered, pt::parallel::detail::GatheredBytes::peak.load());
     int64_t n = 0;
-    for (const auto& p : ctx.module().parameters()) n += bytes_of(p.grad());
+    for (const auto& g : ctx.optimizer().param_groups())
+      for (const auto& p : g.params()) n += bytes_of(p.grad());
     most = std::max(most, n);
   }
 };
@@ -72,19 +83,23 @@ nlohmann::json train(Task& task, const std::string& variant, torch::Tensor x, to
     trainer.fit(loader, {.epochs = 1});
     int64_t params = 0, state = 0;
     for (const auto& p : task.module().parameters()) params += bytes_of(p);
-    for (const auto& [key, st] : opt.state()) state += pt::parallel::param_state_bytes(*st);
     auto& par = trainer.template policy<pt::Category::parallel>();
+    if constexpr (requires { par.shard_bytes(); })
+      if (variant.starts_with("z3")) params = par.shard_bytes() + trainer.template get<GradMeter>().gathered;
+    for (const auto& [key, st] : opt.state()) state += pt::parallel::param_state_bytes(*st);
     if constexpr (requires { par.chunk(torch::Tensor()); })
       for (const auto& p : task.module().parameters())
         if (const auto* c = par.chunk(p)) params += bytes_of(c->padded);
-    out = {{"params", params}, {"grads", trainer.template get<GradMeter>().most}, {"state", state}, {"peak", meter.peak()}};
+    out = {{"params", params}, {"grads", trainer.template get<GradMeter>().most}, {"state", state}, {"peak", meter.peak()},
+           {"gathered", trainer.template get<GradMeter>().gathered}};
   };
   if (variant == "dp") {
     run(pt::parallel::DataParallel(dpo));
   } else {
     const int stage = variant[1] - '0';
     run(pt::parallel::ShardedDataParallel(
-        dpo, {.stage = stage, .partition = variant.ends_with("dim0") ? pt::parallel::Partition::dim0 : pt::parallel::Partition::greedy}));
+        dpo, {.stage = stage, .partition = variant.ends_with("dim0") ? pt::parallel::Partition::dim0 : pt::parallel::Partition::greedy,
+              .prefetch = variant == "z3"}));
   }
   return out;
 }
@@ -94,7 +109,7 @@ int worker(const std::string& model, const std::string& variant, const fs::path&
   torch::manual_seed(0);
   nlohmann::json j;
   if (model == "cnn") {
-    fmnist::Classifier task(32);
+    fmnist::Classifier task(32, false, 0, fmnist::BlockOrder::conv_bn_relu_pool, 0, /*units=*/true);
     j = train(task, variant, torch::randn({96, 1, 28, 28}), torch::randint(0, 10, {96}), meter);
   } else {
     Mlp task;
@@ -104,20 +119,40 @@ int worker(const std::string& model, const std::string& variant, const fs::path&
   return 0;
 }
 
+/// Calls `f` on a freshly built `model` (its module).
+template <class F>
+void with_model(const std::string& model, F&& f) {
+  if (model == "cnn") {
+    fmnist::Classifier t(32, false, 0, fmnist::BlockOrder::conv_bn_relu_pool, 0, /*units=*/true);
+    f(t.module());
+  } else {
+    Mlp t;
+    f(t.module());
+  }
+}
+
 /// Parameter bytes and, per parameter, its rows and row elements (for the formula).
 std::vector<std::pair<int64_t, int64_t>> shapes(const std::string& model) {
   std::vector<std::pair<int64_t, int64_t>> s;
-  auto add = [&](torch::nn::Module& m) {
+  with_model(model, [&](torch::nn::Module& m) {
     for (const auto& p : m.parameters()) s.emplace_back(p.dim() ? p.size(0) : 1, p.dim() && p.size(0) ? p.numel() / p.size(0) : 1);
-  };
-  if (model == "cnn") {
-    fmnist::Classifier t(32);
-    add(t.module());
-  } else {
-    Mlp t;
-    add(t.module());
-  }
+  });
   return s;
+}
+
+/// The unsharded bytes of each FullyShard unit, largest first.
+std::vector<int64_t> unit_bytes(const std::string& model) {
+  std::vector<int64_t> v;
+  with_model(model, [&](torch::nn::Module& m) {
+    for (const auto& c : m.modules())
+      if (dynamic_cast<pt::parallel::FullyShardedUnit*>(c.get())) {
+        int64_t n = 0;
+        for (const auto& p : c->parameters()) n += bytes_of(p);
+        v.push_back(n);
+      }
+  });
+  std::sort(v.rbegin(), v.rend());
+  return v;
 }
 
 }  // namespace
@@ -140,7 +175,7 @@ int main(int argc, char** argv) {
     int64_t total = 0;
     for (auto [rows, row] : sh) total += rows * row * 4;
     for (int world = 1; world <= 3; ++world)
-      for (const std::string variant : {"dp", "z1-greedy", "z2-greedy", "z1-dim0", "z2-dim0"}) {
+      for (const std::string variant : {"dp", "z1-greedy", "z2-greedy", "z1-dim0", "z2-dim0", "z3", "z3-noprefetch"}) {
         if (world == 1 && variant != "dp") continue;  // one process shards nothing
         const fs::path d = dir / fmt::format("{}-{}-{}", model, world, variant);
         fs::create_directories(d);
@@ -170,7 +205,13 @@ int main(int argc, char** argv) {
           for (auto [rows, row] : sh) part += (rows + world - 1) / world * row * 4;
           if (variant.ends_with("greedy")) part = total / world;  // the goal, which greedy misses by its largest parameter
         }
-        const int64_t formula = total + (sharded ? 2 * part : 2 * total) + (sharded && variant[1] == '2' ? part : total);
+        int64_t formula = total + (sharded ? 2 * part : 2 * total) + (sharded && variant[1] == '2' ? part : total);
+        if (variant.starts_with("z3")) {
+          // Parameters, gradients and both moments at total / N (+ padding), plus the unit being computed and, with
+          // prefetch, the one gathered ahead (bounded by the two largest).
+          const auto units = unit_bytes(model);
+          formula = 4 * part + units.at(0) + (variant == "z3" && units.size() > 1 ? units.at(1) : 0);
+        }
         table += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {:.3f} | {:.1f} |\n", model, world, variant,
                              big["params"].get<int64_t>(), big["grads"].get<int64_t>(), big["state"].get<int64_t>(), sum,
                              formula, static_cast<double>(state_max) / static_cast<double>(state_total),
@@ -179,12 +220,12 @@ int main(int argc, char** argv) {
       }
   }
   fs::remove_all(dir);
-  table += "\n| model | ranks | DataParallel | ZeRO-1 greedy | ZeRO-2 greedy | ZeRO-1 dim0 | ZeRO-2 dim0 | stage 3 |\n"
-           "|---|---|---|---|---|---|---|---|\n";
+  table += "\n| model | ranks | DataParallel | ZeRO-1 greedy | ZeRO-2 greedy | ZeRO-1 dim0 | ZeRO-2 dim0 | stage 3 | stage 3, no prefetch |\n"
+           "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& [key, v] : pivot) {
     auto cell = [&](const char* k) { return v.count(k) ? fmt::format("{}", v.at(k)) : std::string("-"); };
-    table += fmt::format("{} {} | {} | {} | {} | {} | (stage 3) |\n", key, cell("dp"), cell("z1-greedy"), cell("z2-greedy"),
-                         cell("z1-dim0"), cell("z2-dim0"));
+    table += fmt::format("{} {} | {} | {} | {} | {} | {} | {} |\n", key, cell("dp"), cell("z1-greedy"), cell("z2-greedy"),
+                         cell("z1-dim0"), cell("z2-dim0"), cell("z3"), cell("z3-noprefetch"));
   }
   std::fputs(table.c_str(), stdout);
   if (!out_file.empty()) std::ofstream(out_file) << table;

@@ -7,14 +7,18 @@
 // Each case takes 11 to 14 s (AMD EPYC, 2 cores): the 2-rank AdamW case is in the quick tier, the others (the mixed
 // precision ones among them) extended. The cases against DataParallel or an uninterrupted run (recompute among them),
 // and the refusals, draw their data from a seed and run our side only (0.4 to 6 s each on the same machine): quick.
+// Prefetch on against off: 2.7 s on 2 ranks (quick), 8.6 s on 3 ranks twice (extended). The memory-budget case
+// (DataParallel out of memory, stage 3 trains): 5.3 s, extended.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <string>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <c10/core/CPUAllocator.h>
 
 #include <policytrain/checkpoint.hpp>
 #include <policytrain/memory.hpp>
@@ -211,6 +215,104 @@ int run_reshard(const fs::path& dir, const std::string& subdir) {
   return 0;
 }
 
+/// A rank's memory, enforced: LibTorch's CPU allocator for every tensor created after install(), refusing (with
+/// c10::OutOfMemoryError, as an exhausted allocator) an allocation that would bring the bytes it has handed out and
+/// not taken back above the budget. The default allocator does the work underneath.
+class BudgetAllocator final : public c10::Allocator {
+ public:
+  /// Makes a budget of `bytes` LibTorch's CPU allocator for the rest of the process (leaked on purpose: tensors
+  /// freed at exit still call its deleter).
+  static BudgetAllocator& install(int64_t bytes) {
+    auto* a = new BudgetAllocator(bytes);
+    c10::SetCPUAllocator(a, /*priority=*/1);
+    return *a;
+  }
+  c10::DataPtr allocate(size_t n) override {
+    const int64_t now = live_ += static_cast<int64_t>(n);
+    if (now > budget_) {
+      live_ -= static_cast<int64_t>(n);
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "rank budget: an allocation of ", n, " bytes would bring this rank's "
+                       "tensor bytes to ", now, ", above its budget of ", budget_, " bytes");
+    }
+    for (int64_t p = peak_.load(); now > p && !peak_.compare_exchange_weak(p, now);) {
+    }
+    auto* held = new Held{inner_->allocate(n), static_cast<int64_t>(n), this};
+    void* data = held->block.get();
+    return {data, held, &Held::release, c10::Device(c10::DeviceType::CPU)};
+  }
+  void copy_data(void* dest, const void* src, size_t count) const override { default_copy_data(dest, src, count); }
+  /// The most bytes handed out at once.
+  int64_t peak() const { return peak_.load(); }
+
+ private:
+  explicit BudgetAllocator(int64_t budget) : inner_(c10::GetDefaultCPUAllocator()), budget_(budget) {}
+  struct Held {
+    c10::DataPtr block;
+    int64_t n;
+    BudgetAllocator* owner;
+    static void release(void* p) {
+      auto* h = static_cast<Held*>(p);
+      h->owner->live_ -= h->n;
+      delete h;
+    }
+  };
+  c10::Allocator* inner_;
+  int64_t budget_;
+  std::atomic<int64_t> live_{0}, peak_{0};
+};
+
+/// Scenario "budget": a model whose training state (parameters, gradients, SGD's momentum) does not fit in a
+/// rank's budget (POLICYTRAIN_FSDP_BUDGET bytes, enforced by BudgetAllocator; 0: none), six units of
+/// Linear(512, 512) and a root head, trained POLICYTRAIN_FSDP_STEPS steps of a global batch of 12 by
+/// POLICYTRAIN_FSDP_STAGE ("dp": DataParallel; "3": stage 3; on 1 process both train the plain model). Writes the
+/// parameters, or the error, and the allocator's peak.
+int run_budget(const fs::path& dir, const std::string& subdir) {
+  const int64_t budget = std::stoll(env("POLICYTRAIN_FSDP_BUDGET", "0"));
+  BudgetAllocator* meter = budget > 0 ? &BudgetAllocator::install(budget) : nullptr;
+  struct Model : torch::nn::Module {
+    std::vector<pt::parallel::FullyShard<torch::nn::Linear>> units;
+    torch::nn::Linear head{nullptr};
+    Model() {
+      for (int i = 0; i < 6; ++i)
+        units.push_back(register_module(fmt::format("fc{}", i), pt::parallel::FullyShard<torch::nn::Linear>(torch::nn::Linear(512, 512))));
+      head = register_module("head", torch::nn::Linear(512, 10));
+    }
+    torch::Tensor forward(torch::Tensor x) {
+      for (auto& u : units) x = torch::tanh(u(x));
+      return head(x);
+    }
+  };
+  struct BudgetTask {
+    std::shared_ptr<Model> net;
+    torch::nn::Module& module() { return *net; }
+    torch::Tensor training_step(const pt::Batch& b) { return torch::nn::functional::cross_entropy(net->forward(b.x), b.y); }
+  };
+  const std::string stage = env("POLICYTRAIN_FSDP_STAGE", "3");
+  const pt::parallel::DataParallelOptions dpo{.timeout = std::chrono::seconds(60)};
+  Tensors out;
+  std::string message = "no error";
+  try {
+    pt::parallel::ShardedDataParallel parallel(dpo, {.stage = stage == "dp" ? 0 : 3});
+    const int rank = parallel.rank(), world = parallel.world_size();
+    torch::manual_seed(7);  // the same initial weights on every rank and in the reference
+    BudgetTask task{std::make_shared<Model>()};
+    torch::optim::SGD opt(task.net->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+    const auto data = load_tensors(dir / "data");
+    pt::data::TensorLoader loader(data.at("x"), data.at("y"), {.batch_size = 12 / world, .shuffle = false, .rank = rank, .world_size = world});
+    pt::Trainer trainer(task, opt, std::move(parallel));
+    trainer.fit(loader, {.epochs = 1});
+    for (auto& p : task.net->named_parameters()) out["param." + p.key()] = p.value().detach().clone();
+    out["steps"] = torch::tensor(trainer.state().global_step);
+  } catch (const std::exception& e) {
+    message = e.what();
+  }
+  const std::string rank = env("RANK", "0");
+  std::ofstream(dir / subdir / ("error" + rank + ".txt")) << message;
+  out["peak"] = torch::tensor(meter ? meter->peak() : int64_t{0});
+  save_tensors(dir / subdir / ("rank" + rank), out);
+  return 0;
+}
+
 /// One rank of our side: POLICYTRAIN_FSDP_STAGE (3, or 0: DataParallel's averaged gradients on whole parameters),
 /// _OPTIMIZER (adamw, sgd), _STEPS (optimizer steps), _ACCUMULATE (micro-batches per step); the data and initial
 /// weights of <dir>/data and <dir>/init.
@@ -218,6 +320,7 @@ int run_worker(const fs::path& dir, const std::string& subdir) {
   if (env("POLICYTRAIN_FSDP_SCENARIO", "") == "tied") return run_tied(dir, subdir);
   if (env("POLICYTRAIN_FSDP_SCENARIO", "") == "recomputed") return run_recomputed(dir, subdir);
   if (env("POLICYTRAIN_FSDP_SCENARIO", "") == "reshard") return run_reshard(dir, subdir);
+  if (env("POLICYTRAIN_FSDP_SCENARIO", "") == "budget") return run_budget(dir, subdir);
   const int stage = std::stoi(env("POLICYTRAIN_FSDP_STAGE", "3"));
   const int64_t steps = std::stoll(env("POLICYTRAIN_FSDP_STEPS", "5"));
   const std::string kind = env("POLICYTRAIN_FSDP_OPTIMIZER", "adamw");
@@ -230,7 +333,8 @@ int run_worker(const fs::path& dir, const std::string& subdir) {
   // [snippet:fsdp-policy]
   pt::parallel::ShardedDataParallel parallel({.timeout = std::chrono::seconds(120), .broadcast_buffers = false},
                                              {.stage = stage, .mp_policy = {.param_dtype = param_dtype,
-                                                                            .reduce_dtype = dtype_named(env("POLICYTRAIN_FSDP_REDUCE_DTYPE", ""))}});
+                                                                            .reduce_dtype = dtype_named(env("POLICYTRAIN_FSDP_REDUCE_DTYPE", ""))},
+                                              .prefetch = env("POLICYTRAIN_FSDP_PREFETCH", "1") == "1"});
   // [/snippet:fsdp-policy]
   const int rank = parallel.rank(), world = parallel.world_size();
   Task task;
@@ -306,6 +410,7 @@ int run_worker(const fs::path& dir, const std::string& subdir) {
   if (clip > 0) out["clip.norm"] = trainer.template get<pt::callbacks::GradClip>().last_norm_tensor().reshape({1});
   out["all_gathers"] = torch::tensor(z.all_gather_calls());
   out["reduce_scatters"] = torch::tensor(z.reduce_scatter_calls());
+  out["prefetches"] = torch::tensor(z.prefetch_calls());
   save_tensors(dir / subdir / fmt::format("rank{}", rank), out);
   return 0;
 }
@@ -682,4 +787,72 @@ TEST_CASE("stage 3 checkpoints reshard 3 -> 2 -> 1 -> 3 ranks mid-epoch and end 
   }
   for (int r = 0; r < 3; ++r) compare(dir / "whole" / fmt::format("rank{}", r), dir / "cycle" / fmt::format("rank{}", r), 1e-6, {"param."});
   CHECK(load_tensors(dir / "whole" / "rank0").at("steps").item<int64_t>() == 8);
+}
+
+namespace {
+/// Stage 3 with prefetch on and off on `world` ranks, seeded data: every tensor equal bit for bit, the same
+/// all-gathers, and the prefetched ones counted on one side only.
+void prefetch_on_off(int world, int seed, const std::string& optimizer, const std::string& accumulate, const std::string& reshard) {
+  const auto dir = testing::temp_dir(fmt::format("fsdp-prefetch-{}-{}", world, seed));
+  constexpr int64_t kSteps = 4;
+  write_seeded_inputs(dir, seed, kSteps * kBatchPerRank * world);
+  for (const std::string on : {"0", "1"})
+    run_ours(world, dir, "prefetch" + on, {{"POLICYTRAIN_FSDP_PREFETCH", on}, {"POLICYTRAIN_FSDP_OPTIMIZER", optimizer},
+                                           {"POLICYTRAIN_FSDP_ACCUMULATE", accumulate}, {"POLICYTRAIN_FSDP_RESHARD", reshard},
+                                           {"POLICYTRAIN_FSDP_STEPS", std::to_string(kSteps)}});
+  for (int r = 0; r < world; ++r)
+    compare(dir / "prefetch0" / fmt::format("rank{}", r), dir / "prefetch1" / fmt::format("rank{}", r), 0.0,
+            {"param.", "shard.", "grad.", "state.", "buffer.", "all_gathers", "reduce_scatters"});
+  const auto off = load_tensors(dir / "prefetch0" / "rank0"), on = load_tensors(dir / "prefetch1" / "rank0");
+  CHECK(off.at("prefetches").item<int64_t>() == 0);
+  // From the second step on (the first records the order), each forward prefetches fc and emb (after conv and fc)
+  // and, when the units reshard after their forward, each backward fc and conv (after emb and fc), per micro-step.
+  const int64_t micro = std::stoll(accumulate);
+  CHECK(on.at("prefetches").item<int64_t>() == (kSteps * micro - 1) * (reshard == "1" ? 4 : 2));
+}
+}  // namespace
+
+TEST_CASE("stage 3 prefetch (the next unit's all-gather issued before the current unit's compute) ends bit-identical to prefetch off on 2 ranks, AdamW, seeded data") {
+  prefetch_on_off(2, 61, "adamw", "1", "1");
+}
+
+TEST_CASE("stage 3 prefetch ends bit-identical to prefetch off on 3 ranks, SGD with momentum, 2 micro-steps per step, and with reshard_after_forward off, seeded data" * doctest::test_suite("extended")) {
+  prefetch_on_off(3, 62, "sgd", "2", "1");
+  prefetch_on_off(3, 63, "adamw", "1", "0");
+}
+
+TEST_CASE("a model whose training state exceeds a rank's memory budget: DataParallel runs out of memory on 3 ranks, stage 3 trains it on 3 ranks to a 1-process run's weights within 1e-6 (SGD with momentum), seeded data" * doctest::test_suite("extended")) {
+  // The budget (enforced by LibTorch's CPU allocator in every rank: BudgetAllocator) is 3.5 x the parameter bytes P.
+  // Both policies pass through about 3 P at fit begin (every rank builds the whole model, checks it and receives
+  // rank 0's through a flat buffer, as FSDP2 without the meta device); then under DataParallel a rank holds the
+  // parameters, their gradients, the Reducer's bucket and SGD's momentum (4 P), while stage 3 on 3 ranks holds a
+  // third of the parameters, gradients and momentum (P) plus the units it gathers. SGD rather than AdamW: AdamW's
+  // normalisation blows the rounding of near-zero gradients up to the learning rate (4e-5 apart after 4 steps). The reference is one process without a budget, on the same 12 samples per step; only the summation
+  // order differs (the mean over 4 samples per rank, then over the ranks).
+  const auto dir = testing::temp_dir("fsdp-budget");
+  constexpr int64_t kSteps = 4;
+  auto g = at::make_generator<at::CPUGeneratorImpl>(71);
+  save_tensors(dir / "data", {{"x", torch::randn({kSteps * 12, 512}, g)}, {"y", torch::randint(0, 10, {kSteps * 12}, g)}});
+  constexpr int64_t kParamBytes = (6 * (512 * 512 + 512) + 512 * 10 + 10) * 4;
+  const std::string budget = std::to_string(7 * kParamBytes / 2);
+  run_ours(1, dir, "reference", {{"POLICYTRAIN_FSDP_SCENARIO", "budget"}, {"POLICYTRAIN_FSDP_STAGE", "3"}});
+  run_ours(3, dir, "dp", {{"POLICYTRAIN_FSDP_SCENARIO", "budget"}, {"POLICYTRAIN_FSDP_STAGE", "dp"}, {"POLICYTRAIN_FSDP_BUDGET", budget}});
+  run_ours(3, dir, "stage3", {{"POLICYTRAIN_FSDP_SCENARIO", "budget"}, {"POLICYTRAIN_FSDP_STAGE", "3"}, {"POLICYTRAIN_FSDP_BUDGET", budget}});
+  CHECK(read_text(dir / "reference" / "error0.txt") == "no error");
+  for (int r = 0; r < 3; ++r) {
+    const auto dp = read_text(dir / "dp" / fmt::format("error{}.txt", r));
+    INFO("DataParallel, rank " << r << ": " << dp);
+    CHECK(dp.find("rank budget: an allocation of") != std::string::npos);
+    CHECK(load_tensors(dir / "dp" / fmt::format("rank{}", r)).count("steps") == 0);
+    const auto z3 = read_text(dir / "stage3" / fmt::format("error{}.txt", r));
+    INFO("stage 3, rank " << r << ": " << z3);
+    REQUIRE(z3 == "no error");
+    const auto got = load_tensors(dir / "stage3" / fmt::format("rank{}", r));
+    CHECK(got.at("steps").item<int64_t>() == kSteps);
+    const int64_t peak = got.at("peak").item<int64_t>();
+    MESSAGE("stage 3, rank " << r << ": peak tensor bytes " << peak << " of a budget of " << budget << " (parameters: "
+                             << kParamBytes << ")");
+    CHECK(peak <= 7 * kParamBytes / 2);
+    compare(dir / "reference" / "rank0", dir / "stage3" / fmt::format("rank{}", r), 1e-6, {"param."});
+  }
 }

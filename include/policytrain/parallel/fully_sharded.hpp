@@ -11,6 +11,8 @@
 /// parameter's layout), and lets the optimizer list the module's parameters for its duration, so the checkpoint
 /// has the format of an unsharded run's (consolidate / restore); a resume, at any world size, loads it before the
 /// lists are swapped (the first epoch begin), and swap_into gives each shard its rows of the loaded state.
+/// Prefetch (ShardingOptions::prefetch): the units share one detail::PrefetchPlan (shard_group.hpp), stepped at
+/// every training forward.
 /// It knows no Trainer.
 #include <functional>
 #include <algorithm>
@@ -74,7 +76,10 @@ void map_state_tensors(torch::optim::OptimizerParamState& s, F&& f) {
 /// Stage 3's units and their groups (see the file comment).
 class FullShard {
  public:
-  FullShard() : sync_(std::make_shared<bool>(true)) {}
+  FullShard() : sync_(std::make_shared<bool>(true)), plan_(std::make_shared<PrefetchPlan>()) {}
+
+  /// Whether a unit issues the next unit's all-gather before its own compute (ShardingOptions::prefetch).
+  void set_prefetch(bool on) { plan_->enabled = on; }
 
   /// Whether build() ran.
   bool built() const { return root_ != nullptr; }
@@ -118,6 +123,7 @@ class FullShard {
     for (size_t i = 0; i < found.size(); ++i) {
       auto g = std::make_shared<ShardGroup>(found[i].first, group, sync_, found[i].second->reshard_after_forward());
       for (const auto& [name, t] : members[i]) g->add(name, t);
+      g->set_prefetch_plan(plan_);
       found[i].second->set_shard_group(g);
       units_.push_back(g);
     }
@@ -194,6 +200,7 @@ class FullShard {
       freed_ = true;
     }
     use_compute_dtype(true);
+    if (training) plan_->next_step();
     root_->pre_forward(training);
   }
 
@@ -333,6 +340,7 @@ class FullShard {
   }
 
   std::shared_ptr<bool> sync_;
+  std::shared_ptr<PrefetchPlan> plan_;
   std::vector<std::shared_ptr<ShardGroup>> units_;
   std::shared_ptr<ShardGroup> root_;
   std::vector<std::pair<std::string, FullyShardedUnit*>> units_found_;

@@ -82,6 +82,11 @@ struct ShardingOptions {
   /// Stage 3 only: mixed precision of the units and the root (FSDP2's `fully_shard(..., mp_policy=...)`, one
   /// policy for all). Another stage refuses a policy that sets a dtype.
   MixedPrecisionPolicy mp_policy{};
+  /// Stage 3: a unit issues the all-gather of the unit that ran after it in the last step before its own forward
+  /// compute, and in the backward the gather of the unit whose backward follows (FSDP2's forward and backward
+  /// prefetch, one unit ahead), so that communication overlaps compute; false gathers each unit when it starts. The
+  /// results are the same bit for bit; the cost is one more unit's parameters gathered at a time.
+  bool prefetch = true;
 };
 
 }  // namespace policytrain::parallel

@@ -12,7 +12,13 @@
 /// take param_dtype (set_data, freed), so the shard is cast before the all-gather and the unit computes in it; the
 /// gradients are cast to reduce_dtype before the reduce-scatter and the result to the shard's dtype after. For a
 /// save and at fit end they take the shards' dtype again (use_compute_dtype).
+/// Prefetch (ShardingOptions::prefetch): a PrefetchPlan shared by a model's units records the order in which they ran
+/// their forwards and backwards in the last step; a unit's pre-forward then issues the next unit's all-gather
+/// (c10d::Work, not waited on) before its own compute, and its pre-backward the next backward's, one unit ahead
+/// (FSDP2's forward and backward prefetch). The next unit's pre-hook waits for that work. Every rank runs the same
+/// units in the same order (a condition of the collectives anyway), so the plans agree.
 /// It knows no Trainer; the unit calls it through detail::UnitHooks.
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -49,6 +55,33 @@ struct ShardedParam {
   int64_t piece_numel() const { return layout.chunk * row_numel; }
 };
 
+class ShardGroup;
+
+/// The order the units of one model ran in during the last training step, forwards and backwards (see the file
+/// comment); `enabled` false records nothing and prefetches nothing.
+struct PrefetchPlan {
+  bool enabled = true;
+  std::vector<ShardGroup*> forward, backward;  ///< the last step's order
+  std::vector<ShardGroup*> forward_seen, backward_seen;  ///< this step's so far
+  /// Before a training forward: what the last step recorded becomes the plan (the first step has none).
+  void next_step() {
+    if (!forward_seen.empty()) forward = std::exchange(forward_seen, {});
+    if (!backward_seen.empty()) backward = std::exchange(backward_seen, {});
+  }
+};
+
+/// Bytes of the gathered parameters and of the all-gathers' buffers alive in this process, and their peak since the
+/// last reset (the memory benchmark's measure of stage 3's transient bytes beyond the shards).
+struct GatheredBytes {
+  static inline std::atomic<int64_t> live{0}, peak{0};
+  static void add(int64_t n) {
+    const int64_t now = live += n;
+    for (int64_t p = peak.load(); now > p && !peak.compare_exchange_weak(p, now);) {
+    }
+  }
+  static void reset_peak() { peak = live.load(); }
+};
+
 /// The parameters of one unit (or of the root) and their collectives (see the file comment). Shared by the
 /// unit, the gradient hooks and the policy (std::shared_ptr: the hooks may outlive a forward).
 class ShardGroup final : public UnitHooks {
@@ -66,6 +99,8 @@ class ShardGroup final : public UnitHooks {
   /// All-gathers and reduce-scatters so far (counters for the tests and the benchmark).
   int64_t all_gathers() const { return all_gathers_; }
   int64_t reduce_scatters() const { return reduce_scatters_; }
+  /// All-gathers issued ahead of their unit (prefetch), a subset of all_gathers().
+  int64_t prefetches() const { return prefetches_; }
 
   /// Adds `full` (a parameter of the module, contiguous, owning its storage) and makes this rank's shard of it
   /// from its current values. Throws std::invalid_argument for a 0-d tensor or one that shares its storage.
@@ -96,44 +131,38 @@ class ShardGroup final : public UnitHooks {
     for (auto& p : params_) p.shard.copy_(dim0_piece(p.full.detach(), group_->rank(), group_->world_size()));
   }
 
-  /// All-gathers the shards into the module's tensors (nothing when they are gathered already).
+  /// All-gathers the shards into the module's tensors (nothing when they are gathered already); waits for a
+  /// prefetched all-gather when there is one.
   void unshard() {
     if (unsharded_ || params_.empty()) return;
-    torch::NoGradGuard ng;
-    const int64_t world = group_->world_size();
-    int64_t total = 0;
-    for (const auto& p : params_) total += p.piece_numel();
-    const auto opts = params_.front().full.options().requires_grad(false);
-    auto in = torch::zeros({total}, opts);
-    int64_t off = 0;
-    for (const auto& p : params_) {
-      const int64_t n = p.shard.numel();
-      if (n > 0) in.narrow(0, off, n).copy_(p.shard.detach().reshape({-1}));
-      off += p.piece_numel();
-    }
-    auto out = torch::empty({total * world}, opts);
-    group_->require_connected("all-gather of a unit's parameters");
-    group_->wait(group_->backend()->_allgather_base(out, in, c10d::AllgatherOptions{}),
-                 policytrain::detail::format("all-gather of the parameters of {}", who()));
-    ++all_gathers_;
-    auto table = out.view({world, total});
-    off = 0;
-    for (auto& p : params_) {
-      allocate(p);
-      if (p.full.numel() > 0) {
-        auto rows = table.narrow(1, off, p.piece_numel()).reshape({-1}).narrow(0, 0, p.full.numel());
-        // variable_data(): a tensor on the same storage with a version counter of its own, so that autograd's saved
-        // views of the parameter do not see an in-place change (FSDP2: _unsafe_preserve_version_counter).
-        p.full.variable_data().view({-1}).copy_(rows);
-      }
-      off += p.piece_numel();
-    }
-    unsharded_ = true;
+    if (!inflight_) issue();
+    finish();
   }
+
+  /// Issues the all-gather of the shards without waiting for it (nothing when they are gathered already or their
+  /// gather is in flight); the next unshard() waits for it.
+  void prefetch() {
+    if (unsharded_ || params_.empty() || inflight_) return;
+    issue();
+    ++prefetches_;
+  }
+  /// Whether a prefetched all-gather is in flight.
+  bool prefetched() const { return inflight_.has_value(); }
+
+  /// The plan this group records its order in and prefetches by (null: neither; the root has none).
+  void set_prefetch_plan(std::shared_ptr<PrefetchPlan> plan) { plan_ = std::move(plan); }
 
   /// Frees the module's tensors (their storage to 0 bytes, shapes kept).
   void reshard() {
+    if (inflight_) {
+      // A prefetched gather that no hook used (the step ended first): the collective must still complete on this
+      // rank as on the others; its values are dropped.
+      group_->wait(inflight_->work, policytrain::detail::format("prefetched all-gather of the parameters of {}", who()));
+      release(*inflight_);
+      inflight_.reset();
+    }
     if (!unsharded_) return;
+    GatheredBytes::add(-std::exchange(allocated_bytes_, 0));
     for (auto& p : params_) {
       auto* s = p.full.storage().unsafeGetStorageImpl();
       s->set_data_ptr_noswap(at::DataPtr(nullptr, s->device()));
@@ -245,14 +274,20 @@ class ShardGroup final : public UnitHooks {
   void pre_forward(bool training) override {
     if (param_dtype_) refuse_other_autocast();
     unshard();
-    if (training) pending_ = true;
+    if (training) {
+      pending_ = true;
+      if (plan_) prefetch_after(plan_->forward, plan_->forward_seen);
+    }
   }
   /// After the unit's forward: frees the parameters unless they are kept to the backward.
   void post_forward() override {
     if (reshard_after_forward_) reshard();
   }
   /// Before the unit's backward (a hook on its output): gathers again.
-  void pre_backward() override { unshard(); }
+  void pre_backward() override {
+    unshard();
+    if (plan_) prefetch_after(plan_->backward, plan_->backward_seen);
+  }
   /// After the unit's backward (a hook on its input, or the end of the backward): on a window's last micro-step the
   /// gradients are reduce-scattered; the parameters are freed. `keep`: leave them gathered (the root, which the
   /// next forward gathers anyway).
@@ -321,9 +356,78 @@ class ShardGroup final : public UnitHooks {
     return {pre, factor / pre};
   }
 
-  static void allocate(ShardedParam& p) {
+  /// An all-gather in flight: its buffers (alive until it completes) and its work.
+  struct Gather {
+    torch::Tensor in, out;
+    int64_t total = 0;
+    c10::intrusive_ptr<c10d::Work> work;
+  };
+
+  /// Records this group as the next in `seen` and, where the last step ran the same group at this position, issues
+  /// the gather of the group that followed it there (one unit ahead).
+  void prefetch_after(const std::vector<ShardGroup*>& order, std::vector<ShardGroup*>& seen) {
+    const size_t k = seen.size();
+    seen.push_back(this);
+    if (plan_->enabled && k + 1 < order.size() && order[k] == this) order[k + 1]->prefetch();
+  }
+
+  /// Starts the all-gather of the shards (FSDP2's flat layout) into a buffer of world x the padded pieces.
+  void issue() {
+    torch::NoGradGuard ng;
+    const int64_t world = group_->world_size();
+    Gather g;
+    for (const auto& p : params_) g.total += p.piece_numel();
+    const auto opts = params_.front().full.options().requires_grad(false);
+    g.in = torch::zeros({g.total}, opts);
+    int64_t off = 0;
+    for (const auto& p : params_) {
+      const int64_t n = p.shard.numel();
+      if (n > 0) g.in.narrow(0, off, n).copy_(p.shard.detach().reshape({-1}));
+      off += p.piece_numel();
+    }
+    g.out = torch::empty({g.total * world}, opts);
+    GatheredBytes::add(buffer_bytes(g));
+    group_->require_connected("all-gather of a unit's parameters");
+    g.work = group_->backend()->_allgather_base(g.out, g.in, c10d::AllgatherOptions{});
+    ++all_gathers_;
+    inflight_ = std::move(g);
+  }
+
+  /// Waits for the gather in flight and copies each parameter's rows into the module's tensor.
+  void finish() {
+    torch::NoGradGuard ng;
+    Gather g = std::move(*inflight_);
+    inflight_.reset();
+    group_->wait(g.work, policytrain::detail::format("all-gather of the parameters of {}", who()));
+    auto table = g.out.view({group_->world_size(), g.total});
+    int64_t off = 0;
+    for (auto& p : params_) {
+      allocate(p);
+      if (p.full.numel() > 0) {
+        auto rows = table.narrow(1, off, p.piece_numel()).reshape({-1}).narrow(0, 0, p.full.numel());
+        // variable_data(): a tensor on the same storage with a version counter of its own, so that autograd's saved
+        // views of the parameter do not see an in-place change (FSDP2: _unsafe_preserve_version_counter).
+        p.full.variable_data().view({-1}).copy_(rows);
+      }
+      off += p.piece_numel();
+    }
+    release(g);
+    unsharded_ = true;
+  }
+
+  static int64_t buffer_bytes(const Gather& g) {
+    return (g.in.numel() + g.out.numel()) * static_cast<int64_t>(g.out.element_size());
+  }
+  static void release(Gather& g) {
+    GatheredBytes::add(-buffer_bytes(g));
+    g.in = g.out = torch::Tensor();
+  }
+
+  void allocate(ShardedParam& p) {
     auto* s = p.full.storage().unsafeGetStorageImpl();
     if (s->nbytes() == p.nbytes) return;
+    allocated_bytes_ += static_cast<int64_t>(p.nbytes);
+    GatheredBytes::add(static_cast<int64_t>(p.nbytes));
     s->set_data_ptr_noswap(s->allocator()->allocate(p.nbytes));
     s->set_nbytes(p.nbytes);
   }
@@ -336,7 +440,10 @@ class ShardGroup final : public UnitHooks {
   std::vector<ShardedParam> params_;
   bool unsharded_ = true;  ///< the module's tensors hold their values (true until the first reshard)
   bool pending_ = false;
-  int64_t all_gathers_ = 0, reduce_scatters_ = 0;
+  int64_t all_gathers_ = 0, reduce_scatters_ = 0, prefetches_ = 0;
+  std::shared_ptr<PrefetchPlan> plan_;
+  std::optional<Gather> inflight_;  ///< a prefetched (or issued) all-gather not yet waited for
+  int64_t allocated_bytes_ = 0;     ///< bytes allocate() gave the module's tensors since the last reshard
 };
 
 }  // namespace policytrain::parallel::detail

@@ -200,6 +200,12 @@ class ShardedDataParallel {
     for (const auto& g : full_.units()) n += g->all_gathers();
     return n;
   }
+  /// Stage 3: the all-gathers issued a unit ahead (ShardingOptions::prefetch), counted in all_gather_calls too.
+  int64_t prefetch_calls() const {
+    int64_t n = 0;
+    for (const auto& g : full_.units()) n += g->prefetches();
+    return n;
+  }
   /// Stage 3: the shard the optimizer steps in place of the model's parameter `full` (undefined at other stages,
   /// with one process, or before fit begin).
   torch::Tensor shard(const torch::Tensor& full) const { return full_.built() ? full_.shard_of(full) : torch::Tensor(); }
@@ -228,6 +234,7 @@ class ShardedDataParallel {
     if (z_.stage == 3) {
       if (!active()) return;
       // The optimizer's lists take the shards at the first epoch begin, after a resume loaded the checkpoint.
+      full_.set_prefetch(z_.prefetch);
       if (!full_.built()) full_.build(ctx.module(), core_.group());
       else full_.attach(true);
       full_.set_mixed_precision(z_.mp_policy);
