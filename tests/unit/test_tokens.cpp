@@ -5,7 +5,8 @@
 // rate in optimizer steps (its tokens/s over its steps/s is the tokens of one optimizer step, not of a micro-batch);
 // MFU = flops_per_token x tokens/s / peak in FitResult and the metrics log. And a resume whose optimizer asks for
 // another weight decay or betas than the checkpoint's: refused, kept or taken, and said (checkpoint::Disk's
-// Options::hyperparameters), with LibTorch's own load as the reference for which value a plain load leaves.
+// Options::hyperparameters), with LibTorch's own load as the reference for which value a plain load leaves, and
+// compared against the run's base values when a schedule moves beta1.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -449,6 +450,45 @@ TEST_CASE("schedule::Lr says a momentum kept or taken only where it sets the mom
   CHECK(beta1 == 0.9);
   CHECK(said.find("base momentum") == std::string::npos);
   CHECK(said.find("param group 0 betas [0.9,0.999] kept") != std::string::npos);
+  fs::remove_all(dir);
+  fs::remove(dir.string() + ".log");
+}
+
+TEST_CASE("a resume under a schedule that cycles beta1 compares the checkpoint's base values, not the moved beta1") {
+  // onecycle moves beta1 at every step, so the optimizer a checkpoint holds is at a moved beta1; the run's base
+  // values are the fingerprint's. A resume with the same command has nothing to say; one with another weight decay
+  // names the weight decay only.
+  using H = pt::checkpoint::Disk::Hyperparameters;
+  const auto dir = testing::temp_dir("tokens-onecycle-hyper");
+  auto fit = [&](double wd, int64_t max_steps, bool resume, H h) {
+    CountingBigram task;
+    torch::optim::AdamW opt(task.module().parameters(),
+                            torch::optim::AdamWOptions(0.01).weight_decay(wd).betas({0.9, 0.999}));
+    Printed log(dir.string() + ".log");
+    FirstStepOptions first;
+    pt::Trainer<CountingBigram, pt::schedule::Lr, pt::checkpoint::Disk, FirstStepOptions> t(
+        task, opt, pt::schedule::Lr({.kind = pt::schedule::Kind::onecycle, .total_steps = 12, .log = log.f}),
+        pt::checkpoint::Disk({.directory = dir, .resume = resume ? "auto" : "", .hyperparameters = h,
+                              .export_final = false, .log = log.f}),
+        first);
+    pt::data::TokenStream train(token_corpus(4), {.block_size = 6, .batch_size = 3, .seed = 2});
+    t.fit(train, {.max_steps = max_steps});
+    return log.text();
+  };
+  (void)fit(0.05, 5, false, H::keep);
+  int64_t steps = 5;
+  for (const H h : {H::keep, H::take}) {
+    const std::string same = fit(0.05, steps += 2, true, h);
+    INFO(same);
+    CHECK(same.find("resumed from") != std::string::npos);
+    CHECK(same.find("other optimizer settings") == std::string::npos);
+  }
+  const std::string other = fit(0.1, steps + 2, true, H::keep);
+  INFO(other);
+  CHECK(other.find("resumed with other optimizer settings than the checkpoint's: param group 0 weight_decay 0.05 kept "
+                   "(the checkpoint's 0.05; this run's optimizer asks 0.1) (checkpoint::Disk::Options::hyperparameters "
+                   "= Hyperparameters::take takes this run's instead)") != std::string::npos);
+  CHECK(other.find("betas") == std::string::npos);
   fs::remove_all(dir);
   fs::remove(dir.string() + ".log");
 }
