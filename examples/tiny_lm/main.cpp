@@ -21,6 +21,7 @@
 #include <torch/torch.h>
 
 #include <policytrain/all.hpp>
+#include <policytrain/callbacks/perf_knobs.hpp>
 #include <policytrain/data/token_stream.hpp>
 #include <policytrain/metric/perplexity.hpp>
 
@@ -63,6 +64,7 @@ struct Config {
   std::string device = "cpu";
   uint64_t seed = 1337;
   int threads = 0;
+  bool keep_freed_memory = true;
   fs::path summary;
   int64_t sample_tokens = 200;
   double peak_flops = 0;
@@ -82,6 +84,9 @@ void add_flags(CLI::App& app, Config& c) {
   app.add_option("--block", c.model.block, "Tokens of context (block_size)")->check(CLI::PositiveNumber);
   app.add_option("--seed", c.seed, "Seed of the initial weights, the training windows and the sampling");
   app.add_option("--threads", c.threads, "Intra-op threads (0: LibTorch's default)")->check(CLI::NonNegativeNumber);
+  app.add_option("--keep-freed-memory", c.keep_freed_memory,
+                 "glibc's malloc keeps the blocks a step frees for the next one instead of returning them to the "
+                 "system (keep_freed_cpu_memory; 0: glibc's default)");
   app.option_defaults()->group("Model");
   app.add_option("--layers", c.model.layers, "Transformer blocks")->check(CLI::PositiveNumber);
   app.add_option("--d-model", c.model.d_model, "Width of the residual stream")->check(CLI::PositiveNumber);
@@ -265,6 +270,8 @@ int main(int argc, char** argv) {
     if (auto code = pt::parallel::launch_ranks(par.nproc, argc, argv, par.max_restarts)) return *code;
 
     if (cfg.threads > 0) torch::set_num_threads(cfg.threads);
+    // Every step allocates and frees the same activations: kept, they are not faulted in again at the next step.
+    if (cfg.keep_freed_memory) (void)pt::keep_freed_cpu_memory();
     pt::seed_everything(cfg.seed);
     auto dp = par.make();
     const int64_t rank = dp.rank(), world_size = dp.world_size();
@@ -390,7 +397,8 @@ int main(int argc, char** argv) {
               {"lr", cfg.lr}, {"min_lr", cfg.min_lr}, {"warmup_steps", cfg.warmup_steps},
               {"weight_decay", cfg.weight_decay}, {"fused", cfg.fused}, {"clip", cfg.clip}, {"ema", cfg.ema},
               {"precision", precision_flags.describe()}, {"zero", par.zero}, {"seed", cfg.seed},
-              {"threads", torch::get_num_threads()}, {"corpus", cfg.corpus.string()}, {"device", cfg.device}}}};
+              {"threads", torch::get_num_threads()}, {"keep_freed_memory", cfg.keep_freed_memory},
+              {"corpus", cfg.corpus.string()}, {"device", cfg.device}}}};
         std::ofstream(cfg.summary) << summary.dump(2) << "\n";
       }
       return 0;

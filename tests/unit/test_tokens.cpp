@@ -5,7 +5,9 @@
 // rate in optimizer steps (its tokens/s over its steps/s is the tokens of one optimizer step, not of a micro-batch);
 // MFU = flops_per_token x tokens/s / peak in FitResult and the metrics log. And a resume whose optimizer asks for
 // another weight decay or betas than the checkpoint's: refused, kept or taken, and said (checkpoint::Disk's
-// Options::hyperparameters), with LibTorch's own load as the reference for which value a plain load leaves.
+// Options::hyperparameters), with LibTorch's own load as the reference for which value a plain load leaves, and
+// compared against the run's base values when a schedule moves beta1. And the CPU memory policy of tokens/s
+// (PerfKnobs::keep_freed_cpu_memory), in worker processes (POLICYTRAIN_TEST_MALLOC): page faults with and without.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -13,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -21,8 +24,14 @@
 #include <utility>
 #include <vector>
 
+#include <sys/resource.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <nlohmann/json.hpp>
 
+#include <policytrain/callbacks/perf_knobs.hpp>
 #include <policytrain/data/token_stream.hpp>
 
 #include "helpers.hpp"
@@ -451,4 +460,140 @@ TEST_CASE("schedule::Lr says a momentum kept or taken only where it sets the mom
   CHECK(said.find("param group 0 betas [0.9,0.999] kept") != std::string::npos);
   fs::remove_all(dir);
   fs::remove(dir.string() + ".log");
+}
+
+TEST_CASE("a resume under a schedule that cycles beta1 compares the checkpoint's base values, not the moved beta1") {
+  // onecycle moves beta1 at every step, so the optimizer a checkpoint holds is at a moved beta1; the run's base
+  // values are the fingerprint's. A resume with the same command has nothing to say; one with another weight decay
+  // names the weight decay only.
+  using H = pt::checkpoint::Disk::Hyperparameters;
+  const auto dir = testing::temp_dir("tokens-onecycle-hyper");
+  auto fit = [&](double wd, int64_t max_steps, bool resume, H h) {
+    CountingBigram task;
+    torch::optim::AdamW opt(task.module().parameters(),
+                            torch::optim::AdamWOptions(0.01).weight_decay(wd).betas({0.9, 0.999}));
+    Printed log(dir.string() + ".log");
+    FirstStepOptions first;
+    pt::Trainer<CountingBigram, pt::schedule::Lr, pt::checkpoint::Disk, FirstStepOptions> t(
+        task, opt, pt::schedule::Lr({.kind = pt::schedule::Kind::onecycle, .total_steps = 12, .log = log.f}),
+        pt::checkpoint::Disk({.directory = dir, .resume = resume ? "auto" : "", .hyperparameters = h,
+                              .export_final = false, .log = log.f}),
+        first);
+    pt::data::TokenStream train(token_corpus(4), {.block_size = 6, .batch_size = 3, .seed = 2});
+    t.fit(train, {.max_steps = max_steps});
+    return log.text();
+  };
+  (void)fit(0.05, 5, false, H::keep);
+  int64_t steps = 5;
+  for (const H h : {H::keep, H::take}) {
+    const std::string same = fit(0.05, steps += 2, true, h);
+    INFO(same);
+    CHECK(same.find("resumed from") != std::string::npos);
+    CHECK(same.find("other optimizer settings") == std::string::npos);
+  }
+  const std::string other = fit(0.1, steps + 2, true, H::keep);
+  INFO(other);
+  CHECK(other.find("resumed with other optimizer settings than the checkpoint's: param group 0 weight_decay 0.05 kept "
+                   "(the checkpoint's 0.05; this run's optimizer asks 0.1) (checkpoint::Disk::Options::hyperparameters "
+                   "= Hyperparameters::take takes this run's instead)") != std::string::npos);
+  CHECK(other.find("betas") == std::string::npos);
+  fs::remove_all(dir);
+  fs::remove(dir.string() + ".log");
+}
+
+// --- the CPU memory policy: glibc's malloc keeps the blocks a step frees (issue 52's speed) ---
+
+namespace {
+
+/// A worker process (POLICYTRAIN_TEST_MALLOC = "on" or "off", PerfKnobs::keep_freed_cpu_memory): twelve "steps",
+/// each allocating k tensors of S bytes (a seeded generator picks k and S: POLICYTRAIN_TEST_MALLOC_SEED), writing
+/// every page and freeing them all, as a training step does with its activations; then a few steps of an MLP.
+/// Prints whether glibc took the settings, the page faults of the last three steps, and the MLP's last loss (hex).
+const int kMallocWorker = [] {
+  const char* mode = std::getenv("POLICYTRAIN_TEST_MALLOC");
+  if (!mode) return 0;
+  testing::run_worker_and_exit([&] {
+#if defined(__GLIBC__)
+    // glibc's documented default thresholds (128 KiB), as a fresh process starts with, whatever LibTorch's own
+    // start-up allocations have moved its dynamic threshold to: the policy (on) is the only difference.
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+    mallopt(M_TRIM_THRESHOLD, 128 * 1024);
+#endif
+    pt::callbacks::PerfKnobs knobs({.keep_freed_cpu_memory = std::string(mode) == "on"});
+    knobs.apply();
+    std::mt19937_64 gen(std::strtoull(std::getenv("POLICYTRAIN_TEST_MALLOC_SEED"), nullptr, 10));
+    const uint64_t k = 3 + gen() % 6;                                     // 3 to 8 tensors
+    const auto floats = static_cast<int64_t>((1 + gen() % 4) << 20) / 4;  // of 1 to 4 MiB
+    auto faults = [] {
+      rusage u{};
+      getrusage(RUSAGE_SELF, &u);
+      return static_cast<long long>(u.ru_minflt);
+    };
+    std::string line = knobs.describe()["keep_freed_cpu_memory"].get<bool>() ? "taken" : "not-taken";
+    // LibTorch allocates with posix_memalign, whose placements settle after a few steps: the last three count.
+    for (int step = 0; step < 12; ++step) {
+      const long long before = faults();
+      {
+        std::vector<torch::Tensor> live;
+        for (uint64_t i = 0; i < k; ++i) live.push_back(torch::full({floats}, static_cast<float>(step)));
+      }
+      if (step >= 9) line += " " + std::to_string(faults() - before);
+    }
+    torch::manual_seed(3);
+    testing::Mlp net(8, 64, 3);
+    torch::optim::AdamW opt(net->parameters(), torch::optim::AdamWOptions(1e-2));
+    torch::Tensor loss;
+    for (int step = 0; step < 5; ++step) {
+      const auto x = torch::randn({256, 8});
+      loss = torch::nn::functional::cross_entropy(net->forward(x), (x.sum(1) > 0).to(torch::kLong));
+      opt.zero_grad();
+      loss.backward();
+      opt.step();
+    }
+    std::printf("%s %a\n", line.c_str(), loss.item<double>());
+    return 0;
+  });
+}();
+
+/// The worker's line for `mode` and `seed`, split into words.
+std::vector<std::string> malloc_worker(const std::string& mode, uint64_t seed) {
+  const std::string cmd = "POLICYTRAIN_TEST_MALLOC=" + mode + " POLICYTRAIN_TEST_MALLOC_SEED=" + std::to_string(seed) +
+                          " OMP_NUM_THREADS=1 " + fs::read_symlink("/proc/self/exe").string();  // not the shell's
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  REQUIRE_MESSAGE(::pclose(p) == 0, out);
+  std::istringstream in(out);
+  std::vector<std::string> words{std::istream_iterator<std::string>(in), {}};
+  REQUIRE_MESSAGE(words.size() == 5, out);
+  return words;
+}
+
+}  // namespace
+
+TEST_CASE("PerfKnobs::keep_freed_cpu_memory: a step's freed blocks serve the next step without page faults, same losses") {
+  // glibc's default thresholds (off) are the oracle for what the policy changes: a block above the mmap threshold is
+  // unmapped when freed and the heap's free top above the trim threshold returned to the system, so every step
+  // faults its blocks in again; with the policy a settled step faults (almost) none. k and S from a seeded
+  // generator; a page is 4 KiB. Another C library than glibc: nothing is set, nothing to compare.
+#if !defined(__GLIBC__)
+  return;
+#endif
+  for (const uint64_t seed : {1u, 2u, 3u, 4u}) {
+    CAPTURE(seed);
+    const auto on = malloc_worker("on", seed), off = malloc_worker("off", seed);
+    CHECK(on[0] == "taken");
+    CHECK(off[0] == "not-taken");
+    std::mt19937_64 gen(seed);
+    const uint64_t k = 3 + gen() % 6;
+    const auto pages = static_cast<long long>(k * ((1 + gen() % 4) << 20) / 4096);
+    for (size_t step = 1; step <= 3; ++step) {
+      CAPTURE(step);
+      CHECK(std::stoll(off[step]) > pages / 2);
+      CHECK(std::stoll(on[step]) < pages / 20);
+    }
+    CHECK(on[4] == off[4]);  // the arithmetic is the same, bit for bit
+  }
 }

@@ -3,13 +3,16 @@
 /// callbacks::PerfKnobs — the global performance settings of LibTorch in one place, applied once and reported:
 /// channels_last (the model's 4-d parameters; inputs come channels-last from the loader, see
 /// data::PrefetchOptions::channels_last), cuDNN benchmark, TF32 for matmul and convolutions, deterministic
-/// algorithms, intra- and inter-op thread counts, and `seed_everything`.
+/// algorithms, intra- and inter-op thread counts, `seed_everything`, and the CPU memory policy
+/// (`keep_freed_cpu_memory`: glibc's malloc keeps the blocks a step frees for the next step).
 /// Hooks: on_fit_begin (applies the settings; idempotent, so `apply(module)` may be called earlier, before the
 /// model or the loader are built). Cost: nothing per step.
 /// Notes: inter-op threads can be set only once per process and before any inter-op work (LibTorch's rule);
 /// a second, different request is reported in describe() as not applied. TF32 and cuDNN settings only matter on
 /// CUDA, but they are global flags and are set (and read back) on every build.
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <random>
 #include <string>
@@ -23,12 +26,45 @@
 
 #include <policytrain/optim/state_layout.hpp>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace policytrain {
 
 /// Seeds LibTorch's default generators (CPU and, where built, every CUDA device) and the C library's rand().
 inline void seed_everything(uint64_t seed) {
   torch::manual_seed(seed);  // also seeds the CUDA generators when CUDA is available
   std::srand(static_cast<unsigned>(seed));
+}
+
+/// What keep_freed_cpu_memory() set: whether glibc's malloc took each setting (both false with another C library,
+/// where nothing is set).
+struct CpuMemoryPolicy {
+  bool mmap_threshold = false;   ///< M_MMAP_THRESHOLD taken: blocks up to mmap_threshold_bytes come from the heap
+  bool trim_threshold = false;   ///< M_TRIM_THRESHOLD taken: the heap's free top is kept, not returned to the system
+  size_t mmap_threshold_bytes = 0;  ///< the threshold asked for
+};
+
+/// Makes glibc's malloc keep the memory a training step frees, for the next step: blocks up to `mmap_threshold`
+/// bytes (default 32 MiB, the largest glibc takes on 64-bit) come from the heap instead of mmap, and the heap's free
+/// top is no longer returned to the system (M_TRIM_THRESHOLD at its maximum). Why: LibTorch's CPU allocator is
+/// malloc, a step allocates and frees the same activations and gradients every time, and glibc by default unmaps a
+/// large freed block and trims the heap's top, so the next step faults every page of them in again (zeroed by the
+/// kernel): tiny_lm took 2x the page faults of the same loop in another process history, 9% of its time in the
+/// kernel (bench/RESULTS.md, "tiny_lm"). The cost: the process keeps its peak heap, which a training loop reaches
+/// at every step anyway. Process-wide and for the rest of the process (glibc's dynamic mmap threshold is off from
+/// then on); the GLIBC_TUNABLES environment variable (glibc.malloc.mmap_threshold, trim_threshold) does the same
+/// without a line of code. Another C library: nothing is set.
+inline CpuMemoryPolicy keep_freed_cpu_memory(size_t mmap_threshold = size_t{32} << 20) {
+  CpuMemoryPolicy p;
+  p.mmap_threshold_bytes = mmap_threshold;
+#if defined(__GLIBC__)
+  if (mmap_threshold <= static_cast<size_t>(std::numeric_limits<int>::max()))
+    p.mmap_threshold = mallopt(M_MMAP_THRESHOLD, static_cast<int>(mmap_threshold)) == 1;
+  p.trim_threshold = mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max()) == 1;
+#endif
+  return p;
 }
 
 namespace callbacks {
@@ -48,6 +84,8 @@ class PerfKnobs {
     bool tf32 = false;
     /// Deterministic algorithms only (LibTorch and cuDNN).
     bool deterministic = false;
+    /// keep_freed_cpu_memory() at the first apply(): glibc's malloc keeps the blocks a step frees (process-wide).
+    bool keep_freed_cpu_memory = false;
     int intra_threads = 0;              ///< 0: leave LibTorch's default
     int interop_threads = 0;            ///< 0: leave LibTorch's default
     /// seed_everything(seed) when set, once, at the first apply(). When a checkpoint restores the RNG on resume,
@@ -72,6 +110,7 @@ class PerfKnobs {
         }
       }
       if (o_.seed) seed_everything(*o_.seed);
+      if (o_.keep_freed_cpu_memory) memory_ = policytrain::keep_freed_cpu_memory();
       applied_ = true;
     }
     g.setBenchmarkCuDNN(o_.cudnn_benchmark);
@@ -114,6 +153,8 @@ class PerfKnobs {
                      {"intra_threads", at::get_num_threads()},
                      {"interop_threads", at::get_num_interop_threads()}};
     j["seed"] = o_.seed ? Json(*o_.seed) : Json(nullptr);
+    // Whether glibc took the settings (false when not asked, or with another C library).
+    j["keep_freed_cpu_memory"] = memory_.mmap_threshold && memory_.trim_threshold;
     if (!interop_error_.empty()) j["interop_threads_error"] = interop_error_;
     return j;
   }
@@ -121,6 +162,7 @@ class PerfKnobs {
  private:
   Options o_;
   bool applied_ = false, converted_ = false;
+  CpuMemoryPolicy memory_{};
   std::string interop_error_;
 };
 

@@ -571,9 +571,13 @@ class Disk {
   /// Loads `file` (metadata `meta`): everything, or the weights only. Throws CheckpointError.
   void load_one(const Access& a, const std::filesystem::path& file, const nlohmann::json& meta);
   /// After a resume loaded the file's optimizer over this run's (`asked`: each group's options before the load):
-  /// the hyper-parameters that differ, kept or taken (Options::hyperparameters) and said.
+  /// the hyper-parameters that differ from the ones the file's fingerprint `recorded` (the run's base values; the
+  /// loaded options where it records none), kept or taken (Options::hyperparameters) and said.
   void reconcile_hyperparameters(torch::optim::Optimizer& opt,
-                                 const std::vector<std::unique_ptr<torch::optim::OptimizerOptions>>& asked);
+                                 const std::vector<std::unique_ptr<torch::optim::OptimizerOptions>>& asked,
+                                 const nlohmann::json& recorded);
+  /// Parameter group g of a fingerprint's optimizer (its hyper-parameters, params and elements); nullptr if none.
+  static const nlohmann::json* recorded_group(const nlohmann::json& fingerprint, size_t g);
   /// The fingerprint as compared: without the groups' hyper-parameters when a resume keeps or takes them.
   nlohmann::json compared(const nlohmann::json& fingerprint) const;
 

@@ -144,7 +144,7 @@ POLICYTRAIN_DECL void Disk::load_one(const Access& a, const std::filesystem::pat
   std::vector<std::unique_ptr<torch::optim::OptimizerOptions>> asked;
   for (const auto& g : a.optimizer.param_groups()) asked.push_back(g.options().clone());
   (void)load(a, file);
-  reconcile_hyperparameters(a.optimizer, asked);
+  reconcile_hyperparameters(a.optimizer, asked, meta.contains("fingerprint") ? meta["fingerprint"] : nlohmann::json());
   resumed_from_ = file;
   // The run continues under its id (a file written before run ids were recorded: a new one).
   const std::string id = meta_string(file, meta, "run_id", "");
@@ -168,8 +168,17 @@ POLICYTRAIN_DECL nlohmann::json Disk::compared(const nlohmann::json& fingerprint
   return f;
 }
 
+POLICYTRAIN_DECL const nlohmann::json* Disk::recorded_group(const nlohmann::json& fingerprint, size_t g) {
+  if (!fingerprint.is_object() || !fingerprint.contains("optimizer") || !fingerprint["optimizer"].is_object() ||
+      !fingerprint["optimizer"].contains("param_groups") || !fingerprint["optimizer"]["param_groups"].is_array() ||
+      g >= fingerprint["optimizer"]["param_groups"].size() || !fingerprint["optimizer"]["param_groups"][g].is_object())
+    return nullptr;
+  return &fingerprint["optimizer"]["param_groups"][g];
+}
+
 POLICYTRAIN_DECL void Disk::reconcile_hyperparameters(
-    torch::optim::Optimizer& opt, const std::vector<std::unique_ptr<torch::optim::OptimizerOptions>>& asked) {
+    torch::optim::Optimizer& opt, const std::vector<std::unique_ptr<torch::optim::OptimizerOptions>>& asked,
+    const nlohmann::json& recorded) {
   // refuse (the default): the fingerprint has already refused a file with other hyper-parameters than this run's, so
   // what differs here is what a schedule moved during the run (onecycle's or a warmup's beta1): nothing to say, and
   // the fingerprint stays the one the run began with (recording the moved value made the next resume refuse the
@@ -179,12 +188,17 @@ POLICYTRAIN_DECL void Disk::reconcile_hyperparameters(
   std::vector<std::string> said;
   auto& groups = opt.param_groups();
   for (size_t g = 0; g < groups.size() && g < asked.size(); ++g) {
-    const auto [family_file, file_values] = detail::optimizer_options(groups[g].options());
+    const auto [family_file, loaded_values] = detail::optimizer_options(groups[g].options());
     const auto [family_asked, asked_values] = detail::optimizer_options(*asked[g]);
     if (family_file != family_asked) continue;  // refused as another run before the load
+    // The checkpoint's values are the run's base values, which its fingerprint recorded: the loaded optimizer's
+    // options are those of the step it was saved at, where a schedule may have moved the momentum (onecycle's beta1),
+    // which is no difference from this run's (a file without a fingerprint: the loaded options).
+    const nlohmann::json* base = recorded_group(recorded, g);
+    const nlohmann::json& file_values = base ? *base : loaded_values;
     bool differs = false;
     for (const auto& [k, v] : file_values.items()) {
-      if (!asked_values.contains(k) || asked_values[k] == v) continue;
+      if (k == "params" || k == "elements" || !asked_values.contains(k) || asked_values[k] == v) continue;
       differs = true;
       said.push_back(policytrain::detail::format("param group {} {} {} {} (the checkpoint's {}; this run's optimizer "
                                                  "asks {})",
