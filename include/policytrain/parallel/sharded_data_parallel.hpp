@@ -49,6 +49,10 @@
 /// groups list the shards in place of the module's parameters from fit begin on (detail::FullShard), so it only
 /// ever creates state for and steps shards. No Reducer, no partition, no broadcast after the step. At fit end every
 /// rank gathers the whole model again (the module is whole after fit, as one process's). See fully_shard.hpp.
+/// Stage 3's checkpoints: consolidated (before_save gathers the whole model and state: fully_sharded.hpp), or sharded
+/// (set_sharded_save): nothing is gathered; every rank writes its rows of every parameter (parameter_shards) and
+/// of their optimizer state (owner() is this rank for every shard), the manifest records the layout
+/// (checkpoint/sharded.hpp), and a resume at any world size loads the whole tensors before the shards take their rows.
 /// Stage 3 refuses activation recompute (a memory::Recomputed module at fit begin, a recompute() call at the first
 /// forward) and callbacks::Ema refuses stage 3 at fit begin: both would read the freed parameters.
 /// Example: examples/fashion_mnist (`--nproc 2 --zero 1`, `--zero 2`, `--zero 3`); docs/parallel.md, "Sharded
@@ -60,6 +64,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -157,8 +162,12 @@ class ShardedDataParallel {
   /// Reduces `t` over the ranks with `op`, in place; `what` names the collective in errors.
   void all_reduce(torch::Tensor& t, c10d::ReduceOp op, const std::string& what) { core_.group().all_reduce(t, op, what); }
 
-  /// The rank that owns (keeps the optimizer state of, and steps) `p`; -1 for a tensor in no param group.
-  int owner(const torch::Tensor& p) const { return partition_.owner(p); }
+  /// The rank that owns (keeps the optimizer state of, and steps) `p`; -1 for a tensor in no param group. Stage 3:
+  /// this rank for a shard the optimizer steps (every rank keeps the state of its rows of every parameter).
+  int owner(const torch::Tensor& p) const {
+    if (shard_impls_.count(p.unsafeGetTensorImpl())) return rank();
+    return partition_.owner(p);
+  }
   /// Under ShardingOptions::partition = dim0: this rank's dim-0 chunk of `p` (its rows, and the tensor the
   /// optimizer steps); null for a tensor in no param group, one process, or the greedy partition.
   const ParamChunk* chunk(const torch::Tensor& p) const { return partition_.chunk(p); }
@@ -196,6 +205,33 @@ class ShardedDataParallel {
   torch::Tensor shard(const torch::Tensor& full) const { return full_.built() ? full_.shard_of(full) : torch::Tensor(); }
   /// Stage 3: bytes of the parameter shards this rank keeps.
   int64_t shard_bytes() const { return full_.shard_bytes(); }
+
+  /// One parameter's rows on this rank (stage 3), for a sharded checkpoint (checkpoint::Disk::Options::sharded).
+  struct ParameterShard {
+    std::string name;            ///< the parameter's name in the model
+    torch::Tensor rows;          ///< this rank's rows (parallel::Dim0Chunk, padding stripped; may have none)
+    std::vector<int64_t> shape;  ///< the whole parameter's shape
+    int64_t chunk = 0;           ///< rows per rank before clipping: ceil(shape[0] / world size)
+  };
+  /// Stage 3 once the optimizer steps shards: this rank's rows of every parameter, the units' in the model's order
+  /// then the root's; empty otherwise (the model holds its parameters whole).
+  std::vector<ParameterShard> parameter_shards() const {
+    std::vector<ParameterShard> out;
+    if (!full_.built() || shard_impls_.empty()) return out;
+    auto groups = full_.units();
+    groups.push_back(full_.root());
+    for (const auto& g : groups)
+      for (const auto& p : g->params()) out.push_back({p.name, p.shard.detach(), p.full.sizes().vec(), p.layout.chunk});
+    return out;
+  }
+  /// Stage 3: every group gathered on every rank (a collective; a best save's export reads the whole model), and
+  /// freed again by release_parameters() while a fit is under way.
+  void gather_parameters() {
+    if (full_.built()) full_.unshard_all();
+  }
+  void release_parameters() {
+    if (full_.built() && full_.attached()) full_.reshard_all();
+  }
   /// Stage 2: gradient buckets (0 before on_fit_begin).
   size_t gradient_buckets() const { return z2_ ? z2_->buckets.size() : 0; }
 
@@ -241,6 +277,8 @@ class ShardedDataParallel {
     if (full_.built() && !std::exchange(swapped_, true)) {
       full_.refresh();
       full_.swap_into(ctx.optimizer());
+      shard_impls_.clear();
+      for (const auto& s : parameter_shards_of_groups()) shard_impls_.insert(s);
     }
     if (!core_.verified() && partition_.enabled()) {
       core_.sync_parameters(ctx.module());
@@ -321,9 +359,10 @@ class ShardedDataParallel {
     core_.group().at(ctx.state(), "a checkpoint");
     core_.note_save(ctx.state());
     core_.before_save(ctx.device(), ctx.module().is_training());
-    if (full_.built() && full_.attached()) {
-      if (sharded_save_) refuse_stage3_save();
-      full_.consolidate(ctx.optimizer());  // the whole model and state, as an unsharded run's checkpoint
+    // Stage 3: a consolidated save gathers the whole model and state, as an unsharded run's checkpoint; a sharded one
+    // gathers nothing (each rank writes its rows of every parameter and of its state: parameter_shards, owner).
+    if (full_.built() && full_.attached() && !sharded_save_) {
+      full_.consolidate(ctx.optimizer());
       consolidated_ = true;
     }
     if (partition_.enabled() && !sharded_save_) partition_.consolidate(core_.group(), ctx.optimizer());
@@ -411,14 +450,14 @@ class ShardedDataParallel {
   }
 
  private:
-  /// Stage 3 writes consolidated checkpoints only (gathered on every rank, in an unsharded run's format).
-  [[noreturn]] void refuse_stage3_save() const {
-    throw std::invalid_argument(policytrain::detail::error_message(
-        "policytrain::parallel::ShardedDataParallel",
-        policytrain::detail::format("{}: stage 3 does not write sharded checkpoints yet "
-                                    "(checkpoint::Disk::Options::sharded)", core_.group().who()),
-        {}, "leave `sharded` off: stage 3's checkpoints are consolidated, in an unsharded run's format, and "
-            "resume at any world size"));
+  /// Stage 3: the shards' tensors (what the optimizer's lists hold once swapped).
+  std::vector<const void*> parameter_shards_of_groups() const {
+    std::vector<const void*> out;
+    auto groups = full_.units();
+    groups.push_back(full_.root());
+    for (const auto& g : groups)
+      for (const auto& p : g->params()) out.push_back(p.shard.unsafeGetTensorImpl());
+    return out;
   }
 
   /// Stage 3 does not compose with activation recompute: a recomputed segment runs its forward and backward again
@@ -471,6 +510,7 @@ class ShardedDataParallel {
   detail::FullShard full_;     ///< stage 3's units (built at fit begin with more than one rank)
   bool consolidated_ = false;  ///< stage 3: before_save consolidated, after_save restores
   bool swapped_ = true;        ///< stage 3: the optimizer's lists hold the shards in this fit
+  std::unordered_set<const void*> shard_impls_;  ///< stage 3: the shards, once the optimizer's lists hold them
 };
 
 }  // namespace policytrain::parallel
