@@ -10,6 +10,7 @@
 // extended.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -97,6 +98,16 @@ struct GradCapture {
     const auto& ps = ctx.optimizer().param_groups().at(0).params();
     for (size_t i = 0; i < ps.size(); ++i)
       if (ps[i].grad().defined()) (*out)["grad." + named[i].key()] = ps[i].grad().clone();
+  }
+  /// POLICYTRAIN_FSDP_EXPORT=1: at the epoch's end (mid-fit: stage 3's parameters are freed) the parallel policy
+  /// exports the weights to <dir>/<subdir>/export.pt; the most gathered bytes this rank held go to "export_peak".
+  template <class Ctx>
+  void on_epoch_end(Ctx& ctx) {
+    const char* on = std::getenv("POLICYTRAIN_FSDP_EXPORT");
+    if (!on || std::string(on) != "1") return;
+    auto& par = ctx.template policy<pt::Category::parallel>();
+    par.export_weights(ctx.module(), fs::path(std::getenv("POLICYTRAIN_FSDP_DIR")) / std::getenv("POLICYTRAIN_FSDP_SUBDIR") / "export.pt");
+    (*out)["export_peak"] = torch::tensor(par.export_gathered_bytes_peak());
   }
 };
 
@@ -679,4 +690,43 @@ TEST_CASE("stage 3 sharded checkpoints: each rank writes its rows of every param
     CHECK(load_tensors(dir / "cycle" / "rank0").at("steps").item<int64_t>() == until);
   }
   for (int r = 0; r < 3; ++r) compare(dir / "whole" / fmt::format("rank{}", r), dir / "cycle" / fmt::format("rank{}", r), 1e-6, {"param."});
+}
+
+TEST_CASE("stage 3 export mid-fit: rank 0 gathers the weights from the shards parameter by parameter, unit by unit (the most gathered bytes alive at once within the largest unit's padded size, none on rank 1), into a file equal to DataParallel's that torch.load reads") {
+  const auto dir = testing::temp_dir("fsdp-export");
+  constexpr int64_t kSteps = 4;
+  write_seeded_inputs(dir, 61, kSteps * kBatchPerRank * 2);
+  for (const std::string stage : {"0", "3"})
+    run_ours(2, dir, "stage" + stage, {{"POLICYTRAIN_FSDP_STAGE", stage}, {"POLICYTRAIN_FSDP_EXPORT", "1"},
+                                       {"POLICYTRAIN_FSDP_STEPS", std::to_string(kSteps)}});
+  // Each group's bytes once padded to whole chunks of 2 ranks, from the model itself: the units conv, fc and emb, and
+  // the root's head.
+  Net net;
+  const auto padded = [](torch::nn::Module& m) {
+    int64_t n = 0;
+    for (const auto& p : m.parameters()) n += (p.size(0) + 1) / 2 * 2 * (p.numel() / p.size(0)) * 4;
+    return n;
+  };
+  const int64_t largest = std::max({padded(*net->conv), padded(*net->fc), padded(*net->emb), padded(*net->head)});
+  int64_t whole = 0;
+  for (const auto& p : net->parameters()) whole += p.numel() * 4;
+  const auto r0 = load_tensors(dir / "stage3" / "rank0"), r1 = load_tensors(dir / "stage3" / "rank1");
+  const int64_t peak0 = r0.at("export_peak").item<int64_t>(), peak1 = r1.at("export_peak").item<int64_t>();
+  INFO("rank 0 held at most " << peak0 << " gathered bytes; the largest unit has " << largest << ", the model " << whole);
+  CHECK(peak0 > 0);
+  CHECK(peak0 <= largest);
+  CHECK(peak0 < whole);
+  CHECK(peak1 == 0);
+  CHECK(load_tensors(dir / "stage0" / "rank0").at("export_peak").item<int64_t>() == 0);
+  std::ofstream(dir / "check.py") << fmt::format(
+      "import torch\n"
+      "a, b = torch.load('{}'), torch.load('{}')\n"
+      "assert list(a) == list(b), (list(a), list(b))\n"
+      "for k in a:\n"
+      "    assert a[k].dtype == b[k].dtype and a[k].shape == b[k].shape and torch.equal(a[k], b[k]), k\n"
+      "print('equal', len(a))\n",
+      (dir / "stage3" / "export.pt").string(), (dir / "stage0" / "export.pt").string());
+  REQUIRE(sh("python3 " + (dir / "check.py").string(), dir / "python.txt") == 0);
+  INFO(read_text(dir / "python.txt"));
+  CHECK(read_text(dir / "python.txt").find("equal 11") != std::string::npos);  // 8 parameters, 3 batch-norm buffers
 }

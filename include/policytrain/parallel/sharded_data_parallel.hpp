@@ -59,11 +59,13 @@
 /// optimizer state" and "Fully sharded parameters (stage 3)".
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -71,6 +73,7 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include <policytrain/checkpoint/export.hpp>
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metric.hpp>
 #include <policytrain/core/metrics.hpp>
@@ -224,6 +227,62 @@ class ShardedDataParallel {
       for (const auto& p : g->params()) out.push_back({p.name, p.shard.detach(), p.full.sizes().vec(), p.layout.chunk});
     return out;
   }
+  /// Writes the model's weights (its parameters and buffers, as checkpoint::export_weights names them) to `file` on
+  /// rank 0; a collective: every rank calls it. Stage 3 gathers them from the shards parameter by parameter, unit by
+  /// unit, onto rank 0 only (c10d gather): each parameter's whole values exist on rank 0 while its record is
+  /// written (checkpoint::StreamedExport), then are freed; the other ranks send their rows and receive nothing.
+  /// Other stages, and one process: checkpoint::export_weights on rank 0. Throws CheckpointError naming the file
+  /// (rank 0).
+  void export_weights(const torch::nn::Module& m, const std::filesystem::path& file) {
+    const auto named = checkpoint::detail::named_tensors(m);
+    export_bytes_now_ = export_bytes_peak_ = 0;
+    if (!full_.built()) {
+      if (is_main()) checkpoint::export_weights(named, file);
+      return;
+    }
+    std::unique_ptr<checkpoint::StreamedExport> out;
+    if (is_main()) out = std::make_unique<checkpoint::StreamedExport>(file, named);
+    std::unordered_map<const void*, size_t> position;
+    for (size_t i = 0; i < named.size(); ++i) position[named[i].second.unsafeGetTensorImpl()] = i;
+    std::vector<bool> sharded(named.size(), false);
+    auto groups = full_.units();
+    groups.push_back(full_.root());
+    const int64_t world = world_size();
+    for (const auto& g : groups)
+      for (const auto& p : g->params()) {
+        torch::NoGradGuard ng;
+        // Rank r's padded piece lands at r * piece of one buffer: the first numel elements are the parameter, whole.
+        const int64_t piece = p.piece_numel();
+        std::vector<at::Tensor> in{torch::zeros({piece}, p.shard.options().requires_grad(false))};
+        if (p.shard.numel() > 0) in[0].narrow(0, 0, p.shard.numel()).copy_(p.shard.detach().reshape({-1}));
+        std::vector<std::vector<at::Tensor>> outs;
+        torch::Tensor whole;
+        if (is_main()) {
+          whole = torch::empty({piece * world}, in[0].options());
+          outs.emplace_back();
+          for (int64_t r = 0; r < world; ++r) outs[0].push_back(whole.narrow(0, r * piece, piece));
+          export_bytes_now_ += whole.numel() * static_cast<int64_t>(whole.element_size());
+          export_bytes_peak_ = std::max(export_bytes_peak_, export_bytes_now_);
+        }
+        c10d::GatherOptions o;
+        o.rootRank = 0;
+        core_.group().require_connected("gather of a parameter for an export");
+        core_.group().wait(core_.group().backend()->gather(outs, in, o),
+                           policytrain::detail::format("gather of parameter '{}' onto rank 0 for an export", p.name));
+        const size_t i = position.at(p.full.unsafeGetTensorImpl());
+        sharded[i] = true;
+        if (out) out->write(i, whole.narrow(0, 0, p.full.numel()).view(p.full.sizes()));
+        if (whole.defined()) export_bytes_now_ -= whole.numel() * static_cast<int64_t>(whole.element_size());
+      }
+    if (!out) return;
+    for (size_t i = 0; i < named.size(); ++i)
+      if (!sharded[i]) out->write(i, named[i].second);  // the buffers, never freed
+    out->finish();
+  }
+  /// The most bytes of gathered parameters this rank held at once during the last export_weights (0 on the ranks
+  /// other than 0, and without stage 3): the bound the tests check against the largest unit.
+  int64_t export_gathered_bytes_peak() const { return export_bytes_peak_; }
+
   /// Stage 3: every group gathered on every rank (a collective; a best save's export reads the whole model), and
   /// freed again by release_parameters() while a fit is under way.
   void gather_parameters() {
@@ -511,6 +570,7 @@ class ShardedDataParallel {
   bool consolidated_ = false;  ///< stage 3: before_save consolidated, after_save restores
   bool swapped_ = true;        ///< stage 3: the optimizer's lists hold the shards in this fit
   std::unordered_set<const void*> shard_impls_;  ///< stage 3: the shards, once the optimizer's lists hold them
+  int64_t export_bytes_now_ = 0, export_bytes_peak_ = 0;  ///< export_weights: gathered parameter bytes alive, the most
 };
 
 }  // namespace policytrain::parallel
