@@ -225,7 +225,8 @@ POLICYTRAIN_DECL RawFile verified_common_file(const std::filesystem::path& folde
 /// Loads only the model's weights (parameters and buffers) of checkpoint `file` into `module`: names, shapes and
 /// dtypes must match; the optimizer, the counters and the policies' state are not read. `file` may be a sharded
 /// checkpoint's folder (checkpoint::Disk::Options::sharded): its manifest and files are verified, and the weights
-/// read from its common part (which holds the model and the evaluated weights). By default the weights
+/// read from its common part (which holds the model and the evaluated weights; at stage 3 the parameters' rows come
+/// from every shard: merge_model). By default the weights
 /// the validation evaluated: a file whose metadata records "evaluated" other than "model" (best.ckpt written
 /// with callbacks::Ema: "callbacks::Ema") holds them in its "evaluated" section; `Weights::trained` loads the
 /// trained ones. Validates everything before copying anything. Returns the file's metadata; throws
