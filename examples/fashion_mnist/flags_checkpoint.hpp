@@ -4,7 +4,8 @@
 //   --checkpoint-dir DIR (default RUN_DIR/checkpoints)  --keep K  --top-k K  --monitor loss|accuracy  --mode min|max
 //   --half-weights  --half-optimizer  --resume [PATH] (no value: the newest good checkpoint of the directory)
 //   --resume-weights-only (with --resume: take the weights only, start a new run)  --async-checkpoint
-//   --shard-checkpoints (with --zero 1|2: every rank writes its optimizer partition, rank 0 a manifest last)
+//   --shard-checkpoints (with --zero 1|2: every rank writes its optimizer partition, rank 0 a manifest last;
+//                        with --zero 3 its rows of every parameter too)
 //   --ema [--ema-decay D --ema-tau T --ema-every K]  --patience P [--min-delta D]  --rollback [--rollback-factor F]  --no-export
 //   --no-preemption  --requeue  --requeue-signal USR1|USR2|none   (SIGTERM / SIGUSR1: stop at the next step, save,
 //   exit 75; the requeue signal with --requeue also requeues the Slurm job)
@@ -77,7 +78,8 @@ struct CheckpointFlags {
                  "Every rank prints its checkpoint lines (default: rank 0 only, and each rank about its own shard)");
     app.add_flag("--shard-checkpoints", shard_checkpoints,
                  "Sharded checkpoints: a folder per checkpoint, each rank writing its own optimizer partition (with "
-                 "--zero 1|2), rank 0 a manifest with every file's SHA-256 last. They resume at the same number of ranks, "
+                 "--zero 1|2; with --zero 3 its rows of every parameter too), rank 0 a manifest with every file's "
+                 "SHA-256 last. They resume at the same number of ranks, "
                  "or with --elastic at any (each rank reads the partition it owns at the new world size)");
     app.add_flag("--no-export", no_export, "Do not write RUN_DIR/checkpoints/final.pt (torch.load-able weights)");
     app.add_flag("--ema", ema, "Evaluate with an exponential moving average of the weights");

@@ -2,19 +2,23 @@
 final weights are bit-identical to an uninterrupted run's (params_sha256 in summary.json), and that its metrics
 logs (logs/steps.csv, logs/epochs.csv) hold every step and epoch once, with the uninterrupted run's values.
 Usage: kill_resume.py FASHION_MNIST_EXE WORK_DIR [FLAG...]   (KILL_SEED=n reproduces a run's kill times; FLAGs are
-added to every run, e.g. --async-checkpoint)"""
-import json, os, random, shutil, subprocess, sys, time
+added to every run, e.g. --async-checkpoint; KILL_RESUME_EMA=0 leaves --ema out, which --zero 3 refuses). With
+--nproc, every rank is killed at once (the job's process group)."""
+import json, os, random, shutil, signal, subprocess, sys, time
 
 exe, work = sys.argv[1], sys.argv[2]
 common = [exe, "--epochs", "2", "--limit-train-batches", "30", "--limit-val-batches", "1", "--eval-batch-size", "200", "--progress-tty", "0",
           "--width", "8", "--batch-size", "32",
-          "--threads", "1", "--save", "last,steps:3", "--keep", "2", "--ema", "--ema-tau", "20"] + sys.argv[3:]
+          "--threads", "1", "--save", "last,steps:3", "--keep", "2"] + \
+         (["--ema", "--ema-tau", "20"] if os.environ.get("KILL_RESUME_EMA", "1") != "0" else []) + sys.argv[3:]
+ranks = "--nproc" in sys.argv[3:]
 shutil.rmtree(work, ignore_errors=True)
 ref_dir, run_dir = os.path.join(work, "reference"), os.path.join(work, "killed")
 
 def start(args):
     """Starts the job; returns it once it prints its first training progress line (or ends)."""
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+                            start_new_session=ranks)
     for line in proc.stdout:
         if line.startswith("epoch "):
             break
@@ -37,7 +41,11 @@ for attempt in range(3):
     proc = start(common + ["--run-dir", run_dir] + resume)
     delay = rng.uniform(0.0, duration)
     time.sleep(delay)
-    proc.kill()  # SIGKILL: no handler, no flush, possibly in the middle of a checkpoint write
+    # SIGKILL: no handler, no flush, possibly in the middle of a checkpoint write (every rank's, with --nproc).
+    if ranks:
+        os.killpg(proc.pid, signal.SIGKILL)
+    else:
+        proc.kill()
     _, err = proc.communicate()
     said = [l for l in err.splitlines() if "resumed from" in l or "starting from scratch" in l or "falling back" in l]
     print(f"kill {attempt + 1} {delay:.2f} s into training (exit {proc.returncode}); {' | '.join(said)}")

@@ -218,11 +218,15 @@ enum class Weights {
 /// The common part's file of the sharded checkpoint `folder`, after verifying the manifest and every file it lists
 /// (defined in checkpoint/sharded.hpp, which this header includes at its end).
 POLICYTRAIN_DECL std::filesystem::path verified_common(const std::filesystem::path& folder);
+/// The common part of the sharded checkpoint `folder` as read, after verifying it, with the model's parameters that
+/// its shards hold (stage 3) put together (checkpoint/sharded.hpp, merge_model).
+POLICYTRAIN_DECL RawFile verified_common_file(const std::filesystem::path& folder);
 
 /// Loads only the model's weights (parameters and buffers) of checkpoint `file` into `module`: names, shapes and
 /// dtypes must match; the optimizer, the counters and the policies' state are not read. `file` may be a sharded
 /// checkpoint's folder (checkpoint::Disk::Options::sharded): its manifest and files are verified, and the weights
-/// read from its common part (which holds the model and the evaluated weights). By default the weights
+/// read from its common part (which holds the model and the evaluated weights; at stage 3 the parameters' rows come
+/// from every shard: merge_model). By default the weights
 /// the validation evaluated: a file whose metadata records "evaluated" other than "model" (best.ckpt written
 /// with callbacks::Ema: "callbacks::Ema") holds them in its "evaluated" section; `Weights::trained` loads the
 /// trained ones. Validates everything before copying anything. Returns the file's metadata; throws
@@ -232,8 +236,7 @@ POLICYTRAIN_DECL nlohmann::json load_weights(torch::nn::Module& module, const st
 #if POLICYTRAIN_DEFINE
 {
   std::error_code ec;
-  if (std::filesystem::is_directory(file, ec)) return load_weights(module, verified_common(file), which);
-  const RawFile raw = read_file(file);
+  const RawFile raw = std::filesystem::is_directory(file, ec) ? verified_common_file(file) : read_file(file);
   detail::check_archive(raw.payload(), file);
   detail::InputArchive a;
   try {

@@ -102,6 +102,7 @@ struct ShardedPart {
   nlohmann::json meta;                                      ///< the checkpoint's metadata (rank 0)
   std::vector<nlohmann::json> common;                       ///< write_part's answer per folder (rank 0)
   nlohmann::json params;                                    ///< param_layout at the save's step
+  nlohmann::json model;                                     ///< the manifest's "model" (stage 3's sharded parameters; else null)
   int64_t step = 0, world = 1, stage = 0;
   std::function<void()> after;                              ///< rotation, once the manifests are written
   std::shared_ptr<const std::string> shard;                 ///< this rank's shard
@@ -549,7 +550,8 @@ class Disk {
   /// `after`. Returns the failure.
   std::string finish_sharded(const std::vector<std::pair<std::string, std::string>>& files, const nlohmann::json& meta,
                              const std::vector<nlohmann::json>& common, int64_t step, int64_t world, int64_t stage,
-                             nlohmann::json params, const std::function<void()>& after, const std::string* best_pt);
+                             nlohmann::json params, const nlohmann::json& model, const std::function<void()>& after,
+                             const std::string* best_pt);
 
   void write_files(const std::vector<std::pair<std::string, std::string>>& files, nlohmann::json& meta,
                    const std::string& payload, int64_t epoch, int64_t step, std::atomic<int64_t>* written) const;

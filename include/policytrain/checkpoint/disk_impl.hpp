@@ -134,7 +134,7 @@ POLICYTRAIN_DECL bool Disk::same_fingerprint(const std::filesystem::path& file, 
 
 POLICYTRAIN_DECL void Disk::load_one(const Access& a, const std::filesystem::path& file, const nlohmann::json& meta) {
   if (o_.weights_only) {
-    load_weights(a.module, Layout::is_sharded(file) ? verified_common(file) : file, Weights::trained);
+    load_weights(a.module, file, Weights::trained);
     resumed_from_ = file;
     say("policytrain::checkpoint: loaded the weights of {} (step {}); a new run starts at step 0", file.string(),
         meta_int(file, meta, "global_step", 0));
@@ -468,8 +468,8 @@ POLICYTRAIN_DECL std::vector<nlohmann::json> Disk::write_common(const std::vecto
 POLICYTRAIN_DECL std::string Disk::finish_sharded(const std::vector<std::pair<std::string, std::string>>& files,
                                                   const nlohmann::json& meta, const std::vector<nlohmann::json>& common,
                                                   int64_t step, int64_t world, int64_t stage,
-                                                  nlohmann::json params, const std::function<void()>& after,
-                                                  const std::string* best_pt) {
+                                                  nlohmann::json params, const nlohmann::json& model,
+                                                  const std::function<void()>& after, const std::string* best_pt) {
   try {
     // best.pt is staged before the first manifest and committed after the last: a best save's folder and its
     // export are both written, or neither (the files come best first).
@@ -479,7 +479,7 @@ POLICYTRAIN_DECL std::string Disk::finish_sharded(const std::vector<std::pair<st
     for (size_t i = 0; i < files.size(); ++i) {
       nlohmann::json m = meta;
       m["kind"] = files[i].second;
-      write_manifest(layout_.path(files[i].first), std::move(m), common.at(i), step, world, stage, params);
+      write_manifest(layout_.path(files[i].first), std::move(m), common.at(i), step, world, stage, params, model);
       ++files_written_;
       if (o_.verbose)
         say("policytrain::checkpoint: wrote {} ({} shard(s) and its manifest; epoch {}, step {})",

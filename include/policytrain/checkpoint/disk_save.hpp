@@ -70,8 +70,10 @@ struct DiskSave {
   /// The main rank's payload (make_payload; `optimizer_state` false: the optimizer's param groups without any
   /// parameter's state, a sharded save's common part); with a best file, the evaluated weights and, when best.pt
   /// is exported with it, best.pt's bytes into `best_pt` (written with the best file, never before); sets `evaluated`.
+  /// `held`: the parameters the shards hold (stage 3; make_payload writes empty tensors in their place).
   static std::string main_payload(Disk& d, Ctx& ctx, const std::vector<std::pair<std::string, std::string>>& files, bool epoch_end,
-                           std::string& evaluated, bool optimizer_state, std::string* best_pt) {
+                           std::string& evaluated, bool optimizer_state, std::string* best_pt,
+                           const std::vector<std::string>& held = {}) {
     StateDict st = ctx.state_dict();
     const auto& s = ctx.state();
     const int64_t epoch = epoch_end ? s.epoch + 1 : s.epoch;
@@ -102,7 +104,7 @@ struct DiskSave {
       torch::optim::Optimizer& o;
       ~Back() { o.state() = std::move(a); }
     } back{aside, opt};
-    return make_payload(ctx.module(), opt, st, d.o_.save, evaluated_weights);
+    return make_payload(ctx.module(), opt, st, d.o_.save, evaluated_weights, held);
   }
 
 
@@ -129,7 +131,34 @@ struct DiskSave {
     part->stage = stage;
     part->after = std::move(after);
     auto p = std::make_shared<ShardedPending>();
+    // Stage 3 (fully sharded parameters): each rank's shard holds its rows of the parameters too, the common part
+    // an empty tensor in their place, and the manifest their layout. A best file's export and evaluated weights need
+    // the whole model: it is gathered for that save only.
+    std::vector<std::string> held;
+    std::vector<std::pair<std::string, torch::Tensor>> rows;
+    nlohmann::json model_layout;
+    if constexpr (requires { par.parameter_shards(); }) {
+      for (const auto& s : par.parameter_shards()) {
+        held.push_back(s.name);
+        const bool half = d.o_.save.half_weights && s.rows.is_floating_point();
+        rows.emplace_back(s.name, half ? s.rows.to(torch::kHalf) : s.rows);
+        model_layout.push_back({{"name", s.name}, {"shape", s.shape}, {"dtype", dtype_str(rows.back().second)},
+                                {"rule", "dim0"}, {"world_size", world}, {"chunk", s.chunk}});
+      }
+    }
+    part->model = model_layout;
+    const bool gather = !held.empty() && std::any_of(files.begin(), files.end(), [](const auto& f) { return f.second == "best"; });
     {
+      struct Gathered {
+        decltype(par)& p;
+        bool on;
+        ~Gathered() {
+          if constexpr (requires { p.release_parameters(); })
+            if (on) p.release_parameters();
+        }
+      } gathered{par, false};
+      if constexpr (requires { par.gather_parameters(); })
+        if (gather) par.gather_parameters(), gathered.on = true;
       struct Restore {
         Ctx& c;
         decltype(par)& p;
@@ -143,10 +172,10 @@ struct DiskSave {
       if constexpr (requires { ctx.before_save(); }) ctx.before_save();
       d.last_saved_step_ = step;
       try {
-        part->shard = std::make_shared<const std::string>(shard_payload(ctx.optimizer(), owned_parameters(ctx, false), part->indices));
+        part->shard = std::make_shared<const std::string>(shard_payload(ctx.optimizer(), owned_parameters(ctx, false), part->indices, rows));
         if (ctx.is_main()) {
           std::string evaluated, best_pt;
-          part->payload = std::make_shared<const std::string>(main_payload(d, ctx, files, epoch_end, evaluated, false, &best_pt));
+          part->payload = std::make_shared<const std::string>(main_payload(d, ctx, files, epoch_end, evaluated, false, &best_pt, held));
           if (!best_pt.empty()) part->best_pt = std::make_shared<const std::string>(std::move(best_pt));
           part->meta = d.make_meta(epoch_end ? ctx.state().epoch + 1 : ctx.state().epoch,
                                    epoch_end ? 0 : ctx.state().batch_in_epoch, ctx.state(),
@@ -207,7 +236,7 @@ struct DiskSave {
     if (ctx.is_main())
       for (const auto& part : p.parts) {
         manifest_failure = d.finish_sharded(part->files, part->meta, part->common, part->step, part->world, part->stage,
-                                            part->params, part->after, part->best_pt.get());
+                                            part->params, part->model, part->after, part->best_pt.get());
         if (!manifest_failure.empty()) break;
       }
     if (ctx.agree_any(!manifest_failure.empty())) return ShardedWrites::failed(d, p, manifest_failure);

@@ -270,17 +270,22 @@ POLICYTRAIN_DECL void set_rng_state_cpu(const torch::Tensor& s)
 
 /// The payload of a checkpoint: model, optimizer, `state` (Trainer::state_dict()) and RNG states; and, when not
 /// empty, `evaluated`: the weights the evaluation used (a callback such as EMA swaps its own in), by the module's
-/// names, in the section "evaluated".
+/// names, in the section "evaluated". `held`: parameters that a sharded checkpoint's shards hold (stage 3), written
+/// as empty tensors of their dtype in their place (their storage may be freed: they are not read).
 POLICYTRAIN_DECL std::string make_payload(const torch::nn::Module& module, const torch::optim::Optimizer& optimizer,
                                 const StateDict& state, const SaveOptions& o = {},
-                                const std::vector<std::pair<std::string, torch::Tensor>>& evaluated = {})
+                                const std::vector<std::pair<std::string, torch::Tensor>>& evaluated = {},
+                                const std::vector<std::string>& held = {})
 #if POLICYTRAIN_DEFINE
 {
   using detail::OutputArchive;
   OutputArchive a;
   a.write("format", c10::IValue(static_cast<int64_t>(kFormatVersion)));
   auto weights = [&](const torch::Tensor& t) { return o.half_weights && t.is_floating_point() ? t.to(torch::kHalf) : t; };
-  detail::write_named(a, "model", detail::named_tensors(module), weights);
+  auto model = detail::named_tensors(module);
+  for (auto& [k, v] : model)
+    if (std::find(held.begin(), held.end(), k) != held.end()) v = torch::empty({0}, v.options().requires_grad(false));
+  detail::write_named(a, "model", model, weights);
   if (!evaluated.empty()) detail::write_named(a, "evaluated", evaluated, weights);
   OutputArchive opt(a.compilation_unit());
   optimizer.save(opt);

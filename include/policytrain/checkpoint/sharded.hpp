@@ -18,12 +18,20 @@
 ///     shards        [{rank, file, sha256, bytes, indices}]: each rank's file and the global indices it holds
 ///     params        [{index, group, position, shape, dtype, file}]: every parameter of the optimizer, its shape
 ///                   and dtype, and the file that holds its state (null: it has none yet)
+///     model         (stage 3 only: parallel::ShardedDataParallel's fully sharded parameters) [{name, shape, dtype,
+///                   rule, world_size, chunk}]: the model's parameters that the shards hold rather than the common
+///                   part: each rank's shard file has its rows of each in its "model" section (rule "dim0":
+///                   parallel::Dim0Chunk, FSDP2's torch.chunk; rank r holds rows [min(shape[0], chunk r),
+///                   min(shape[0], chunk (r + 1))), padding stripped); the common part's "model" section keeps the
+///                   names in the model's order with an empty tensor in their place. Their optimizer state is
+///                   chunked alike (every shard lists every index).
 ///
 /// Loading verifies the manifest and the SHA-256 (io/digest.hpp) of every file it lists before anything is applied
 /// (every rank checks every file, so that every rank reaches the same verdict without a collective); a missing,
 /// truncated, altered or stale file is a CheckpointError naming it, the expected and the found digest. Then each
 /// rank reads the common part and only the shard files holding the indices it owns now (resharding: another world
 /// size or stage takes its pieces from whichever files hold them); the result is what the consolidated file gives.
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -89,9 +97,11 @@ inline ShardedProbe& sharded_probe() {
 }
 
 /// One rank's shard payload: the state of the parameters `owns` accepts that the optimizer holds state for, each
-/// under "state/<global index>", and their indices (appended to `indices`) under "indices".
+/// under "state/<global index>", and their indices (appended to `indices`) under "indices"; and, when `rows` is not
+/// empty (stage 3), this rank's rows of the model's parameters by name in the "model" section.
 POLICYTRAIN_DECL std::string shard_payload(const torch::optim::Optimizer& opt, const OwnsParameter& owns,
-                                           std::vector<int64_t>& indices);
+                                           std::vector<int64_t>& indices,
+                                           const std::vector<std::pair<std::string, torch::Tensor>>& rows = {});
 
 /// Writes `payload` with `meta` as a checkpoint-format file (header, metadata, payload; checkpoint/format.hpp)
 /// atomically and fsynced; returns {file (its name), sha256, bytes}. Throws CheckpointError naming the file.
@@ -110,9 +120,11 @@ POLICYTRAIN_DECL nlohmann::json param_layout(const torch::optim::Optimizer& opt)
 /// Rank 0, once every rank's shard of step `step` is written (agreed): reads the ranks' digests, writes the
 /// manifest (`meta` plus "sharded", see the file comment) last by atomic rename, then removes the folder's files of
 /// earlier saves and the digests the manifest now holds. `common`: write_part's answer for the common part;
-/// `params`: param_layout's. Throws CheckpointError naming the file.
+/// `params`: param_layout's; `model`: the layout of the parameters the shards hold (stage 3; null: none).
+/// Throws CheckpointError naming the file.
 POLICYTRAIN_DECL void write_manifest(const std::filesystem::path& folder, nlohmann::json meta, const nlohmann::json& common,
-                                     int64_t step, int64_t world, int64_t stage, nlohmann::json params);
+                                     int64_t step, int64_t world, int64_t stage, nlohmann::json params,
+                                     const nlohmann::json& model = nullptr);
 
 /// SHA-256 of a file, streamed (a bounded buffer). Throws CheckpointError naming the file.
 POLICYTRAIN_DECL std::string file_sha256(const std::filesystem::path& file);
@@ -123,6 +135,12 @@ POLICYTRAIN_DECL nlohmann::json verify_sharded(const std::filesystem::path& fold
 
 /// The common part's file of the sharded checkpoint `folder`, after verify_sharded.
 POLICYTRAIN_DECL std::filesystem::path verified_common(const std::filesystem::path& folder);
+
+/// The common part of the verified manifest `manifest` of `folder` as read (`raw`), with the model's parameters
+/// that the shards hold (the manifest's "model", stage 3) put together from every shard's rows in rank order, so
+/// that its "model" section is a consolidated save's; `raw` itself when the manifest has no "model". Throws
+/// CheckpointError naming the shard file that lacks a parameter or whose rows do not make up its recorded shape.
+POLICYTRAIN_DECL RawFile merge_model(const std::filesystem::path& folder, const nlohmann::json& manifest, RawFile raw);
 
 /// An Optimizer::save archive: the param groups of `common_opt` (the common part's optimizer archive) and the
 /// state of the global indices `wanted` accepts, read from the shard files of `manifest` that hold them (no
@@ -157,7 +175,8 @@ inline const char* kStaleFix =
 }  // namespace detail
 
 POLICYTRAIN_DECL std::string shard_payload(const torch::optim::Optimizer& opt, const OwnsParameter& owns,
-                                           std::vector<int64_t>& indices) {
+                                           std::vector<int64_t>& indices,
+                                           const std::vector<std::pair<std::string, torch::Tensor>>& rows) {
   detail::OutputArchive a;
   a.write("format", c10::IValue(kShardedVersion));
   const auto params = global_parameters(opt);
@@ -173,6 +192,7 @@ POLICYTRAIN_DECL std::string shard_payload(const torch::optim::Optimizer& opt, c
     indices.push_back(static_cast<int64_t>(k));
   }
   a.write("indices", c10::IValue(idx));
+  if (!rows.empty()) detail::write_named(a, "model", rows, detail::identity);
   return detail::to_bytes(a);
 }
 
@@ -215,7 +235,8 @@ POLICYTRAIN_DECL nlohmann::json param_layout(const torch::optim::Optimizer& opt)
 }
 
 POLICYTRAIN_DECL void write_manifest(const std::filesystem::path& folder, nlohmann::json meta, const nlohmann::json& common,
-                                     int64_t step, int64_t world, int64_t stage, nlohmann::json params) {
+                                     int64_t step, int64_t world, int64_t stage, nlohmann::json params,
+                                     const nlohmann::json& model) {
   namespace fs = std::filesystem;
   std::vector<nlohmann::json> file_of(params.size());
   nlohmann::json shards = nlohmann::json::array();
@@ -243,6 +264,7 @@ POLICYTRAIN_DECL void write_manifest(const std::filesystem::path& folder, nlohma
   for (size_t k = 0; k < params.size(); ++k) params[k]["file"] = file_of[k];
   meta["sharded"] = {{"version", kShardedVersion}, {"world_size", world}, {"stage", stage}, {"common", common},
                      {"shards", shards}, {"params", std::move(params)}};
+  if (!model.is_null()) meta["sharded"]["model"] = model;
   const std::string text = meta.dump();
   detail::check_meta_bounds(folder / Layout::manifest(), text);
   write_atomic(folder / Layout::manifest(), {text});  // the checkpoint exists from here on
@@ -307,6 +329,74 @@ POLICYTRAIN_DECL nlohmann::json verify_sharded(const std::filesystem::path& fold
 POLICYTRAIN_DECL std::filesystem::path verified_common(const std::filesystem::path& folder) {
   const nlohmann::json man = verify_sharded(folder);
   return folder / man["sharded"]["common"]["file"].get<std::string>();
+}
+
+POLICYTRAIN_DECL RawFile merge_model(const std::filesystem::path& folder, const nlohmann::json& manifest, RawFile raw) {
+  namespace fs = std::filesystem;
+  const auto& sh = manifest.at("sharded");
+  if (!sh.contains("model") || sh.at("model").empty()) return raw;
+  const fs::path common = folder / sh.at("common").at("file").get<std::string>();
+  detail::check_archive(raw.payload(), common);
+  detail::InputArchive a;
+  detail::from_bytes(a, raw.payload());
+  // Every shard's rows of every sharded parameter, in rank order (the manifest lists the shards so).
+  std::map<std::string, std::vector<torch::Tensor>> rows;
+  fs::path last;
+  for (const auto& s : sh.at("shards")) {
+    last = folder / s.at("file").get<std::string>();
+    const RawFile part = read_file(last);
+    detail::check_archive(part.payload(), last);
+    detail::InputArchive in;
+    detail::from_bytes(in, part.payload());
+    for (auto& [name, t] : detail::read_named(in, "model", last)) rows[name].push_back(t);
+  }
+  auto model = detail::read_named(a, "model", common);
+  for (const auto& m : sh.at("model")) {
+    const std::string name = m.at("name").get<std::string>();
+    const auto shape = m.at("shape").get<std::vector<int64_t>>();
+    const auto it = rows.find(name);
+    if (it == rows.end() || it->second.size() != sh.at("shards").size())
+      detail::fail(last, policytrain::detail::format("the shards hold rows of parameter '{}' in {} of {} files; the "
+                                                     "manifest lists it as sharded on every rank", name,
+                                                     it == rows.end() ? size_t{0} : it->second.size(), sh.at("shards").size()));
+    torch::Tensor whole = torch::cat(it->second);
+    if (whole.sizes().vec() != shape)
+      detail::fail(last, policytrain::detail::format("the shards' rows of parameter '{}' make up shape {}; the manifest "
+                                                     "records {}", name, c10::str(whole.sizes()), c10::str(c10::IntArrayRef(shape))));
+    const auto pos = std::find_if(model.begin(), model.end(), [&](const auto& e) { return e.first == name; });
+    if (pos == model.end())
+      detail::fail(common, policytrain::detail::format("the 'model' section lacks parameter '{}' that the manifest lists", name));
+    pos->second = whole;
+  }
+  // The common part again, its model section whole (in the place and order it had).
+  detail::OutputArchive o;
+  bool model_written = false;
+  for (const auto& k : a.keys()) {
+    if (k.rfind("model/", 0) == 0) {
+      if (!std::exchange(model_written, true)) detail::write_named(o, "model", model, detail::identity);
+      continue;
+    }
+    c10::IValue v;
+    a.read(k, v);
+    if (v.isModule()) {
+      detail::InputArchive sub;
+      a.read(k, sub);
+      detail::OutputArchive osub(o.compilation_unit());
+      detail::copy_archive(sub, osub, detail::identity);
+      o.write(k, osub);
+    } else {
+      o.write(k, v);
+    }
+  }
+  raw.bytes = detail::to_bytes(o);
+  raw.payload_offset = 0;
+  return raw;
+}
+
+POLICYTRAIN_DECL RawFile verified_common_file(const std::filesystem::path& folder) {
+  const nlohmann::json man = verify_sharded(folder);
+  const std::filesystem::path common = folder / man["sharded"]["common"]["file"].get<std::string>();
+  return detail::documented_errors(folder, [&] { return merge_model(folder, man, read_file(common)); });
 }
 
 POLICYTRAIN_DECL std::string merge_optimizer(const std::filesystem::path& folder, const nlohmann::json& manifest,
@@ -407,7 +497,8 @@ POLICYTRAIN_DECL Loaded read_sharded(const std::filesystem::path& folder, const 
                                      const OwnsParameter& owns) {
   const nlohmann::json man = verify_sharded(folder);
   const std::filesystem::path common = folder / man["sharded"]["common"]["file"].get<std::string>();
-  Loaded l = read_payload(read_file(common), common, module, optimizer, live_state);
+  Loaded l = read_payload(detail::documented_errors(folder, [&] { return merge_model(folder, man, read_file(common)); }),
+                          common, module, optimizer, live_state);
   l.meta = man;
   const auto params = global_parameters(optimizer);
   std::string merged = detail::documented_errors(folder, [&] {
@@ -426,7 +517,7 @@ POLICYTRAIN_DECL nlohmann::json consolidate(const std::filesystem::path& folder,
                                             const std::filesystem::path& export_pt) {
   nlohmann::json man = verify_sharded(folder);
   const std::filesystem::path common = folder / man["sharded"]["common"]["file"].get<std::string>();
-  const RawFile raw = read_file(common);
+  const RawFile raw = detail::documented_errors(folder, [&] { return merge_model(folder, man, read_file(common)); });
   detail::check_archive(raw.payload(), common);
   detail::InputArchive a;
   detail::from_bytes(a, raw.payload());

@@ -53,21 +53,29 @@
 /// reduce-scatters once the segment's backward reached its input. callbacks::Ema refuses stage 3 at fit begin (it
 /// would read the freed parameters). ShardingOptions::mp_policy: mixed precision of the gathered parameters, as
 /// FSDP2's MixedPrecisionPolicy (shard_group.hpp).
+/// Stage 3's checkpoints: consolidated (before_save gathers the whole model and state: fully_sharded.hpp), or sharded
+/// (set_sharded_save): nothing is gathered; every rank writes its rows of every parameter (parameter_shards) and
+/// of their optimizer state (owner() is this rank for every shard), the manifest records the layout
+/// (checkpoint/sharded.hpp), and a resume at any world size loads the whole tensors before the shards take their rows.
 /// Example: examples/fashion_mnist (`--nproc 2 --zero 1`, `--zero 2`, `--zero 3`); docs/parallel.md, "Sharded
 /// optimizer state" and "Fully sharded parameters (stage 3)".
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include <policytrain/checkpoint/export.hpp>
 #include <policytrain/core/category.hpp>
 #include <policytrain/core/metric.hpp>
 #include <policytrain/core/metrics.hpp>
@@ -166,8 +174,12 @@ class ShardedDataParallel {
   /// Reduces `t` over the ranks with `op`, in place; `what` names the collective in errors.
   void all_reduce(torch::Tensor& t, c10d::ReduceOp op, const std::string& what) { core_.group().all_reduce(t, op, what); }
 
-  /// The rank that owns (keeps the optimizer state of, and steps) `p`; -1 for a tensor in no param group.
-  int owner(const torch::Tensor& p) const { return partition_.owner(p); }
+  /// The rank that owns (keeps the optimizer state of, and steps) `p`; -1 for a tensor in no param group. Stage 3:
+  /// this rank for a shard the optimizer steps (every rank keeps the state of its rows of every parameter).
+  int owner(const torch::Tensor& p) const {
+    if (shard_impls_.count(p.unsafeGetTensorImpl())) return rank();
+    return partition_.owner(p);
+  }
   /// Under ShardingOptions::partition = dim0: this rank's dim-0 chunk of `p` (its rows, and the tensor the
   /// optimizer steps); null for a tensor in no param group, one process, or the greedy partition.
   const ParamChunk* chunk(const torch::Tensor& p) const { return partition_.chunk(p); }
@@ -211,6 +223,89 @@ class ShardedDataParallel {
   torch::Tensor shard(const torch::Tensor& full) const { return full_.built() ? full_.shard_of(full) : torch::Tensor(); }
   /// Stage 3: bytes of the parameter shards this rank keeps.
   int64_t shard_bytes() const { return full_.shard_bytes(); }
+
+  /// One parameter's rows on this rank (stage 3), for a sharded checkpoint (checkpoint::Disk::Options::sharded).
+  struct ParameterShard {
+    std::string name;            ///< the parameter's name in the model
+    torch::Tensor rows;          ///< this rank's rows (parallel::Dim0Chunk, padding stripped; may have none)
+    std::vector<int64_t> shape;  ///< the whole parameter's shape
+    int64_t chunk = 0;           ///< rows per rank before clipping: ceil(shape[0] / world size)
+  };
+  /// Stage 3 once the optimizer steps shards: this rank's rows of every parameter, the units' in the model's order
+  /// then the root's; empty otherwise (the model holds its parameters whole).
+  std::vector<ParameterShard> parameter_shards() const {
+    std::vector<ParameterShard> out;
+    if (!full_.built() || shard_impls_.empty()) return out;
+    auto groups = full_.units();
+    groups.push_back(full_.root());
+    for (const auto& g : groups)
+      for (const auto& p : g->params()) out.push_back({p.name, p.shard.detach(), p.full.sizes().vec(), p.layout.chunk});
+    return out;
+  }
+  /// Writes the model's weights (its parameters and buffers, as checkpoint::export_weights names them) to `file` on
+  /// rank 0; a collective: every rank calls it. Stage 3 gathers them from the shards parameter by parameter, unit by
+  /// unit, onto rank 0 only (c10d gather): each parameter's whole values exist on rank 0 while its record is
+  /// written (checkpoint::StreamedExport), then are freed; the other ranks send their rows and receive nothing.
+  /// Other stages, and one process: checkpoint::export_weights on rank 0. Throws CheckpointError naming the file
+  /// (rank 0).
+  void export_weights(const torch::nn::Module& m, const std::filesystem::path& file) {
+    const auto named = checkpoint::detail::named_tensors(m);
+    export_bytes_now_ = export_bytes_peak_ = 0;
+    if (!full_.built()) {
+      if (is_main()) checkpoint::export_weights(named, file);
+      return;
+    }
+    std::unique_ptr<checkpoint::StreamedExport> out;
+    if (is_main()) out = std::make_unique<checkpoint::StreamedExport>(file, named);
+    std::unordered_map<const void*, size_t> position;
+    for (size_t i = 0; i < named.size(); ++i) position[named[i].second.unsafeGetTensorImpl()] = i;
+    std::vector<bool> sharded(named.size(), false);
+    auto groups = full_.units();
+    groups.push_back(full_.root());
+    const int64_t world = world_size();
+    for (const auto& g : groups)
+      for (const auto& p : g->params()) {
+        torch::NoGradGuard ng;
+        // Rank r's padded piece lands at r * piece of one buffer: the first numel elements are the parameter, whole.
+        const int64_t piece = p.piece_numel();
+        std::vector<at::Tensor> in{torch::zeros({piece}, p.shard.options().requires_grad(false))};
+        if (p.shard.numel() > 0) in[0].narrow(0, 0, p.shard.numel()).copy_(p.shard.detach().reshape({-1}));
+        std::vector<std::vector<at::Tensor>> outs;
+        torch::Tensor whole;
+        if (is_main()) {
+          whole = torch::empty({piece * world}, in[0].options());
+          outs.emplace_back();
+          for (int64_t r = 0; r < world; ++r) outs[0].push_back(whole.narrow(0, r * piece, piece));
+          export_bytes_now_ += whole.numel() * static_cast<int64_t>(whole.element_size());
+          export_bytes_peak_ = std::max(export_bytes_peak_, export_bytes_now_);
+        }
+        c10d::GatherOptions o;
+        o.rootRank = 0;
+        core_.group().require_connected("gather of a parameter for an export");
+        core_.group().wait(core_.group().backend()->gather(outs, in, o),
+                           policytrain::detail::format("gather of parameter '{}' onto rank 0 for an export", p.name));
+        const size_t i = position.at(p.full.unsafeGetTensorImpl());
+        sharded[i] = true;
+        if (out) out->write(i, whole.narrow(0, 0, p.full.numel()).view(p.full.sizes()));
+        if (whole.defined()) export_bytes_now_ -= whole.numel() * static_cast<int64_t>(whole.element_size());
+      }
+    if (!out) return;
+    for (size_t i = 0; i < named.size(); ++i)
+      if (!sharded[i]) out->write(i, named[i].second);  // the buffers, never freed
+    out->finish();
+  }
+  /// The most bytes of gathered parameters this rank held at once during the last export_weights (0 on the ranks
+  /// other than 0, and without stage 3): the bound the tests check against the largest unit.
+  int64_t export_gathered_bytes_peak() const { return export_bytes_peak_; }
+
+  /// Stage 3: every group gathered on every rank (a collective; a best save's export reads the whole model), and
+  /// freed again by release_parameters() while a fit is under way.
+  void gather_parameters() {
+    if (full_.built()) full_.unshard_all();
+  }
+  void release_parameters() {
+    if (full_.built() && full_.attached()) full_.reshard_all();
+  }
   /// Stage 2: gradient buckets (0 before on_fit_begin).
   size_t gradient_buckets() const { return z2_ ? z2_->buckets.size() : 0; }
 
@@ -257,6 +352,8 @@ class ShardedDataParallel {
     if (full_.built() && !std::exchange(swapped_, true)) {
       full_.refresh();
       full_.swap_into(ctx.optimizer());
+      shard_impls_.clear();
+      for (const auto& s : parameter_shards_of_groups()) shard_impls_.insert(s);
     }
     if (!core_.verified() && partition_.enabled()) {
       core_.sync_parameters(ctx.module());
@@ -334,9 +431,10 @@ class ShardedDataParallel {
     core_.group().at(ctx.state(), "a checkpoint");
     core_.note_save(ctx.state());
     core_.before_save(ctx.device(), ctx.module().is_training());
-    if (full_.built() && full_.attached()) {
-      if (sharded_save_) refuse_stage3_save();
-      full_.consolidate(ctx.optimizer());  // the whole model and state, as an unsharded run's checkpoint
+    // Stage 3: a consolidated save gathers the whole model and state, as an unsharded run's checkpoint; a sharded one
+    // gathers nothing (each rank writes its rows of every parameter and of its state: parameter_shards, owner).
+    if (full_.built() && full_.attached() && !sharded_save_) {
+      full_.consolidate(ctx.optimizer());
       consolidated_ = true;
     }
     if (partition_.enabled() && !sharded_save_) partition_.consolidate(core_.group(), ctx.optimizer());
@@ -433,14 +531,14 @@ class ShardedDataParallel {
                                     c10::toString(*t))));
   }
 
-  /// Stage 3 writes consolidated checkpoints only (gathered on every rank, in an unsharded run's format).
-  [[noreturn]] void refuse_stage3_save() const {
-    throw std::invalid_argument(policytrain::detail::error_message(
-        "policytrain::parallel::ShardedDataParallel",
-        policytrain::detail::format("{}: stage 3 does not write sharded checkpoints yet "
-                                    "(checkpoint::Disk::Options::sharded)", core_.group().who()),
-        {}, "leave `sharded` off: stage 3's checkpoints are consolidated, in an unsharded run's format, and "
-            "resume at any world size"));
+  /// Stage 3: the shards' tensors (what the optimizer's lists hold once swapped).
+  std::vector<const void*> parameter_shards_of_groups() const {
+    std::vector<const void*> out;
+    auto groups = full_.units();
+    groups.push_back(full_.root());
+    for (const auto& g : groups)
+      for (const auto& p : g->params()) out.push_back(p.shard.unsafeGetTensorImpl());
+    return out;
   }
 
   /// Stage 2: builds the buckets and hooks, or rebuilds them when the core rebuilt its parameter list (a part
@@ -473,6 +571,8 @@ class ShardedDataParallel {
   detail::FullShard full_;     ///< stage 3's units (built at fit begin with more than one rank)
   bool consolidated_ = false;  ///< stage 3: before_save consolidated, after_save restores
   bool swapped_ = true;        ///< stage 3: the optimizer's lists hold the shards in this fit
+  std::unordered_set<const void*> shard_impls_;  ///< stage 3: the shards, once the optimizer's lists hold them
+  int64_t export_bytes_now_ = 0, export_bytes_peak_ = 0;  ///< export_weights: gathered parameter bytes alive, the most
 };
 
 }  // namespace policytrain::parallel
