@@ -252,15 +252,11 @@ int main(int argc, char** argv) {
                 cfg.data.string().c_str(), torch::get_num_threads());
 
     if (par.zero == 3) {
-      // What stage 3 does not compose with yet: each reads the model's parameters outside their units (the EMA
-      // reads the whole parameters, a recomputed block's batch norm its weights directly), or needs a checkpoint
-      // format it does not write yet.
+      // What stage 3 does not compose with yet: a checkpoint format it does not write yet.
       const auto refuse = [](const char* flag, const char* why) {
         throw std::invalid_argument(std::string("--zero 3 cannot compose with ") + flag + " yet: " + why +
                                     "; leave it out, or use --zero 2");
       };
-      if (cfg.recompute) refuse("--recompute", "a recomputed block reads its batch norm's weights outside the unit");
-      if (ckpt_flags.ema) refuse("--ema", "the EMA reads the whole parameters, which stage 3 frees between steps");
       if (ckpt_flags.shard_checkpoints)
         refuse("--shard-checkpoints", "stage 3 writes consolidated checkpoints (which resume at any world size)");
     }
