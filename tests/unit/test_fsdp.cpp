@@ -6,7 +6,7 @@
 // A worker is this binary with POLICYTRAIN_FSDP_WORKER set: a static initialiser runs it before doctest's main.
 // Each case takes 11 to 14 s (AMD EPYC, 2 cores): the 2-rank AdamW case is in the quick tier, the others (the mixed
 // precision ones among them) extended. The cases against DataParallel or an uninterrupted run (recompute among them),
-// and the refusals, draw their data from a seed and run our side only (0.4 to 6 s each on the same machine): quick.
+// and the refusals, draw their data from a seed and run our side only (0.4 to 7 s each on the same machine): quick.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -211,6 +211,16 @@ int run_reshard(const fs::path& dir, const std::string& subdir) {
   return 0;
 }
 
+/// The elements of callbacks::Ema's average this rank holds during a fit (at each epoch's end).
+struct AverageSize {
+  int64_t* numel;
+  template <class Ctx>
+  void on_epoch_end(Ctx& ctx) {
+    *numel = 0;
+    for (const auto& t : ctx.template get<pt::callbacks::Ema>().average()) *numel += t.numel();
+  }
+};
+
 /// Scenario "ema": callbacks::Ema (decay 0.8 with a ramp of tau 3, every POLICYTRAIN_FSDP_EMA_EVERY steps taken) at
 /// POLICYTRAIN_FSDP_STAGE (3, or 0: DataParallel), SGD with momentum on <dir>/data and <dir>/init, a validation after
 /// each of 2 epochs (the average swapped in), checkpoint::Disk (last.ckpt, best.ckpt with best.pt, final.pt) in
@@ -241,8 +251,10 @@ int run_ema(const fs::path& dir, const std::string& subdir) {
   torch::optim::SGD opt(task.net->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   const bool resume = env("POLICYTRAIN_FSDP_RESUME", "0") == "1";
   pt::checkpoint::Disk disk({.directory = dir / (subdir + "-run"), .best = true, .resume = resume ? "auto" : "", .log = nullptr});
+  int64_t average_numel = -1;
   pt::Trainer trainer(task, opt, std::move(parallel), std::move(disk),
-                      pt::callbacks::Ema({.decay = 0.8, .tau = 3, .every = std::stoll(env("POLICYTRAIN_FSDP_EMA_EVERY", "1"))}));
+                      pt::callbacks::Ema({.decay = 0.8, .tau = 3, .every = std::stoll(env("POLICYTRAIN_FSDP_EMA_EVERY", "1"))}),
+                      AverageSize{&average_numel});
   const auto result = trainer.fit(loader, val, {.epochs = 2, .max_steps = std::stoll(env("POLICYTRAIN_FSDP_UNTIL", "-1"))});
   const auto& ema = trainer.template get<pt::callbacks::Ema>();
   if (ema.sharded()) throw std::runtime_error("the average is still sharded after fit");
@@ -258,6 +270,7 @@ int run_ema(const fs::path& dir, const std::string& subdir) {
     out[fmt::format("val.{}.accuracy", result.validation_steps[i])] = torch::tensor(result.validation[i].get("accuracy"), torch::kDouble);
   }
   out["steps"] = torch::tensor(trainer.state().global_step);
+  out["average_numel"] = torch::tensor(average_numel);
   save_tensors(dir / subdir / fmt::format("rank{}", rank), out);
   return 0;
 }
@@ -647,6 +660,18 @@ TEST_CASE("stage 3 with callbacks::Ema (each rank averaging its shards) ends bit
     CHECK(dp.count("val.8.loss") == 1);
     CHECK_FALSE(torch::equal(dp.at("ema.fc.weight"), dp.at("param.fc.weight")));  // the average is not the weights
     same_exports(dir / "stage0-run", dir / "stage3-run");
+    // During the fit each rank of stage 3 holds its rows of the average: the two ranks' rows make the whole one,
+    // which each DataParallel rank holds (rank 1's rows are fewer where a parameter's rows do not split evenly).
+    int64_t whole = 0, first = 0;  // first: rank 0's rows, torch.chunk's first piece of every parameter
+    for (const auto& [name, t] : dp)
+      if (name.rfind("ema.", 0) == 0) {
+        whole += t.numel();
+        first += (t.size(0) + 1) / 2 * (t.numel() / t.size(0));
+      }
+    const auto rows = [&](int r) { return load_tensors(dir / "stage3" / fmt::format("rank{}", r)).at("average_numel").item<int64_t>(); };
+    CHECK(dp.at("average_numel").item<int64_t>() == whole);
+    CHECK(rows(0) == first);
+    CHECK(rows(1) == whole - first);
   }
 }
 
