@@ -251,16 +251,6 @@ int main(int argc, char** argv) {
                 static_cast<long long>(test.x.size(0)),
                 cfg.data.string().c_str(), torch::get_num_threads());
 
-    if (par.zero == 3) {
-      // What stage 3 does not compose with yet: each reads the model's parameters outside their units (the EMA
-      // reads the whole parameters, a recomputed block's batch norm its weights directly).
-      const auto refuse = [](const char* flag, const char* why) {
-        throw std::invalid_argument(std::string("--zero 3 cannot compose with ") + flag + " yet: " + why +
-                                    "; leave it out, or use --zero 2");
-      };
-      if (cfg.recompute) refuse("--recompute", "a recomputed block reads its batch norm's weights outside the unit");
-      if (ckpt_flags.ema) refuse("--ema", "the EMA reads the whole parameters, which stage 3 frees between steps");
-    }
     fmnist::Classifier task(cfg.width, cfg.recompute, cfg.label_smoothing,
                             cfg.block == "conv-pool-bn-relu" ? fmnist::BlockOrder::conv_pool_bn_relu
                                                              : fmnist::BlockOrder::conv_bn_relu_pool,

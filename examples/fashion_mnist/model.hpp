@@ -75,9 +75,15 @@ struct CnnImpl : torch::nn::Module {
     const auto features = conv3 ? torch::relu(norm(call(conv3, x), bn3)) : x;
     return call(fc2, drop(torch::relu(call(fc1, features.flatten(1)))));
   }
-  /// batch_norm(x, bn), through bn's unit when it has one and no recompute is under way.
+  /// batch_norm(x, bn), through bn's unit when it has one (in a recompute too: the unit gathers its weights for
+  /// the functional batch norm that reads them).
   torch::Tensor norm(const torch::Tensor& x, torch::nn::BatchNorm2d& bn) {
-    return policytrain::memory::recomputing() ? batch_norm(x, bn) : call(bn, x);
+    if (!policytrain::memory::recomputing()) return call(bn, x);
+    for (auto& [layer, unit] : unit_of)
+      if (layer == bn.get())
+        if (auto* u = dynamic_cast<policytrain::parallel::FullyShardedUnit*>(unit.ptr().get()))
+          return u->run(x, unit.ptr()->is_training(), [&bn](const torch::Tensor& in) { return batch_norm(in, bn); });
+    return batch_norm(x, bn);
   }
   /// `bn(x)`, except in a recompute, which normalises with the batch statistics again without updating the
   /// running statistics a second time (the same arithmetic: the output is bit for bit the forward's).

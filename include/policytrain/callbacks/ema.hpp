@@ -13,9 +13,17 @@
 /// Hooks: on_fit_begin (first copy), after_step (update), around_evaluate (the EMA weights are swapped in for
 /// the evaluation and swapped back, also when it throws), around_evaluated_weights (the same swap around a
 /// checkpoint policy's record of the weights that scored: best.ckpt's evaluated section, best.pt), on_weights_loaded
-/// (the average becomes a copy of weights loaded as the evaluated ones, so that `evaluate` evaluates them). Stateful: the average and the update count go into
-/// checkpoints. Refused (at fit begin) with stage 3 of parallel::ShardedDataParallel, whose parameters are freed
-/// between steps. Requires nothing else; put it after callbacks::DivergenceRollback so a rolled-back step is not averaged.
+/// (the average becomes a copy of weights loaded as the evaluated ones, so that `evaluate` evaluates them),
+/// before_save / after_save (stage 3: the whole average gathered for a checkpoint, and let go). Stateful: the average and the update count go into
+/// checkpoints. Requires nothing else; put it after callbacks::DivergenceRollback so a rolled-back step is not averaged.
+/// Under stage 3 of parallel::ShardedDataParallel (fully sharded parameters, freed between steps) the average follows
+/// the tensors the optimizer steps: each rank averages its own dim-0 rows of every parameter (the shards, total / N
+/// of the average per rank), with the same decay, ramp and `every`. For an evaluation the rows are swapped into the
+/// shards and the units' all-gather computes with the average (the groups gathered at that point gather again, and
+/// every group is freed after the swap back); a checkpoint's save gathers the whole average on every rank
+/// (before_save, a collective) for the state and the evaluated weights (best.pt), in an unsharded run's format, so a
+/// resume at any world size takes its rows; at fit end, once the module is whole again, the average is gathered
+/// whole (the final export, and an evaluation after fit, use it as at other stages).
 /// With `every` = k > 1 the average moves only at every k-th step taken, by the decay of that step raised to the
 /// k-th power (airbench's EMA every 5 steps): d_t^k is the decay k updates of d_t would apply to the average, so the
 /// ramp and the averaging horizon stay those of every=1, while the steps in between are sampled, not averaged.
@@ -37,11 +45,13 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include <policytrain/core/category.hpp>
 #include <policytrain/core/metrics.hpp>
 #include <policytrain/core/parameters.hpp>
 #include <policytrain/core/state_dict.hpp>
 #include <policytrain/detail/config.hpp>
 #include <policytrain/detail/format.hpp>
+#include <policytrain/parallel/dim0_shard.hpp>
 
 namespace policytrain::callbacks {
 
@@ -74,25 +84,19 @@ class Ema {
   int64_t updates() const { return updates_; }
   /// The decay of the t-th update.
   double decay_at(int64_t t) const { return o_.tau > 0 ? o_.decay * (1.0 - std::exp(-static_cast<double>(t) / o_.tau)) : o_.decay; }
-  /// The averaged parameters, in the module's parameter order, each tied tensor once (empty before the first fit).
+  /// The averaged parameters, in the module's parameter order, each tied tensor once (empty before the first fit);
+  /// during a fit at stage 3, this rank's dim-0 rows of each (sharded()).
   const std::vector<torch::Tensor>& average() const { return shadow_; }
+  /// Whether the average holds this rank's rows of the parameters (stage 3, during a fit) rather than whole tensors.
+  bool sharded() const { return sharded_; }
   /// The averaged floating-point buffers, in the module's buffer order (empty with average_buffers = false).
   const std::vector<torch::Tensor>& buffer_average() const { return buffer_shadow_; }
 
-  /// Copies the parameters as the first average. Throws std::invalid_argument when the parallel policy shards the
-  /// parameters (stage 3 of parallel::ShardedDataParallel): it frees the module's tensors between steps, so the
-  /// average would read freed storage after each step.
+  /// Copies the parameters as the first average (at stage 3, this rank's rows of them).
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     if (!o_.enabled) return;
-    if constexpr (requires { ctx.parameters_sharded(); })
-      if (ctx.parameters_sharded())
-        throw std::invalid_argument(policytrain::detail::error_message(
-            "policytrain::callbacks::Ema",
-            "the parallel policy shards the parameters (stage 3: they are freed between steps, and the average "
-            "reads them whole after every step)",
-            {}, "leave Ema out (Options::enabled = false), or train with stage 2 or DataParallel"));
-    bind(ctx.module());
+    bind_for(ctx);
   }
 
   /// After a step that was taken: moves the average towards the weights with the decay of that update (at every
@@ -100,7 +104,7 @@ class Ema {
   template <class Ctx>
   void after_step(Ctx& ctx, bool stepped) {
     if (!o_.enabled || !stepped) return;
-    if (shadow_.empty()) bind(ctx.module());
+    if (shadow_.empty()) bind_for(ctx);
     ++updates_;
     if (updates_ % o_.every != 0) return;
     const double d = std::pow(decay_at(updates_), static_cast<double>(o_.every));
@@ -113,11 +117,47 @@ class Ema {
     }
   }
 
-  /// Runs `evaluate` with the EMA weights swapped in.
+  /// Runs `evaluate` with the EMA weights swapped in (at stage 3: into the shards, which the units gather).
   template <class Ctx, class F>
   Metrics around_evaluate(Ctx& ctx, F&& evaluate) {
     if (!o_.enabled || shadow_.empty()) return evaluate();
+    if constexpr (requires { ctx.template policy<Category::parallel>().shards_changed(); })
+      if (sharded_) {
+        auto& par = ctx.template policy<Category::parallel>();
+        // The parallel policy's around_evaluate, outside this one, gathered the root from the trained shards: the
+        // groups gathered now gather again from the average. After the swap back every group is freed (local), so
+        // that training gathers the trained shards again; also when the evaluation throws (no collective then).
+        struct Swap {
+          Ema& e;
+          decltype(par)& p;
+          Swap(Ema& e, decltype(par)& p) : e(e), p(p) { e.swap(); }
+          ~Swap() {
+            e.swap();
+            p.reshard();
+          }
+        } swap(*this, par);
+        par.shards_changed();
+        return evaluate();
+      }
     return with_weights(ctx.module(), std::forward<F>(evaluate));
+  }
+
+  /// At stage 3, on every rank before a checkpoint serialises the state (after the parallel policy gathered the
+  /// module): the whole average, all-gathered from every rank's rows (a collective), for state_dict() and
+  /// around_evaluated_weights until after_save.
+  template <class Ctx>
+  void before_save(Ctx& ctx) {
+    if (!o_.enabled || !sharded_) return;
+    if constexpr (requires(torch::Tensor t) { ctx.template policy<Category::parallel>().gather_rows(t, t); }) {
+      auto& par = ctx.template policy<Category::parallel>();
+      gathered_.clear();
+      for (size_t i = 0; i < shadow_.size(); ++i) gathered_.push_back(par.gather_rows(fulls_[i], shadow_[i]));
+    }
+  }
+  /// After the save: the whole average let go again.
+  template <class Ctx>
+  void after_save(Ctx&) {
+    gathered_.clear();
   }
 
   /// Runs `fn` with the EMA weights swapped in, for a checkpoint policy recording the evaluated weights; returns
@@ -127,6 +167,22 @@ class Ema {
     if (!o_.enabled || shadow_.empty()) {
       fn();
       return "";
+    }
+    if (sharded_) {
+      // Stage 3, inside a save: the module is whole (the parallel policy gathered it), the average too (before_save).
+      if (gathered_.size() != fulls_.size())
+        throw std::logic_error(policytrain::detail::error_message(
+            "policytrain::callbacks::Ema",
+            "the evaluated weights were asked for outside a checkpoint's save while the average is sharded (stage 3)",
+            {}, "call it between Context::before_save and after_save, which gather the average"));
+      torch::NoGradGuard g;
+      struct Swap {
+        Ema& e;
+        explicit Swap(Ema& e) : e(e) { e.swap_whole(); }
+        ~Swap() { e.swap_whole(); }
+      } swap(*this);
+      fn();
+      return std::string(name);
     }
     with_weights(ctx.module(), std::forward<F>(fn));
     return std::string(name);
@@ -141,7 +197,7 @@ class Ema {
     pending_buffers_.clear();
     shadow_.clear();
     buffer_shadow_.clear();
-    bind(ctx.module());
+    bind_for(ctx);
   }
 
   /// Runs `fn` with the EMA weights in `m` (the module the average was taken of), then puts the trained
@@ -164,13 +220,40 @@ class Ema {
   void load_state_dict(const StateDict& d);
 
  private:
+  /// bind() with the shards the parallel policy steps in place of the module's parameters (stage 3 during a fit;
+  /// none otherwise), and, at stage 3, the average gathered whole at fit end.
+  template <class Ctx>
+  void bind_for(Ctx& ctx) {
+    std::vector<torch::Tensor> shards;
+    int64_t rank = 0, world = 1;
+    if constexpr (requires(torch::Tensor t) { ctx.template policy<Category::parallel>().gather_rows(t, t); })
+      if (ctx.parameters_sharded()) {
+        auto& par = ctx.template policy<Category::parallel>();
+        for (const auto& [n, p] : unique_named_parameters(ctx.module())) shards.push_back(par.shard(p));
+        rank = par.rank();
+        world = par.world_size();
+        par.on_unsharded([this, &par] {
+          if (!sharded_) return;
+          std::vector<torch::Tensor> whole;
+          for (size_t i = 0; i < shadow_.size(); ++i) whole.push_back(par.gather_rows(fulls_[i], shadow_[i]));
+          shadow_ = std::move(whole);
+          params_ = fulls_;
+          sharded_ = false;
+        });
+      }
+    bind(ctx.module(), std::move(shards), rank, world);
+  }
   /// Takes the module's parameters (each tensor once) and floating-point buffers; the average starts as their
-  /// copy (or as a loaded average).
-  void bind(torch::nn::Module& m);
+  /// copy (or as a loaded average). With `shards` (one per parameter, this rank's dim-0 rows of it among `world`
+  /// ranks), the average is of the shards: rows of the parameters, of a whole average kept from an earlier fit,
+  /// or of a loaded one.
+  void bind(torch::nn::Module& m, std::vector<torch::Tensor> shards = {}, int64_t rank = 0, int64_t world = 1);
   static std::vector<torch::Tensor> match(const std::vector<std::string>& names, const std::vector<torch::Tensor>& live,
                                           std::map<std::string, torch::Tensor>& pending, const char* what);
   void adopt_pending() {
-    auto s = match(names_, params_, pending_, "parameter");
+    auto s = match(names_, fulls_, pending_, "parameter");
+    if (sharded_)
+      for (auto& t : s) t = parallel::dim0_piece(t, rank_, world_).clone();
     auto b = match(buffer_names_, buffers_, pending_buffers_, "buffer");
     shadow_ = std::move(s);
     buffer_shadow_ = std::move(b);
@@ -187,12 +270,22 @@ class Ema {
     swap(params_, shadow_);
     swap(buffers_, buffer_shadow_);
   }
+  /// Stage 3 inside a save: the module's whole parameters and the whole average exchanged (and the buffers).
+  void swap_whole() {
+    torch::NoGradGuard g;
+    swap(fulls_, gathered_);
+    swap(buffers_, buffer_shadow_);
+  }
 
   Options o_;
   int64_t updates_ = 0;
   std::vector<std::string> names_;
   std::vector<std::string> buffer_names_;
   std::vector<torch::Tensor> params_, shadow_, buffers_, buffer_shadow_;
+  std::vector<torch::Tensor> fulls_;     ///< the module's parameters (params_ holds their shards when sharded_)
+  std::vector<torch::Tensor> gathered_;  ///< stage 3: the whole average during a save (before_save to after_save)
+  bool sharded_ = false;                 ///< shadow_ holds this rank's rows of the parameters (stage 3 in a fit)
+  int64_t rank_ = 0, world_ = 1;         ///< whose rows, among how many ranks
   std::map<std::string, torch::Tensor> pending_, pending_buffers_;
 };
 
@@ -200,7 +293,9 @@ class Ema {
 #if POLICYTRAIN_DEFINE
 POLICYTRAIN_DECL StateDict Ema::state_dict() const {
   StateDict d{{"updates", scalar_tensor(updates_)}};
-  for (size_t i = 0; i < shadow_.size(); ++i) d.emplace("average/" + names_[i], shadow_[i]);
+  // Stage 3 in a save: the whole average (before_save), so the checkpoint holds what an unsharded run's does.
+  const auto& avg = gathered_.size() == shadow_.size() && !gathered_.empty() ? gathered_ : shadow_;
+  for (size_t i = 0; i < avg.size(); ++i) d.emplace("average/" + names_[i], avg[i]);
   for (size_t i = 0; i < buffer_shadow_.size(); ++i) d.emplace("buffer/" + buffer_names_[i], buffer_shadow_[i]);
   return d;
 }
@@ -214,14 +309,15 @@ POLICYTRAIN_DECL void Ema::load_state_dict(const StateDict& d) {
   if (!pending_.empty() && !params_.empty()) adopt_pending();
 }
 
-POLICYTRAIN_DECL void Ema::bind(torch::nn::Module& m) {
+POLICYTRAIN_DECL void Ema::bind(torch::nn::Module& m, std::vector<torch::Tensor> shards, int64_t rank, int64_t world) {
   params_.clear();
+  fulls_.clear();
   names_.clear();
   buffers_.clear();
   buffer_names_.clear();
   for (auto& [name, p] : unique_named_parameters(m)) {
     names_.push_back(name);
-    params_.push_back(p);
+    fulls_.push_back(p);
   }
   if (o_.average_buffers)
     for (auto& [name, b] : unique_named_buffers(m))
@@ -229,13 +325,30 @@ POLICYTRAIN_DECL void Ema::bind(torch::nn::Module& m) {
         buffer_names_.push_back(name);
         buffers_.push_back(b);
       }
+  const bool rows = !shards.empty();
+  // What the average holds now: this rank's rows (an earlier bind of this fit), or whole tensors (an earlier fit's,
+  // gathered at its end, or a run without stage 3).
+  const bool had_rows = sharded_;
+  params_ = rows ? std::move(shards) : fulls_;
+  sharded_ = rows;
+  rank_ = rank;
+  world_ = world;
+  const auto same_shapes = [](const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i].sizes() != b[i].sizes()) return false;
+    return true;
+  };
+  torch::NoGradGuard g;
   if (!pending_.empty()) {
     adopt_pending();
-  } else if (shadow_.size() != params_.size() || buffer_shadow_.size() != buffers_.size()) {
-    torch::NoGradGuard g;
+  } else if (rows && !had_rows && same_shapes(shadow_, fulls_) && buffer_shadow_.size() == buffers_.size()) {
+    for (auto& s : shadow_) s = parallel::dim0_piece(s, rank, world).clone();  // an earlier fit's whole average
+  } else if (rows != had_rows || !same_shapes(shadow_, params_) || buffer_shadow_.size() != buffers_.size()) {
     shadow_.clear();
     buffer_shadow_.clear();
-    for (const auto& p : params_) shadow_.push_back(p.detach().clone());
+    for (const auto& p : fulls_)
+      shadow_.push_back(rows ? parallel::dim0_piece(p.detach(), rank, world).clone() : p.detach().clone());
     for (const auto& b : buffers_) buffer_shadow_.push_back(b.detach().clone());
   }
 }

@@ -62,11 +62,9 @@ class FullyShardedUnit {
   /// The unit's group, null when not sharded.
   const std::shared_ptr<detail::UnitHooks>& shard_group() const { return group_; }
 
- protected:
-  /// `reshard_after_forward`: see reshard_after_forward().
-  explicit FullyShardedUnit(bool reshard_after_forward) : reshard_after_forward_(reshard_after_forward) {}
-
-  /// Runs `fn(x)` with the unit's parameters gathered, and arms the backward's hooks (see the file comment).
+  /// Runs `fn(x)` with the unit's parameters gathered, and arms the backward's hooks (see the file comment): the
+  /// unit's forward, and a computation that reads the unit's parameters outside it (the main job's recomputed batch
+  /// norm, through the functional API).
   template <class F>
   at::Tensor run(const at::Tensor& input, bool training, F&& fn) {
     if (!group_) return fn(input);
@@ -93,6 +91,10 @@ class FullyShardedUnit {
     group_->post_forward();
     return y;
   }
+
+ protected:
+  /// `reshard_after_forward`: see reshard_after_forward().
+  explicit FullyShardedUnit(bool reshard_after_forward) : reshard_after_forward_(reshard_after_forward) {}
 
  private:
   /// `x` in the group's input dtype when it is floating point (FSDP2's cast_forward_inputs), else `x`.

@@ -280,6 +280,29 @@ class FullShard {
       if (!was_unsharded_[i]) groups[i]->reshard();
   }
 
+  /// Every group that is gathered now gathers again (the shards changed outside a step); in the model's order, the
+  /// root last, on every rank alike (a collective).
+  void regather() {
+    for (auto* g : all())
+      if (g->unsharded()) {
+        g->reshard();
+        g->unshard();
+      }
+  }
+
+  /// All-gathers `rows` (this rank's rows of the module's parameter `full`, in its shard's shape) into `full`'s
+  /// shape (a collective). Throws std::invalid_argument for a tensor no group holds, or rows of another shape.
+  torch::Tensor gather_like(const torch::Tensor& full, const torch::Tensor& rows) {
+    auto it = by_impl_.find(full.unsafeGetTensorImpl());
+    if (it == by_impl_.end() || rows.sizes() != it->second->shard.sizes())
+      throw std::invalid_argument(policytrain::detail::error_message(
+          "policytrain::parallel::ShardedDataParallel",
+          policytrain::detail::format("stage 3: rows of shape {} to gather for a tensor of shape {} that {}", rows.sizes(),
+                                      full.sizes(), it == by_impl_.end() ? "is no sharded parameter" : "has shards of another shape"),
+          {}, "pass a parameter of the model and a tensor of its shard's shape"));
+    return root_->gather_rows(*it->second, rows);
+  }
+
   /// Bytes of the shards this rank keeps (parameters).
   int64_t shard_bytes() const {
     int64_t n = 0;

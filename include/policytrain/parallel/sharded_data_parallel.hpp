@@ -50,8 +50,9 @@
 /// ever creates state for and steps shards. No Reducer, no partition, no broadcast after the step. At fit end every
 /// rank gathers the whole model again (the module is whole after fit, as one process's). See fully_shard.hpp.
 /// Activation recompute composes: a unit inside a recomputed segment gathers again for the recomputed forward, and
-/// reduce-scatters once the segment's backward reached its input. callbacks::Ema refuses stage 3 at fit begin (it
-/// would read the freed parameters). ShardingOptions::mp_policy: mixed precision of the gathered parameters, as
+/// reduce-scatters once the segment's backward reached its input. callbacks::Ema averages each rank's shards (its
+/// rows of every parameter) through shard(), shards_changed(), reshard(), gather_rows() and on_unsharded().
+/// ShardingOptions::mp_policy: mixed precision of the gathered parameters, as
 /// FSDP2's MixedPrecisionPolicy (shard_group.hpp).
 /// Stage 3's checkpoints: consolidated (before_save gathers the whole model and state: fully_sharded.hpp), or sharded
 /// (set_sharded_save): nothing is gathered; every rank writes its rows of every parameter (parameter_shards) and
@@ -62,6 +63,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <memory>
 #include <stdexcept>
@@ -221,6 +223,24 @@ class ShardedDataParallel {
   /// Stage 3: the shard the optimizer steps in place of the model's parameter `full` (undefined at other stages,
   /// with one process, or before fit begin).
   torch::Tensor shard(const torch::Tensor& full) const { return full_.built() ? full_.shard_of(full) : torch::Tensor(); }
+  /// Stage 3: the shards changed outside the optimizer's step (callbacks::Ema swapped its average in): every group
+  /// that is gathered now gathers again from them; the freed ones gather when used. A collective: every rank calls
+  /// it at the same point.
+  void shards_changed() {
+    if (full_.built() && full_.attached()) full_.regather();
+  }
+  /// Stage 3: frees every gathered group, so that the next use gathers the shards' current values (local).
+  void reshard() {
+    if (full_.built() && full_.attached()) full_.reshard_all();
+  }
+  /// Stage 3: all-gathers `rows`, this rank's dim-0 rows of the model's parameter `full` (a tensor of its shard's
+  /// shape: an average of the shard), into `full`'s shape. A collective: every rank calls it for the same parameter.
+  /// Throws std::invalid_argument for a tensor that is no sharded parameter.
+  torch::Tensor gather_rows(const torch::Tensor& full, const torch::Tensor& rows) { return full_.gather_like(full, rows); }
+  /// Stage 3: `f` runs on every rank at fit end once the module is whole again, before the policies after this one
+  /// end the fit (a point where every rank may call a collective): a policy that keeps tensors in the shards'
+  /// layout (callbacks::Ema's average) gathers them there. Every fit begin forgets the earlier fit's.
+  void on_unsharded(std::function<void()> f) { unsharded_.push_back(std::move(f)); }
   /// Stage 3: bytes of the parameter shards this rank keeps.
   int64_t shard_bytes() const { return full_.shard_bytes(); }
 
@@ -330,6 +350,7 @@ class ShardedDataParallel {
       if (!active()) return;
       // The optimizer's lists take the shards at the first epoch begin, after a resume loaded the checkpoint.
       full_.set_prefetch(z_.prefetch);
+      unsharded_.clear();
       if (!full_.built()) full_.build(ctx.module(), core_.group());
       else full_.attach(true);
       full_.set_mixed_precision(z_.mp_policy);
@@ -458,6 +479,7 @@ class ShardedDataParallel {
       // Stage 3: the module whole again on every rank, its units plain modules until the next fit.
       full_.unshard_all();
       full_.attach(false);
+      for (auto& f : std::exchange(unsharded_, {})) f();
     }
     core_.fit_end(ctx.module(), ctx.state());
     bytes_ = state_bytes(ctx.optimizer());
@@ -573,6 +595,7 @@ class ShardedDataParallel {
   bool swapped_ = true;        ///< stage 3: the optimizer's lists hold the shards in this fit
   std::unordered_set<const void*> shard_impls_;  ///< stage 3: the shards, once the optimizer's lists hold them
   int64_t export_bytes_now_ = 0, export_bytes_peak_ = 0;  ///< export_weights: gathered parameter bytes alive, the most
+  std::vector<std::function<void()>> unsharded_;  ///< stage 3: on_unsharded's, run at fit end
 };
 
 }  // namespace policytrain::parallel
