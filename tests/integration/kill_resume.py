@@ -2,7 +2,7 @@
 final weights are bit-identical to an uninterrupted run's (params_sha256 in summary.json), and that its metrics
 logs (logs/steps.csv, logs/epochs.csv) hold every step and epoch once, with the uninterrupted run's values.
 Usage: kill_resume.py FASHION_MNIST_EXE WORK_DIR [FLAG...]   (KILL_SEED=n reproduces a run's kill times; FLAGs are
-added to every run, e.g. --async-checkpoint; KILL_RESUME_EMA=0 leaves --ema out, which --zero 3 refuses). With
+added to every run, e.g. --async-checkpoint; KILL_RESUME_EMA=0 leaves --ema out). With
 --nproc, every rank is killed at once (the job's process group)."""
 import json, os, random, shutil, signal, subprocess, sys, time
 
