@@ -85,6 +85,8 @@ POLICYTRAIN_DECL void export_weights(const std::vector<std::pair<std::string, to
 /// leaves `file` as it was. Throws CheckpointError naming the file.
 class StreamedExport {
  public:
+  /// Opens a temporary file beside `file` and writes the pickled dict of `layout`'s names, dtypes and shapes (their
+  /// values are not read). Throws CheckpointError naming the file.
   POLICYTRAIN_DECL StreamedExport(const std::filesystem::path& file, const std::vector<std::pair<std::string, torch::Tensor>>& layout);
   POLICYTRAIN_DECL ~StreamedExport();
   StreamedExport(const StreamedExport&) = delete;

@@ -323,6 +323,7 @@ class ShardedDataParallel {
   void gather_parameters() {
     if (full_.built()) full_.unshard_all();
   }
+  /// Stage 3: frees what gather_parameters() gathered, while a fit is under way (after it the model stays whole).
   void release_parameters() {
     if (full_.built() && full_.attached()) full_.reshard_all();
   }
