@@ -67,7 +67,17 @@ POLICYTRAIN_DECL void check_pickle(std::string_view p, const std::string& record
       case 'M':  // BININT2
         need(2, "an argument"), i += 2;
         break;
-      case 'r': case 'J': case 'j':  // LONG_BINPUT, BININT, LONG_BINGET
+      case 'r': {  // LONG_BINPUT: the unpickler grows its memo table to the index + 1 before storing
+        need(4, "an argument");
+        const uint64_t memo = get_le(p.data() + i, 4);
+        // Each memo entry costs at least two bytes of pickle, so a valid index is below the pickle's size; a forged
+        // one made LibTorch's Unpickler::setInput allocate 27 GB (fuzz_archive).
+        if (memo >= p.size())
+          fail(file, policytrain::detail::format("the archive's record '{}' stores memo entry {} at byte {}, past any pickle of {} "
+                                 "bytes; the payload is forged or damaged", record, memo, i - 1, p.size()));
+        i += 4;
+      } break;
+      case 'J': case 'j':  // BININT, LONG_BINGET
         need(4, "an argument"), i += 4;
         break;
       case 'G':  // BINFLOAT
