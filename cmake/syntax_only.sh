@@ -3,6 +3,7 @@
 # runs the compile command with -fsyntax-only (the full front end, template instantiation included, no code
 # generation: about a third less time per header) and then leaves the empty object file the build expects.
 # The dependency file (-MD -MF) is written as usual, so a header's check reruns only when what it includes changes.
+# The arguments may start with another launcher (ccache, tests/CMakeLists.txt): it caches the -fsyntax-only compile.
 set -e
 out=
 prev=

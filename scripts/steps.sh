@@ -20,4 +20,17 @@ steps_table() {
   done
   printf '| total | %d | |\n' $((SECONDS - POLICYTRAIN_STEPS_T0))
 }
-trap steps_table EXIT
+# The table is also appended, with the date, the commit, the CPU and the load, to a log outside the checkout
+# (POLICYTRAIN_STEPS_LOG, default ~/.cache/policytrain/steps.log): a run whose output is not kept (a CI run that
+# passed) still tells the next developer on the same machine where its time went.
+steps_log() {
+  local log=${POLICYTRAIN_STEPS_LOG:-${XDG_CACHE_HOME:-$HOME/.cache}/policytrain/steps.log}
+  mkdir -p "$(dirname "$log")" 2>/dev/null || return 0
+  {
+    printf '\n# %s, %s, commit %s, CI=%s, %s, load %s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')" "$PWD" \
+      "$(git rev-parse --short HEAD 2>/dev/null || echo none)" "${CI:-}" \
+      "$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')" "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
+    steps_table
+  } >>"$log" 2>/dev/null || true
+}
+trap 'steps_table; steps_log' EXIT
