@@ -30,6 +30,12 @@
 namespace policytrain::checkpoint {
 
 #if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL Disk::Disk(const Disk&) = default;
+POLICYTRAIN_DECL Disk::Disk(Disk&&) noexcept = default;
+POLICYTRAIN_DECL Disk& Disk::operator=(const Disk&) = default;
+POLICYTRAIN_DECL Disk& Disk::operator=(Disk&&) noexcept = default;
+POLICYTRAIN_DECL Disk::~Disk() = default;
+
 POLICYTRAIN_DECL Disk::Disk(Options o) : o_(std::move(o)), layout_(o_.directory) {
   if (!o_.settings.empty() && !nlohmann::json::accept(o_.settings))
     throw std::invalid_argument(policytrain::detail::error_message("policytrain::checkpoint::Disk", "settings is not valid JSON; pass a JSON object as text"));
@@ -469,7 +475,8 @@ POLICYTRAIN_DECL std::string Disk::finish_sharded(const std::vector<std::pair<st
                                                   const nlohmann::json& meta, const std::vector<nlohmann::json>& common,
                                                   int64_t step, int64_t world, int64_t stage,
                                                   nlohmann::json params, const nlohmann::json& model,
-                                                  const std::function<void()>& after, const std::string* best_pt) {
+                                                  const nlohmann::json& state, const std::function<void()>& after,
+                                                  const std::string* best_pt) {
   try {
     // best.pt is staged before the first manifest and committed after the last: a best save's folder and its
     // export are both written, or neither (the files come best first).
@@ -479,7 +486,7 @@ POLICYTRAIN_DECL std::string Disk::finish_sharded(const std::vector<std::pair<st
     for (size_t i = 0; i < files.size(); ++i) {
       nlohmann::json m = meta;
       m["kind"] = files[i].second;
-      write_manifest(layout_.path(files[i].first), std::move(m), common.at(i), step, world, stage, params, model);
+      write_manifest(layout_.path(files[i].first), std::move(m), common.at(i), step, world, stage, params, model, state);
       ++files_written_;
       if (o_.verbose)
         say("policytrain::checkpoint: wrote {} ({} shard(s) and its manifest; epoch {}, step {})",

@@ -324,9 +324,14 @@ class Snapshot {
   Snapshot() = default;
   /// Copies the module's tensors and the optimizer's state, and (when given) the Trainer state and the CPU generator state.
   Snapshot(const torch::nn::Module& m, const torch::optim::Optimizer& opt, std::optional<StateDict> state = {},
+           bool with_rng = true)
+      : Snapshot(values(detail::named_tensors(m)), opt, std::move(state), with_rng) {}
+  /// Copies `tensors` (in place of a module's: stage 3's parameter shards and the buffers) and the optimizer's state,
+  /// and (when given) the Trainer state and the CPU generator state.
+  Snapshot(const std::vector<torch::Tensor>& tensors, const torch::optim::Optimizer& opt, std::optional<StateDict> state = {},
            bool with_rng = true) {
     torch::NoGradGuard g;
-    for (auto& [k, v] : detail::named_tensors(m)) tensors_.push_back(v.detach().clone());
+    for (const auto& v : tensors) tensors_.push_back(v.detach().clone());
     detail::OutputArchive a;
     opt.save(a);
     optimizer_ = detail::to_bytes(a);
@@ -337,6 +342,12 @@ class Snapshot {
     }
     if (with_rng) rng_ = detail::rng_state_cpu();
   }
+  /// Bytes of the tensors copied (the module's, or those given), without the optimizer's state.
+  int64_t tensor_bytes() const {
+    int64_t n = 0;
+    for (const auto& t : tensors_) n += t.numel() * static_cast<int64_t>(t.element_size());
+    return n;
+  }
   /// Whether nothing was captured (default-constructed).
   bool empty() const { return optimizer_.empty(); }
   /// The Trainer state captured, if any.
@@ -344,10 +355,11 @@ class Snapshot {
 
   /// Puts the module's tensors, the optimizer's state and the generator back (the Trainer state is the
   /// caller's to restore: `state()`).
-  void restore(torch::nn::Module& m, torch::optim::Optimizer& opt) const {
+  void restore(torch::nn::Module& m, torch::optim::Optimizer& opt) const { restore(values(detail::named_tensors(m)), opt); }
+  /// restore() into `live`, the tensors given at construction (in the same order).
+  void restore(const std::vector<torch::Tensor>& live, torch::optim::Optimizer& opt) const {
     torch::NoGradGuard g;
-    auto live = detail::named_tensors(m);
-    for (size_t i = 0; i < live.size() && i < tensors_.size(); ++i) live[i].second.copy_(tensors_[i]);
+    for (size_t i = 0; i < live.size() && i < tensors_.size(); ++i) live[i].detach().copy_(tensors_[i]);
     detail::InputArchive a;
     detail::from_bytes(a, optimizer_);
     opt.state().clear();
@@ -357,6 +369,11 @@ class Snapshot {
   }
 
  private:
+  static std::vector<torch::Tensor> values(const std::vector<std::pair<std::string, torch::Tensor>>& named) {
+    std::vector<torch::Tensor> out;
+    for (const auto& [k, v] : named) out.push_back(v);
+    return out;
+  }
   std::vector<torch::Tensor> tensors_;
   std::string optimizer_;
   std::optional<StateDict> state_;

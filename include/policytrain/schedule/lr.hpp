@@ -76,6 +76,15 @@ class Lr {
     validate();
     best_ = worst();
   }
+  /// Copied and moved as its members are, out of line: the implicit members were generated in every file that
+  /// builds a Trainer with an Lr.
+  ///@{
+  Lr(const Lr&);
+  Lr(Lr&&) noexcept;
+  Lr& operator=(const Lr&);
+  Lr& operator=(Lr&&) noexcept;
+  ~Lr();
+  ///@}
 
   /// The metric a plateau schedule watches (checked against the task's metrics when fit begins); empty otherwise.
   std::string monitored_metric() const { return o_.kind == Kind::plateau ? o_.monitor : std::string(); }
@@ -112,75 +121,14 @@ class Lr {
   /// step) and checks them against the options.
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
-    resolved_ = false;  // at the first epoch: the run's horizon, or this fit's with horizon_per_fit
-    auto& groups = ctx.optimizer().param_groups();
-    // What this run's optimizer asks for, before a checkpoint policy's resume (later in the hook order) loads the
-    // checkpoint's optimizer and schedule over it: compared at the first epoch (OnResume).
-    asked_lr_.clear();
-    asked_momentum_.clear();
-    for (const auto& g : groups) {
-      asked_lr_.push_back(g.options().get_lr());
-      asked_momentum_.push_back(momentum_of(g.options()));
-    }
-    resumed_ = false;
-    if (groups.size() < base_lr_.size())
-      throw std::invalid_argument(policytrain::detail::error_message(
-          policytrain::detail::format("policytrain::{}", name),
-          policytrain::detail::format(
-              "the optimizer has {} param groups but the schedule's state has {} (an optimizer loses no "
-              "group between fits, so this state came from another optimizer); load a state saved with this optimizer, "
-              "or give the schedule a fresh state",
-              groups.size(), base_lr_.size())));
-    for (size_t g = base_lr_.size(); g < groups.size(); ++g) {
-      base_lr_.push_back(groups[g].options().get_lr());
-      base_momentum_.push_back(momentum_of(groups[g].options()));
-    }
-    // A group that joins starts unreduced by a plateau, as PyTorch's ReduceLROnPlateau leaves a group it has not
-    // reduced yet.
-    if (plateau_factor_.size() < base_lr_.size()) plateau_factor_.resize(base_lr_.size(), 1.0);
-    for (size_t g = 0; g < groups.size(); ++g) {
-      if (!std::isnan(base_momentum_[g])) continue;
-      if (o_.warmup_momentum >= 0)
-        throw std::invalid_argument(policytrain::detail::error_message(
-            name, policytrain::detail::format("warmup_momentum is set but param group {}'s optimizer has no "
-                                              "momentum (SGD, RMSprop) or beta1 (Adam, AdamW); unset warmup_momentum",
-                                              g)));
-      if (o_.kind == Kind::onecycle && o_.cycle_momentum)
-        throw std::invalid_argument(policytrain::detail::error_message(
-            name, policytrain::detail::format("onecycle cycles the momentum (cycle_momentum, as PyTorch's "
-                                              "OneCycleLR) but param group {}'s optimizer has no momentum (SGD, "
-                                              "RMSprop) or beta1 (Adam, AdamW); set cycle_momentum = false",
-                                              g)));
-    }
-    for (size_t g : o_.bias_groups)
-      if (g >= groups.size())
-        throw std::invalid_argument(policytrain::detail::error_message(
-            name,
-            policytrain::detail::format("bias group {} but the optimizer has {} param groups", g, groups.size())));
+    begin_fit(ctx.optimizer());
   }
 
   /// Resolves the horizon on the first epoch, then sets every group's lr (and momentum).
   template <class Ctx>
   void on_epoch_begin(Ctx& ctx) {
-    if (!resolved_) {
-      std::vector<std::string> said;
-      if (resumed_) reconcile(said);
-      resolve(ctx, said);
-      if (!said.empty() && o_.log && ctx.is_main()) {
-        std::string lrs;
-        for (size_t g = 0; g < base_lr_.size(); ++g)
-          lrs += policytrain::detail::format("{}{:.6g}", g ? ", " : "", lr_at(g, t_));
-        std::fprintf(o_.log, "policytrain::schedule::Lr: %s at step %lld: %s; the next step's lr: %s%s\n",
-                     resumed_ ? "resumed" : "a later fit", static_cast<long long>(t_), joined(said).c_str(), lrs.c_str(),
-                     o_.on_resume == OnResume::keep
-                         ? " (LrOptions::on_resume = OnResume::take takes this run's values instead)"
-                         : " (LrOptions::on_resume = OnResume::keep continues the checkpoint's instead)");
-        std::fflush(o_.log);
-      }
-      resumed_ = false;
-      asked_lr_.clear();
-    }
-    apply(ctx);
+    if (!resolved_) resolve_first_epoch(fit_horizon(ctx), ctx.is_main());
+    apply(ctx.optimizer());
   }
 
   /// After an optimizer step: advances t (unless the step was skipped and count_skipped_steps is false) and
@@ -189,7 +137,7 @@ class Lr {
   void after_step(Ctx& ctx, bool stepped) {
     if (!stepped && !o_.count_skipped_steps) return;
     ++t_;
-    apply(ctx);
+    apply(ctx.optimizer());
   }
 
   /// Plateau: PyTorch's ReduceLROnPlateau.step(metric) — tracks the best value of the monitored metric and, after
@@ -219,7 +167,7 @@ class Lr {
       cooldown_left_ = o_.cooldown;
       bad_ = 0;
     }
-    if (resolved_) apply(ctx);
+    if (resolved_) apply(ctx.optimizer());
   }
 
   /// Step, base lr and momentum of every group, the persistent scale and the plateau's state.
@@ -272,61 +220,16 @@ class Lr {
     return h;
   }
 
-  /// The horizon: the run's (its first fit's, or the checkpoint's), or this fit's (see fit_horizon); a later fit or
-  /// a resume whose own differs says which it runs over (`said`).
-  template <class Ctx>
-  void resolve(Ctx& ctx, std::vector<std::string>& said) {
-    if (!o_.horizon_per_fit && o_.total_steps == 0 && recorded_) {
-      resolved_ = true;  // the run's horizon, from its first fit (or the state it was resumed from)
-      const Horizon f = fit_horizon(ctx);
-      if (f.total_steps > 0 && f.total_steps != h_.total_steps && needs_total_steps(o_.kind)) {
-        const bool take = resumed_ && o_.on_resume == OnResume::take;
-        said.push_back(policytrain::detail::format("the schedule's horizon {} steps {} (the run's was {}; this "
-                                                   "fit's epochs and max_steps give {})",
-                                                   take ? f.total_steps : h_.total_steps, take ? "taken" : "kept",
-                                                   h_.total_steps, f.total_steps));
-        if (take) h_ = f;
-      }
-      return;
-    }
-    h_ = fit_horizon(ctx);
-    const bool epoch_units = (o_.unit == Unit::epochs && (o_.kind == Kind::step || o_.kind == Kind::multistep ||
-                                                         o_.kind == Kind::exponential)) ||
-                             (o_.warmup_steps == 0 && o_.warmup_epochs > 0);
-    if (h_.steps_per_epoch == 0 && epoch_units)
-      throw std::invalid_argument(policytrain::detail::error_message(
-          name, policytrain::detail::format("the schedule counts in epochs but the training data does not say "
-                                            "how many batches an epoch has; give the lengths in steps")));
-    if (h_.total_steps <= 0 && needs_total_steps(o_.kind))
-      throw std::invalid_argument(policytrain::detail::error_message(
-          name, policytrain::detail::format("the '{}' schedule decays over the run but its length is unknown "
-                                            "(the training data has no size); set LrOptions::total_steps",
-                                            to_string(o_.kind))));
-    resolved_ = true;
-    recorded_ = true;
-    // A warmup as long as the run never reaches the base lr, and the decay never starts: said, not refused (a short
-    // trial run of a long recipe is a legitimate use).
-    const int64_t W = warmup_steps(o_, h_);
-    if (W > 0 && h_.total_steps > 0 && W >= h_.total_steps && o_.log && ctx.is_main()) {
-      std::fprintf(o_.log,
-                   "policytrain::schedule::Lr: the warmup of %lld steps is as long as the run (%lld steps): the lr "
-                   "never reaches its base value and the '%s' schedule never starts; shorten the warmup or lengthen the "
-                   "run\n",
-                   static_cast<long long>(W), static_cast<long long>(h_.total_steps), std::string(to_string(o_.kind)).c_str());
-      std::fflush(o_.log);
-    }
-  }
-
-  template <class Ctx>
-  void apply(Ctx& ctx) {
-    auto& groups = ctx.optimizer().param_groups();
-    for (size_t g = 0; g < groups.size() && g < base_lr_.size(); ++g) {
-      auto& opts = groups[g].options();
-      opts.set_lr(lr_at(g, t_));
-      const double m = momentum_at(g, t_);
-      if (!std::isnan(m)) set_momentum(opts, m);
-    }
-  }
+  /// At fit begin: records this run's optimizer's lrs and momenta and the groups that join (on_fit_begin).
+  void begin_fit(torch::optim::Optimizer& optimizer);
+  /// At the fit's first epoch: reconciles a resume, resolves the horizon (`fit`: this fit's, fit_horizon) and says
+  /// what it changed on the main process (on_epoch_begin).
+  void resolve_first_epoch(const Horizon& fit, bool is_main);
+  /// The horizon: the run's (its first fit's, or the checkpoint's), or this fit's (`f`, see fit_horizon); a later
+  /// fit or a resume whose own differs says which it runs over (`said`).
+  void resolve(const Horizon& f, bool is_main, std::vector<std::string>& said);
+  /// Sets every group's lr (and momentum) for step t_.
+  void apply(torch::optim::Optimizer& optimizer);
 
   LrOptions o_;
   Horizon h_;
@@ -343,6 +246,130 @@ class Lr {
 
 // Lr's non-template members: defined here header-only, in <policytrain/src.hpp> with separate compilation.
 #if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL Lr::Lr(const Lr&) = default;
+POLICYTRAIN_DECL Lr::Lr(Lr&&) noexcept = default;
+POLICYTRAIN_DECL Lr& Lr::operator=(const Lr&) = default;
+POLICYTRAIN_DECL Lr& Lr::operator=(Lr&&) noexcept = default;
+POLICYTRAIN_DECL Lr::~Lr() = default;
+
+POLICYTRAIN_DECL void Lr::begin_fit(torch::optim::Optimizer& optimizer) {
+  resolved_ = false;  // at the first epoch: the run's horizon, or this fit's with horizon_per_fit
+  auto& groups = optimizer.param_groups();
+  // What this run's optimizer asks for, before a checkpoint policy's resume (later in the hook order) loads the
+  // checkpoint's optimizer and schedule over it: compared at the first epoch (OnResume).
+  asked_lr_.clear();
+  asked_momentum_.clear();
+  for (const auto& g : groups) {
+    asked_lr_.push_back(g.options().get_lr());
+    asked_momentum_.push_back(momentum_of(g.options()));
+  }
+  resumed_ = false;
+  if (groups.size() < base_lr_.size())
+    throw std::invalid_argument(policytrain::detail::error_message(
+        policytrain::detail::format("policytrain::{}", name),
+        policytrain::detail::format(
+            "the optimizer has {} param groups but the schedule's state has {} (an optimizer loses no "
+            "group between fits, so this state came from another optimizer); load a state saved with this optimizer, "
+            "or give the schedule a fresh state",
+            groups.size(), base_lr_.size())));
+  for (size_t g = base_lr_.size(); g < groups.size(); ++g) {
+    base_lr_.push_back(groups[g].options().get_lr());
+    base_momentum_.push_back(momentum_of(groups[g].options()));
+  }
+  // A group that joins starts unreduced by a plateau, as PyTorch's ReduceLROnPlateau leaves a group it has not
+  // reduced yet.
+  if (plateau_factor_.size() < base_lr_.size()) plateau_factor_.resize(base_lr_.size(), 1.0);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (!std::isnan(base_momentum_[g])) continue;
+    if (o_.warmup_momentum >= 0)
+      throw std::invalid_argument(policytrain::detail::error_message(
+          name, policytrain::detail::format("warmup_momentum is set but param group {}'s optimizer has no "
+                                            "momentum (SGD, RMSprop) or beta1 (Adam, AdamW); unset warmup_momentum",
+                                            g)));
+    if (o_.kind == Kind::onecycle && o_.cycle_momentum)
+      throw std::invalid_argument(policytrain::detail::error_message(
+          name, policytrain::detail::format("onecycle cycles the momentum (cycle_momentum, as PyTorch's "
+                                            "OneCycleLR) but param group {}'s optimizer has no momentum (SGD, "
+                                            "RMSprop) or beta1 (Adam, AdamW); set cycle_momentum = false",
+                                            g)));
+  }
+  for (size_t g : o_.bias_groups)
+    if (g >= groups.size())
+      throw std::invalid_argument(policytrain::detail::error_message(
+          name,
+          policytrain::detail::format("bias group {} but the optimizer has {} param groups", g, groups.size())));
+}
+
+POLICYTRAIN_DECL void Lr::resolve_first_epoch(const Horizon& fit, bool is_main) {
+  std::vector<std::string> said;
+  if (resumed_) reconcile(said);
+  resolve(fit, is_main, said);
+  if (!said.empty() && o_.log && is_main) {
+    std::string lrs;
+    for (size_t g = 0; g < base_lr_.size(); ++g)
+      lrs += policytrain::detail::format("{}{:.6g}", g ? ", " : "", lr_at(g, t_));
+    std::fprintf(o_.log, "policytrain::schedule::Lr: %s at step %lld: %s; the next step's lr: %s%s\n",
+                 resumed_ ? "resumed" : "a later fit", static_cast<long long>(t_), joined(said).c_str(), lrs.c_str(),
+                 o_.on_resume == OnResume::keep
+                     ? " (LrOptions::on_resume = OnResume::take takes this run's values instead)"
+                     : " (LrOptions::on_resume = OnResume::keep continues the checkpoint's instead)");
+    std::fflush(o_.log);
+  }
+  resumed_ = false;
+  asked_lr_.clear();
+}
+
+POLICYTRAIN_DECL void Lr::resolve(const Horizon& f, bool is_main, std::vector<std::string>& said) {
+  if (!o_.horizon_per_fit && o_.total_steps == 0 && recorded_) {
+    resolved_ = true;  // the run's horizon, from its first fit (or the state it was resumed from)
+    if (f.total_steps > 0 && f.total_steps != h_.total_steps && needs_total_steps(o_.kind)) {
+      const bool take = resumed_ && o_.on_resume == OnResume::take;
+      said.push_back(policytrain::detail::format("the schedule's horizon {} steps {} (the run's was {}; this "
+                                                 "fit's epochs and max_steps give {})",
+                                                 take ? f.total_steps : h_.total_steps, take ? "taken" : "kept",
+                                                 h_.total_steps, f.total_steps));
+      if (take) h_ = f;
+    }
+    return;
+  }
+  h_ = f;
+  const bool epoch_units = (o_.unit == Unit::epochs && (o_.kind == Kind::step || o_.kind == Kind::multistep ||
+                                                       o_.kind == Kind::exponential)) ||
+                           (o_.warmup_steps == 0 && o_.warmup_epochs > 0);
+  if (h_.steps_per_epoch == 0 && epoch_units)
+    throw std::invalid_argument(policytrain::detail::error_message(
+        name, policytrain::detail::format("the schedule counts in epochs but the training data does not say "
+                                          "how many batches an epoch has; give the lengths in steps")));
+  if (h_.total_steps <= 0 && needs_total_steps(o_.kind))
+    throw std::invalid_argument(policytrain::detail::error_message(
+        name, policytrain::detail::format("the '{}' schedule decays over the run but its length is unknown "
+                                          "(the training data has no size); set LrOptions::total_steps",
+                                          to_string(o_.kind))));
+  resolved_ = true;
+  recorded_ = true;
+  // A warmup as long as the run never reaches the base lr, and the decay never starts: said, not refused (a short
+  // trial run of a long recipe is a legitimate use).
+  const int64_t W = warmup_steps(o_, h_);
+  if (W > 0 && h_.total_steps > 0 && W >= h_.total_steps && o_.log && is_main) {
+    std::fprintf(o_.log,
+                 "policytrain::schedule::Lr: the warmup of %lld steps is as long as the run (%lld steps): the lr "
+                 "never reaches its base value and the '%s' schedule never starts; shorten the warmup or lengthen the "
+                 "run\n",
+                 static_cast<long long>(W), static_cast<long long>(h_.total_steps), std::string(to_string(o_.kind)).c_str());
+    std::fflush(o_.log);
+  }
+}
+
+POLICYTRAIN_DECL void Lr::apply(torch::optim::Optimizer& optimizer) {
+  auto& groups = optimizer.param_groups();
+  for (size_t g = 0; g < groups.size() && g < base_lr_.size(); ++g) {
+    auto& opts = groups[g].options();
+    opts.set_lr(lr_at(g, t_));
+    const double m = momentum_at(g, t_);
+    if (!std::isnan(m)) set_momentum(opts, m);
+  }
+}
+
 POLICYTRAIN_DECL StateDict Lr::state_dict() const {
   StateDict d{{"step", scalar_tensor(t_)},
               {"groups", scalar_tensor(static_cast<int64_t>(base_lr_.size()))},

@@ -55,35 +55,57 @@ POLICYTRAIN_DECL void load_counters(const StateDict& d, TrainState& s)
 ;
 #endif
 
-/// "<policy name>/", the prefix of a stateful policy's entries.
-template <class P>
-std::string state_prefix() {
+/// "<name>/", the prefix of a stateful policy's entries.
+POLICYTRAIN_DECL std::string state_prefix(std::string_view name)
+#if POLICYTRAIN_DEFINE
+{
   // Built in place: `std::string(name) + "/"` made GCC 12 warn at -O1 (-Warray-bounds, a false positive in its
   // inlined concatenation) in files that instantiate a Trainer with a stateful policy.
-  const std::string_view name = policy_name<P>();
   std::string prefix;
   prefix.reserve(name.size() + 1);
   prefix.append(name.data(), name.size());
   prefix.push_back('/');
   return prefix;
 }
+#else
+;
+#endif
+
+/// Adds the entries of `part` (the state_dict() of the policy named `name`) to `d`, under "<name>/". Not a
+/// template: compiled once with separate compilation, whatever the policies.
+POLICYTRAIN_DECL void add_policy_state(StateDict& d, std::string_view name, const StateDict& part)
+#if POLICYTRAIN_DEFINE
+{
+  const std::string prefix = state_prefix(name);
+  for (auto& [k, v] : part) {
+    // Appended in place: `prefix + k` made GCC 12 warn (-Warray-bounds, a false positive in its inlined
+    // std::string concatenation) in every file that instantiates a Trainer.
+    std::string key;
+    key.reserve(prefix.size() + k.size());
+    key.append(prefix).append(k);
+    d.emplace(std::move(key), v);
+  }
+}
+#else
+;
+#endif
+
+/// The entries of `d` under "<name>/", the prefix removed (the state of the policy named `name`).
+POLICYTRAIN_DECL StateDict policy_state(const StateDict& d, std::string_view name)
+#if POLICYTRAIN_DEFINE
+{
+  return sub_state(d, state_prefix(name));
+}
+#else
+;
+#endif
 
 /// Adds each stateful policy's state_dict() to `d`, under its prefix.
 template <class Tuple>
 void add_policies_state(StateDict& d, const Tuple& policies) {
   std::apply([&](const auto&... p) {
     ([&]<class P>(const P& q) {
-      if constexpr (Stateful<P>) {
-        const std::string prefix = state_prefix<P>();
-        for (auto& [k, v] : q.state_dict()) {
-          // Appended in place: `prefix + k` made GCC 12 warn (-Warray-bounds, a false positive in its inlined
-          // std::string concatenation) in every file that instantiates a Trainer.
-          std::string key;
-          key.reserve(prefix.size() + k.size());
-          key.append(prefix).append(k);
-          d.emplace(std::move(key), v);
-        }
-      }
+      if constexpr (Stateful<P>) add_policy_state(d, policy_name<P>(), q.state_dict());
     }(p), ...);
   }, policies);
 }
@@ -93,7 +115,7 @@ template <class Tuple>
 void load_policies_state(const StateDict& d, Tuple& policies) {
   std::apply([&](auto&... p) {
     ([&]<class P>(P& q) {
-      if constexpr (Stateful<P>) q.load_state_dict(sub_state(d, state_prefix<P>()));
+      if constexpr (Stateful<P>) q.load_state_dict(policy_state(d, policy_name<P>()));
     }(p), ...);
   }, policies);
 }

@@ -269,8 +269,7 @@ class Trainer {
     torch::NoGradGuard no_grad;
     MetricCollection* epoch = epoch_metrics();
     auto run = [&]() -> Metrics {
-      MetricsAccumulator acc;
-      if (epoch) epoch->reset();
+      detail::EvalPass pass(epoch);
       int64_t i = 0;
       // A sharded loader pads the end of a rank's shard with repeated samples (TensorLoader, from_torch with a
       // DistributedSequentialSampler): they are not counted.
@@ -279,17 +278,12 @@ class Trainer {
       for (auto&& item : data) {
         if (limit_batches >= 0 && i++ >= limit_batches) break;
         Batch b = to_device(item);
-        if (keep >= 0) {
-          if (b.size() > keep) b = Batch{b.x.slice(0, 0, keep), b.y.slice(0, 0, keep)};
-          keep -= b.size();
-          if (b.size() == 0) continue;
-        }
+        if (!detail::EvalPass::trim(b, keep)) continue;
         Prediction p = wrap_forward([&] { return task_.validation_step(b); });
-        acc.add(p.loss, p.output, b.y, p.metrics);
-        if (epoch) epoch->update(p.output, b.y);
+        pass.add(p, b);
       }
-      policy<Category::parallel>().reduce_metrics(ctx_, acc);
-      Metrics m = acc.result();
+      policy<Category::parallel>().reduce_metrics(ctx_, pass.accumulator());
+      Metrics m = pass.accumulator().result();
       if (epoch) {
         policy<Category::parallel>().reduce_metric_states(ctx_, epoch->states());
         // Every rank computes the epoch's values from the reduced states; one without a batch too.
