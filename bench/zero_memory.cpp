@@ -14,9 +14,9 @@
 // rank's LibTorch CPU tensors over the run (activations and buffers in flight included).
 // Stage 3 (z3, ShardingOptions::prefetch on; z3-noprefetch off): both models with every layer that has parameters a
 // parallel::FullyShard unit (the same modules for every variant: without stage 3 a unit calls its layer). Its params
-// column is the parameter shards plus the peak of the gathered bytes alive at once (gathered parameters and the
-// all-gathers' in and out buffers in flight, detail::GatheredBytes: the transient cost of stage 3), measured over
-// the steps (the whole model that every rank builds before fit begin is not in it: FSDP2 without the meta device
+// column is the parameter shards plus the peak of the gathered bytes alive at once (the gathered parameters, a
+// prefetched unit's from its issue: an all-gather writes into them in place and allocates nothing else;
+// detail::GatheredBytes: the transient cost of stage 3), measured over the steps (the whole model that every rank builds before fit begin is not in it: FSDP2 without the meta device
 // has it too); its formula is total / N (+ padding) for parameters, gradients and both moments, plus the largest
 // unit's unsharded bytes and, with prefetch, the next largest (the unit gathered ahead).
 #include <algorithm>

@@ -149,7 +149,8 @@ void add_flags(CLI::App& app, Config& c) {
 /// The task: the GPT, and what one training and one validation step compute on a batch of windows.
 struct LanguageModel {
   tiny_lm::Gpt gpt;
-  explicit LanguageModel(const tiny_lm::GptConfig& c) : gpt(c) {}
+  /// `units`: each block a parallel::FullyShard unit (--zero 3).
+  LanguageModel(const tiny_lm::GptConfig& c, bool units) : gpt(c, units) {}
   torch::nn::Module& module() { return *gpt; }
   torch::Tensor training_step(const pt::Batch& b) {
     const auto logits = gpt->forward(b.x);
@@ -291,7 +292,8 @@ int main(int argc, char** argv) {
                   static_cast<long long>(train.tokens()), static_cast<long long>(val.tokens()),
                   cfg.data.string().c_str(), static_cast<long long>(world_size), torch::get_num_threads());
 
-    LanguageModel task(cfg.model);
+    // --zero 3: each block a unit of fully sharded parameters (gathered for its compute only), the rest the root.
+    LanguageModel task(cfg.model, /*units=*/par.zero == 3);
     if (!cfg.init_weights.empty() && dp.is_main()) pt::checkpoint::export_weights(task.module(), cfg.init_weights);
     // Before the optimizer takes the parameters; the Trainer moves each batch to the model's device.
     const torch::Device device = cfg.device == "cuda"
@@ -331,6 +333,28 @@ int main(int argc, char** argv) {
     // The step log: --log-dir, or beside the checkpoints (summary.json's validations come from it).
     const fs::path log_dir = !cfg.log_dir.empty() || cfg.checkpoint.empty() ? cfg.log_dir : cfg.checkpoint / "logs";
     const auto wall0 = std::chrono::steady_clock::now();
+    // The parallel policy's counters after training; at stage 3 also this rank's bytes of the blocks' parameter
+    // shards against their whole bytes (about 1 / world size of them when the blocks are units).
+    auto parallel_summary = [&](auto& trainer) {
+      const auto& p = trainer.template policy<pt::Category::parallel>();
+      nlohmann::json d = par.describe(p);
+      if constexpr (std::is_same_v<std::decay_t<decltype(p)>, pt::parallel::ShardedDataParallel>) {
+        int64_t units = 0, rows = 0, whole = 0;
+        for (const auto& m : task.module().modules(/*include_self=*/false))
+          units += dynamic_cast<const pt::parallel::FullyShardedUnit*>(m.get()) != nullptr;
+        for (const auto& s : p.parameter_shards()) {
+          if (!s.name.starts_with("h.")) continue;
+          int64_t numel = 1;
+          for (int64_t n : s.shape) numel *= n;
+          rows += s.rows.numel() * static_cast<int64_t>(s.rows.element_size());
+          whole += numel * static_cast<int64_t>(s.rows.element_size());
+        }
+        d["units"] = units;
+        d["block_shard_bytes"] = rows;
+        d["block_bytes"] = whole;
+      }
+      return d;
+    };
     auto finish = [&](auto& trainer) -> int {
       const auto result = trainer.fit(train, val, fit);
       if (result.stopped_at_step) {
@@ -377,7 +401,7 @@ int main(int argc, char** argv) {
                         .c_str());
       // [/snippet:sample]
       if (!cfg.summary.empty()) {
-        const nlohmann::json summary{
+        nlohmann::json summary{
             {"steps", result.global_steps},
             {"validation", validation},
             {"best", {{"step", st.best_step}, {"loss", st.best_metric}}},
@@ -399,6 +423,7 @@ int main(int argc, char** argv) {
               {"precision", precision_flags.describe()}, {"zero", par.zero}, {"seed", cfg.seed},
               {"threads", torch::get_num_threads()}, {"keep_freed_memory", cfg.keep_freed_memory},
               {"corpus", cfg.corpus.string()}, {"device", cfg.device}}}};
+        summary["parallel"] = parallel_summary(trainer);
         std::ofstream(cfg.summary) << summary.dump(2) << "\n";
       }
       return 0;

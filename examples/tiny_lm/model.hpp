@@ -3,6 +3,9 @@
 // causal self-attention (scaled_dot_product_attention) and a GELU MLP, a final LayerNorm, and the output projection
 // tied to the token embedding. Module names follow nanoGPT's (wte, wpe, h.<i>.attn.c_attn, ..., ln_f), so the
 // exported weights load into a torch.nn model of the same names (tests/parity/tiny_lm.py).
+// With `units` (tiny_lm's `--zero 3`), each block is a parallel::FullyShard unit in h's place (the embeddings, ln_f
+// and the tied head stay in the root): the wrapper registers the block's children under their own names, so the
+// parameter names, their order and the checkpoints are those of the model without units.
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -10,6 +13,8 @@
 #include <vector>
 
 #include <torch/torch.h>
+
+#include <policytrain/parallel/fully_shard.hpp>
 
 namespace tiny_lm {
 
@@ -74,11 +79,16 @@ struct GptImpl : torch::nn::Module {
   torch::nn::ModuleList h;
   torch::nn::LayerNorm ln_f{nullptr};
 
-  explicit GptImpl(GptConfig c) : config(c) {
+  /// With `units`, each block is a parallel::FullyShard unit (see the file comment); without stage 3 a unit calls
+  /// its block directly.
+  explicit GptImpl(GptConfig c, bool units = false) : config(c) {
     wte = register_module("wte", torch::nn::Embedding(c.vocab, c.d_model));
     wpe = register_module("wpe", torch::nn::Embedding(c.block, c.d_model));
     h = register_module("h", torch::nn::ModuleList());
-    for (int64_t i = 0; i < c.layers; ++i) h->push_back(Block(c));
+    for (int64_t i = 0; i < c.layers; ++i) {
+      if (units) h->push_back(policytrain::parallel::FullyShard<Block>(Block(c)));
+      else h->push_back(Block(c));
+    }
     ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
     init_weights();
   }
@@ -87,7 +97,10 @@ struct GptImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& idx) {
     const auto pos = torch::arange(idx.size(1), torch::TensorOptions().dtype(torch::kLong).device(idx.device()));
     auto x = wte->forward(idx) + wpe->forward(pos);
-    for (const auto& block : *h) x = block->as<Block>()->forward(x);
+    for (const auto& block : *h) {
+      if (auto* unit = block->as<policytrain::parallel::FullyShard<Block>>()) x = unit->forward(x);
+      else x = block->as<Block>()->forward(x);
+    }
     // The output projection is the token embedding (weight tying): one matrix, counted once by the optimizer.
     return torch::nn::functional::linear(ln_f->forward(x), wte->weight);
   }

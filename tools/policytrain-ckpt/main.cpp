@@ -30,10 +30,20 @@ bool verify_one(const fs::path& p) {
   try {
     if (ck::Layout::is_sharded(p)) {
       const auto man = ck::verify_sharded(p);
-      std::printf("ok   %s: sharded, step %lld, %zu shard(s) of world size %lld, stage %lld; every SHA-256 matches\n",
+      // Stage 3: the rows of every sharded parameter and state entry (callbacks::Ema's average) put together, so that
+      // a shard lacking one, or rows that do not make up the recorded shape, fail here rather than at a resume.
+      const auto& sh = man["sharded"];
+      const size_t params = sh.contains("model") ? sh["model"].size() : 0, state = sh.contains("state") ? sh["state"].size() : 0;
+      if (params + state > 0)
+        (void)ck::merge_model(p, man, ck::read_file(p / sh["common"]["file"].get<std::string>()));
+      const std::string rows = params + state == 0 ? std::string()
+                                                   : "; the rows of " + std::to_string(params) + " parameter(s) and " +
+                                                         std::to_string(state) + " state entr" + (state == 1 ? "y" : "ies") +
+                                                         " make up their shapes";
+      std::printf("ok   %s: sharded, step %lld, %zu shard(s) of world size %lld, stage %lld; every SHA-256 matches%s\n",
                   p.string().c_str(), static_cast<long long>(man.value("global_step", int64_t{0})),
-                  man["sharded"]["shards"].size(), static_cast<long long>(man["sharded"].value("world_size", int64_t{0})),
-                  static_cast<long long>(man["sharded"].value("stage", int64_t{0})));
+                  sh["shards"].size(), static_cast<long long>(sh.value("world_size", int64_t{0})),
+                  static_cast<long long>(sh.value("stage", int64_t{0})), rows.c_str());
     } else {
       const auto raw = ck::read_file(p);  // header, both CRC-32s and the length
       std::printf("ok   %s: single file, step %lld\n", p.string().c_str(),
@@ -88,6 +98,14 @@ int info(const fs::path& target) {
                 static_cast<long long>(p.value("group", int64_t{0})), static_cast<long long>(p.value("position", int64_t{0})),
                 p["shape"].dump().c_str(), p.value("dtype", "").c_str(),
                 p["file"].is_null() ? "(no state)" : p["file"].get<std::string>().c_str());
+  // Stage 3: what the shards hold as rows (chunk rows per rank on dim 0).
+  for (const auto* list : {"model", "state"})
+    if (s.contains(list))
+      for (const auto& m : s[list])
+        std::printf("  rows (%s) %s %s %s chunk %lld of world size %lld\n", list, m.value("name", "").c_str(),
+                    m["shape"].dump().c_str(), m.value("dtype", "").c_str(),
+                    static_cast<long long>(m.value("chunk", int64_t{0})),
+                    static_cast<long long>(m.value("world_size", int64_t{0})));
   return 0;
 }
 

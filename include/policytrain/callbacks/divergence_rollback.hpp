@@ -13,6 +13,10 @@
 /// are rolled back, and without spike detection the combination is refused at fit begin). Put it before
 /// callbacks::Ema in the Trainer's arguments. Cost: one read of the loss per step (a device sync on CUDA), and
 /// a copy of weights and optimizer state per snapshot; when `enabled` is false, a branch per hook.
+/// Under stage 3 of parallel::ShardedDataParallel (parameters sharded on dim 0, freed between steps) a snapshot holds
+/// what the rank owns: its shard of every parameter (the tensors the optimizer steps), the buffers and the shards'
+/// optimizer state, total / N of the weights per rank; a rollback writes them back and the units that are gathered
+/// gather again (ShardedDataParallel::shards_changed, a collective at the point where every rank rolls back).
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -67,6 +71,8 @@ class DivergenceRollback {
 
   /// Rollbacks so far.
   int64_t rollbacks() const { return rollbacks_; }
+  /// Bytes of the weights and buffers the last snapshot copied (at stage 3, this rank's shards: total / N of the weights).
+  int64_t snapshot_bytes() const { return last_good_.tensor_bytes(); }
   /// The global step of the snapshot a rollback returns to.
   int64_t snapshot_step() const { return snapshot_step_; }
 
@@ -74,15 +80,7 @@ class DivergenceRollback {
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
     if (!o_.enabled) return;
-    // Stage 3 frees the module's parameters between steps: a snapshot would copy freed storage, and a restore would
-    // write whole tensors where the optimizer steps shards. Refused on every rank alike.
-    if constexpr (requires { ctx.parameters_sharded(); })
-      if (ctx.parameters_sharded())
-        throw std::invalid_argument(policytrain::detail::error_message(
-            "policytrain::callbacks::DivergenceRollback",
-            "the parallel policy shards the parameters (stage 3: they are freed between steps, and a snapshot "
-            "copies them whole)",
-            {}, "leave DivergenceRollback out (Options::enabled = false), or train with stage 2 or DataParallel"));
+    bind(ctx);
     if constexpr (requires { ctx.template policy<Category::precision>().on_nonfinite; }) {
       if (ctx.template policy<Category::precision>().on_nonfinite == NonFinite::error && o_.spike_factor <= 0)
         throw std::invalid_argument(policytrain::detail::error_message(
@@ -117,9 +115,26 @@ class DivergenceRollback {
   void load_state_dict(const StateDict& d) { rollbacks_ = state_int(d, "rollbacks"); }
 
  private:
+  /// Stage 3 (the parallel policy shards the parameters and frees them between steps): what the rank owns, each
+  /// parameter's shard (the tensor the optimizer steps) in place of the parameter, and the buffers, so that a
+  /// snapshot holds total / N of the weights; otherwise nothing (the module's tensors are snapshot).
+  template <class Ctx>
+  void bind(Ctx& ctx) {
+    owned_.clear();
+    if constexpr (requires(const torch::Tensor& t) { ctx.template policy<Category::parallel>().shard(t); })
+      if (ctx.parameters_sharded()) {
+        auto& par = ctx.template policy<Category::parallel>();
+        for (const auto& [k, t] : checkpoint::detail::named_tensors(ctx.module())) {
+          auto shard = par.shard(t);
+          owned_.push_back(shard.defined() ? shard : t);
+        }
+      }
+  }
+
   template <class Ctx>
   void take(Ctx& ctx) {
-    last_good_ = checkpoint::Snapshot(ctx.module(), ctx.optimizer(), std::nullopt, /*with_rng=*/false);
+    last_good_ = owned_.empty() ? checkpoint::Snapshot(ctx.module(), ctx.optimizer(), std::nullopt, /*with_rng=*/false)
+                                : checkpoint::Snapshot(owned_, ctx.optimizer(), std::nullopt, /*with_rng=*/false);
     snapshot_step_ = ctx.state().global_step;
   }
 
@@ -137,7 +152,15 @@ class DivergenceRollback {
     auto& opt = ctx.optimizer();
     std::vector<double> lrs;
     for (auto& g : opt.param_groups()) lrs.push_back(g.options().get_lr());
-    last_good_.restore(ctx.module(), opt);
+    if (owned_.empty()) {
+      last_good_.restore(ctx.module(), opt);
+    } else {
+      last_good_.restore(owned_, opt);
+      // The units gathered now hold the diverged weights: they gather the restored shards again (a collective; every
+      // rank rolls back at this point, agree_any).
+      if constexpr (requires { ctx.template policy<Category::parallel>().shards_changed(); })
+        ctx.template policy<Category::parallel>().shards_changed();
+    }
     for (size_t i = 0; i < lrs.size(); ++i) opt.param_groups()[i].options().set_lr(lrs[i] * o_.lr_factor);
     if constexpr (requires { ctx.template policy<Category::schedule>().scale_lr(o_.lr_factor); })
       ctx.template policy<Category::schedule>().scale_lr(o_.lr_factor);
@@ -156,6 +179,7 @@ class DivergenceRollback {
 
   Options o_;
   checkpoint::Snapshot last_good_;
+  std::vector<torch::Tensor> owned_;  ///< stage 3: the shards and buffers a snapshot copies (bind); else empty
   int64_t snapshot_step_ = 0;
   int64_t rollbacks_ = 0;
   int64_t seen_ = 0;

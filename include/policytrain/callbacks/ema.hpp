@@ -8,6 +8,13 @@
 /// entry of the state_dict), every floating-point buffer (batch-norm running mean and variance). Integer buffers
 /// (num_batches_tracked) are not averaged: evaluation uses the live ones. With average_buffers = false, evaluation
 /// pairs the EMA weights with the live statistics.
+/// Under data parallelism each rank's batch norm moves its statistics with its own batch, so each rank's average of
+/// them differs. The average's buffers follow the model's: where the parallel policy broadcasts rank 0's buffers
+/// (DataParallelOptions::broadcast_buffers, DDP's rule, at every stage of ShardedDataParallel), rank 0's average of
+/// them is broadcast before every evaluation with the average (one collective of the buffers), so every rank
+/// evaluates rank 0's, the one a checkpoint keeps, best.pt and final.pt hold, and a resume restores on every rank;
+/// a resumed run validates bit for bit as the uninterrupted one. With broadcast_buffers = false every rank keeps
+/// and evaluates its own, as its buffers.
 /// Tied parameters (one tensor registered under two names) are averaged and swapped once
 /// (policytrain::unique_named_parameters); ModelEMA, iterating the state_dict, would update a tied tensor twice.
 /// Hooks: on_fit_begin (first copy), after_step (update), around_evaluate (the EMA weights are swapped in for
@@ -20,10 +27,12 @@
 /// the tensors the optimizer steps: each rank averages its own dim-0 rows of every parameter (the shards, total / N
 /// of the average per rank), with the same decay, ramp and `every`. For an evaluation the rows are swapped into the
 /// shards and the units' all-gather computes with the average (the groups gathered at that point gather again, and
-/// every group is freed after the swap back); a checkpoint's save gathers the whole average on every rank
-/// (before_save, a collective) for the state and the evaluated weights (best.pt), in an unsharded run's format, so a
-/// resume at any world size takes its rows; at fit end, once the module is whole again, the average is gathered
-/// whole (the final export, and an evaluation after fit, use it as at other stages).
+/// every group is freed after the swap back); a consolidated checkpoint's save gathers the whole average on every
+/// rank (before_save, a collective) for the state and the evaluated weights (best.pt), in an unsharded run's format;
+/// a sharded one (checkpoint::Disk::Options::sharded) gathers nothing: each rank writes its rows (state_rows), and
+/// best.pt and final.pt are gathered onto rank 0 from the shards with the rows swapped in (around_evaluated_weights).
+/// A resume at any world size takes its rows; at fit end, once the module is whole again, the average is gathered
+/// whole (an evaluation after fit uses it as at other stages).
 /// With `every` = k > 1 the average moves only at every k-th step taken, by the decay of that step raised to the
 /// k-th power (airbench's EMA every 5 steps): d_t^k is the decay k updates of d_t would apply to the average, so the
 /// ramp and the averaging horizon stay those of every=1, while the steps in between are sampled, not averaged.
@@ -32,6 +41,7 @@
 /// Cost: one copy of the parameters and floating-point buffers, four foreach kernels per k steps taken; when
 /// `enabled` is false, a branch per hook.
 #include <cmath>
+#include <concepts>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -117,10 +127,12 @@ class Ema {
     }
   }
 
-  /// Runs `evaluate` with the EMA weights swapped in (at stage 3: into the shards, which the units gather).
+  /// Runs `evaluate` with the EMA weights swapped in (at stage 3: into the shards, which the units gather); under
+  /// a parallel policy that broadcasts rank 0's buffers, with rank 0's average of them (a collective).
   template <class Ctx, class F>
   Metrics around_evaluate(Ctx& ctx, F&& evaluate) {
     if (!o_.enabled || shadow_.empty()) return evaluate();
+    buffers_from_rank0(ctx);
     if constexpr (requires { ctx.template policy<Category::parallel>().shards_changed(); })
       if (sharded_) {
         auto& par = ctx.template policy<Category::parallel>();
@@ -145,11 +157,15 @@ class Ema {
   /// At stage 3, on every rank before a checkpoint serialises the state (after the parallel policy gathered the
   /// module): the whole average, all-gathered from every rank's rows (a collective), for state_dict() and
   /// around_evaluated_weights until after_save.
+  /// A sharded checkpoint's save (the parallel policy's sharded_save()) gathers nothing: each rank writes its rows
+  /// (state_rows).
   template <class Ctx>
   void before_save(Ctx& ctx) {
     if (!o_.enabled || !sharded_) return;
     if constexpr (requires(torch::Tensor t) { ctx.template policy<Category::parallel>().gather_rows(t, t); }) {
       auto& par = ctx.template policy<Category::parallel>();
+      if constexpr (requires { par.sharded_save(); })
+        if (par.sharded_save()) return;
       gathered_.clear();
       for (size_t i = 0; i < shadow_.size(); ++i) gathered_.push_back(par.gather_rows(fulls_[i], shadow_[i]));
     }
@@ -168,13 +184,21 @@ class Ema {
       fn();
       return "";
     }
+    if (sharded_ && gathered_.size() != fulls_.size()) {
+      // Stage 3 outside a consolidated save (a sharded save's best.pt, final.pt before fit end gathers the model):
+      // the rows swapped into the shards as for an evaluation, which the export gathers onto rank 0
+      // (ShardedDataParallel::gather_to_main). On every rank.
+      if constexpr (requires { ctx.template policy<Category::parallel>().shards_changed(); }) {
+        (void)around_evaluate(ctx, [&] {
+          fn();
+          return Metrics();
+        });
+        return std::string(name);
+      }
+    }
     if (sharded_) {
-      // Stage 3, inside a save: the module is whole (the parallel policy gathered it), the average too (before_save).
-      if (gathered_.size() != fulls_.size())
-        throw std::logic_error(policytrain::detail::error_message(
-            "policytrain::callbacks::Ema",
-            "the evaluated weights were asked for outside a checkpoint's save while the average is sharded (stage 3)",
-            {}, "call it between Context::before_save and after_save, which gather the average"));
+      // Stage 3, inside a consolidated save: the module is whole (the parallel policy gathered it), the average too
+      // (before_save).
       torch::NoGradGuard g;
       struct Swap {
         Ema& e;
@@ -186,6 +210,17 @@ class Ema {
     }
     with_weights(ctx.module(), std::forward<F>(fn));
     return std::string(name);
+  }
+
+  /// Stage 3 in a sharded checkpoint's save (before_save gathered nothing): the entries of state_dict() that hold
+  /// this rank's rows of a parameter's average ("average/<name>"), each with the parameter's name in the model, so
+  /// that each rank writes its own rows as it does the parameters' (checkpoint::Disk); empty otherwise (state_dict()
+  /// holds whole tensors).
+  std::vector<std::pair<std::string, std::string>> state_rows() const {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (!o_.enabled || !sharded_ || gathered_.size() == shadow_.size()) return out;
+    for (const auto& n : names_) out.emplace_back("average/" + n, n);
+    return out;
   }
 
   /// The module now holds weights loaded as the evaluated ones (checkpoint::load_weights(trainer, file)): the
@@ -275,6 +310,26 @@ class Ema {
     torch::NoGradGuard g;
     swap(fulls_, gathered_);
     swap(buffers_, buffer_shadow_);
+  }
+
+  /// DDP's broadcast_buffers applied to the average: where the parallel policy makes every rank's buffers rank 0's
+  /// before an evaluation (DataParallelOptions::broadcast_buffers), the buffers' average becomes rank 0's as well (a
+  /// collective). Each rank's batch norm moves its running statistics with its own batch, so each rank's average of
+  /// them drifts from rank 0's between evaluations, as each rank's buffers do between DDP's broadcasts; what is
+  /// evaluated, then, is rank 0's average, the one a checkpoint keeps, best.pt and final.pt hold, and a resume
+  /// restores on every rank: a resumed run validates bit for bit as the uninterrupted one.
+  template <class Ctx>
+  void buffers_from_rank0(Ctx& ctx) {
+    if constexpr (requires {
+                    { ctx.template policy<Category::parallel>().active() } -> std::convertible_to<bool>;
+                    { ctx.template policy<Category::parallel>().options().broadcast_buffers } -> std::convertible_to<bool>;
+                    ctx.template policy<Category::parallel>().process_group().broadcast_coalesced(buffer_shadow_, 0, "");
+                  }) {
+      auto& par = ctx.template policy<Category::parallel>();
+      if (buffer_shadow_.empty() || !par.active() || !par.options().broadcast_buffers) return;
+      torch::NoGradGuard g;
+      par.process_group().broadcast_coalesced(buffer_shadow_, 0, "broadcast of rank 0's average of the buffers (callbacks::Ema)");
+    }
   }
 
   Options o_;

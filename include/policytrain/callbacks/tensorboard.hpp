@@ -11,7 +11,9 @@
 ///   histograms of every parameter (`weights/<name>`) and its gradient (`grads/<name>`) every `histogram_every`
 ///     steps (0: never): 30 equal-width buckets between the tensor's min and max, finite values only; under
 ///     ZeRO-2 (gradients sharded across the ranks) the whole averaged gradients, gathered from their owners on
-///     the histogram steps (a collective on every rank), as under DataParallel;
+///     the histogram steps (a collective on every rank), as under DataParallel; under stage 3 (parameters sharded
+///     and freed between steps) each parameter and its gradient all-gathered from the shards in turn, one tensor at
+///     a time (a collective per tensor on every rank), the same histograms as DataParallel's;
 ///   the run's `settings` as text (tag settings/text_summary), and `hparams` with val/loss and val/accuracy
 ///     as their metrics (the HParams tab shows the last values), as torch.utils.tensorboard's add_hparams.
 /// Every step axis is the optimizer step. Resume: at fit begin, events after the current step (written by a
@@ -100,15 +102,6 @@ class TensorBoard {
     since_ = {};
     since_samples_ = 0;
     since_tokens_ = 0;
-    // Stage 3 frees the module's parameters between steps and keeps the gradients in the optimizer's shards: a
-    // histogram would read freed storage. Refused on every rank alike (the histograms' gather is a collective).
-    if constexpr (requires { ctx.parameters_sharded(); })
-      if (enabled() && o_.histogram_every > 0 && ctx.parameters_sharded())
-        throw std::invalid_argument(policytrain::detail::error_message(
-            "policytrain::callbacks::TensorBoard",
-            policytrain::detail::format("histogram_every is {} and the parallel policy shards the parameters (stage "
-                                        "3: they are freed between steps)", o_.histogram_every),
-            {}, "set histogram_every = 0 (the scalars are written), or train with stage 2 or DataParallel"));
     if (!enabled() || !ctx.is_main()) return;
     std::filesystem::create_directories(o_.dir);
     const int64_t s0 = ctx.state().global_step;
@@ -145,8 +138,12 @@ class TensorBoard {
     const int64_t step = ctx.state().global_step;
     const bool histograms = enabled() && o_.histogram_every > 0 && step % o_.histogram_every == 0;
     // ZeRO-2: each rank holds its own partition's gradients; every rank takes part in gathering them (a collective).
+    // Stage 3: every rank takes part in gathering each parameter and its gradient in turn (sharded_histograms).
     std::vector<torch::Tensor> grads;
-    if (histograms) grads = whole_gradients(ctx);
+    tb_events::Message sharded;
+    bool sharded_done = false;
+    if (histograms) sharded_done = sharded_histograms(ctx, sharded);
+    if (histograms && !sharded_done) grads = whole_gradients(ctx);
     if (!f_.is_open()) return;
     bool wrote = false;
     if (step % o_.every == 0) {
@@ -178,7 +175,10 @@ class TensorBoard {
       since_tokens_ = 0;
       wrote = true;
     }
-    if (histograms) {
+    if (histograms && sharded_done) {
+      write(tb_events::event(now(), step).msg(5, sharded));
+      wrote = true;
+    } else if (histograms) {
       tb_events::Message summary;
       size_t i = 0;
       for (const auto& p : ctx.module().named_parameters(true)) {
@@ -289,6 +289,33 @@ class TensorBoard {
       off += n;
     }
     return grads;
+  }
+
+  /// Stage 3 (the parameters sharded on dim 0 and freed between steps, the gradients in the shards): each parameter
+  /// and then its gradient all-gathered from the ranks' rows, one tensor at a time (never the whole model), its
+  /// histogram added to `summary` on the main rank and the tensor let go. A collective: every rank calls it at the same
+  /// step. Returns false (nothing done) when the parameters are not sharded.
+  template <class Ctx>
+  bool sharded_histograms(Ctx& ctx, tb_events::Message& summary) {
+    if constexpr (requires(const torch::Tensor& t) { ctx.template policy<Category::parallel>().gather_rows(t, t); }) {
+      if (!ctx.parameters_sharded()) return false;
+      auto& par = ctx.template policy<Category::parallel>();
+      const bool main = f_.is_open();
+      torch::NoGradGuard ng;
+      for (const auto& p : ctx.module().named_parameters(true)) {
+        const auto shard = par.shard(p.value());
+        // A parameter that is not sharded is whole on every rank (not freed), with its gradient.
+        const auto weight = shard.defined() ? par.gather_rows(p.value(), shard.detach()) : p.value();
+        if (main) summary.msg(1, histogram("weights/" + p.key(), weight));
+        const auto g = shard.defined() ? shard.grad() : p.value().grad();
+        // The reduce-scatter gives every rank's shard a gradient, or none: the ranks agree on whether to gather.
+        if (!g.defined()) continue;
+        const auto grad = shard.defined() ? par.gather_rows(p.value(), g) : g;
+        if (main) summary.msg(1, histogram("grads/" + p.key(), grad));
+      }
+      return true;
+    }
+    return false;
   }
 
   // Summary.Value { string tag = 1; float simple_value = 2; HistogramProto histo = 5; TensorProto tensor = 8;

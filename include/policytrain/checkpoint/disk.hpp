@@ -36,6 +36,10 @@
 /// a manifest last; a resume reads only what this rank owns, at any world size (checkpoint/sharded.hpp). With
 /// `async` too, every rank stages its part into bytes at the step and writes it in the background; the manifest
 /// comes at the next save or fit end, once the ranks agree that every part is on disk (checkpoint/disk_save.hpp).
+/// At stage 3 of parallel::ShardedDataParallel a sharded save writes each rank's rows of the parameters and of the
+/// policies' per-row state (callbacks::Ema's average: their state_rows()); its best.pt, and final.pt (exported at fit
+/// end before the parallel policy gathers the model: its before_unshard), are gathered onto the main rank parameter by
+/// parameter, never the whole model on a rank.
 ///
 /// The pieces (docs/checkpoint.md, "Files"): the directory's file names, listing, rotation, set-aside and resume
 /// order: checkpoint/layout.hpp; run identity: checkpoint/run_identity.hpp; loading: checkpoint/load.hpp; the
@@ -50,6 +54,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -87,9 +92,51 @@ namespace detail {
 /// The parameters whose optimizer state this rank keeps under the context's parallel policy (checkpoint/disk_save.hpp).
 template <class Ctx>
 OwnsParameter owned_parameters(Ctx& ctx, bool all);
-/// Disk's save steps that need its context (checkpoint/disk_save.hpp).
-template <class Ctx>
+/// Disk's save steps (checkpoint/disk_save.hpp; compiled once with separate compilation), which see the context
+/// through a SaveContext.
 struct DiskSave;
+/// One parameter's rows on this rank under stage 3 (the parallel policy's parameter_shards, as a sharded save
+/// writes them into the rank's shard and the manifest's "model" layout).
+struct ParameterRows {
+  std::string name;            ///< the parameter's name in the model
+  torch::Tensor rows;          ///< this rank's rows (padding stripped; may have none)
+  std::vector<int64_t> shape;  ///< the whole parameter's shape
+  int64_t chunk = 0;           ///< rows per rank before clipping
+};
+/// The Trainer context as Disk's save sees it: what the save reads of it, and its hooks as plain function pointers
+/// (null: the context has no such hook), so that the save's code is compiled once, not for every Trainer (made by
+/// SaveContext::of, checkpoint/disk_save.hpp).
+struct SaveContext {
+  torch::nn::Module& module;            ///< the model
+  torch::optim::Optimizer& optimizer;   ///< the optimizer
+  const TrainState& state;              ///< the Trainer's state
+  bool is_main = true;                  ///< this process is the main rank
+  int64_t world_size = 1;               ///< the parallel policy's ranks
+  int64_t rank = 0;                     ///< this process's rank (0 under a policy without ranks)
+  int64_t stage = 0;                    ///< the parallel policy's sharding stage (0: none)
+  OwnsParameter owned{};                ///< owned_parameters(ctx, false): the state a sharded save writes here
+  void* ctx = nullptr;                  ///< the context, the first argument of the functions below
+  void (*flush_checks)(void*) = nullptr;
+  void (*before_checkpoint)(void*, bool epoch_end) = nullptr;
+  void (*before_save)(void*) = nullptr;
+  void (*after_save)(void*) = nullptr;
+  void (*set_sharded_save)(void*, bool on) = nullptr;  ///< the parallel policy's, when it has one
+  /// Stage 3's parallel policy: this rank's rows of every parameter (empty while the model holds them whole), and
+  /// export_weights' bytes of the module gathered onto rank 0 parameter by parameter (a collective; `each` sees
+  /// every tensor there: ShardedDataParallel::export_bytes).
+  std::vector<ParameterRows> (*parameter_shards)(void*) = nullptr;
+  std::string (*export_bytes)(void*, const std::function<void(size_t, const std::string&, const torch::Tensor&)>& each) = nullptr;
+  /// The Trainer state's entries that hold this rank's rows of a parameter (callbacks::Ema's average in a sharded
+  /// save at stage 3: the policies' state_rows(), their keys prefixed as in the Trainer's state), with the
+  /// parameter's name.
+  std::vector<std::pair<std::string, std::string>> (*state_rows)(void*) = nullptr;
+  bool (*agree_any)(void*, bool) = nullptr;
+  StateDict (*state_dict)(void*) = nullptr;
+  std::string (*with_evaluated_weights)(void*, const std::function<void()>&) = nullptr;
+  /// The view of `ctx`, valid while `ctx` is.
+  template <class Ctx>
+  static SaveContext of(Ctx& ctx);
+};
 /// Disk's sharded writes that need no context (checkpoint/disk_save.hpp; compiled once with separate compilation).
 struct ShardedWrites;
 /// An asynchronous sharded save in flight (checkpoint/disk_save.hpp).
@@ -103,6 +150,7 @@ struct ShardedPart {
   std::vector<nlohmann::json> common;                       ///< write_part's answer per folder (rank 0)
   nlohmann::json params;                                    ///< param_layout at the save's step
   nlohmann::json model;                                     ///< the manifest's "model" (stage 3's sharded parameters; else null)
+  nlohmann::json state;                                     ///< the manifest's "state" (the Trainer state's rows; else null)
   int64_t step = 0, world = 1, stage = 0;
   std::function<void()> after;                              ///< rotation, once the manifests are written
   std::shared_ptr<const std::string> shard;                 ///< this rank's shard
@@ -224,6 +272,15 @@ class Disk {
   Disk() = default;
   /// Validates `o.settings` as JSON nested at most kMaxMetaDepth - 1 deep; throws std::invalid_argument otherwise.
   explicit Disk(Options o);
+  /// Copied and moved as its members are, out of line (checkpoint/disk_impl.hpp): the implicit members were
+  /// generated in every file that builds a Trainer with a Disk.
+  ///@{
+  Disk(const Disk&);
+  Disk(Disk&&) noexcept;
+  Disk& operator=(const Disk&);
+  Disk& operator=(Disk&&) noexcept;
+  ~Disk();
+  ///@}
 
   /// The settings.
   const Options& options() const { return o_; }
@@ -264,11 +321,8 @@ class Disk {
   /// policy when `run.world_size` is 0.
   template <class Ctx>
   nlohmann::json fingerprint(Ctx& ctx) const {
-    RunInfo run = o_.run;
-    if (run.world_size == 0) {
-      run.world_size = static_cast<int64_t>(ctx.template policy<Category::parallel>().world_size());
-    }
-    return run_fingerprint(ctx.module(), ctx.optimizer(), run);
+    return fingerprint_of(ctx.module(), ctx.optimizer(),
+                          static_cast<int64_t>(ctx.template policy<Category::parallel>().world_size()));
   }
 
   /// Best metric, best epoch, metric history and the top-k list, for resume.
@@ -317,6 +371,26 @@ class Disk {
       if (at_zero && (resumed_from_.empty() || o_.weights_only) && ctx.is_main()) set_aside_other_runs();
     }
     last_saved_step_ = ctx.state().global_step;
+    // Stage 3: final.pt is exported at fit end while the shards still hold the weights, gathered onto the main rank
+    // parameter by parameter (ShardedDataParallel::export_weights), before the parallel policy gathers the whole
+    // model on every rank; on_fit_end settles its failure as the export's.
+    final_streamed_.reset();
+    if constexpr (requires(std::function<void()> f) { ctx.template policy<Category::parallel>().before_unshard(f); }) {
+      auto& par = ctx.template policy<Category::parallel>();
+      if (o_.export_final)
+        par.before_unshard([this, &ctx, &par] {
+          if (ctx.state().stop_at_step) return;  // no final.pt (on_fit_end)
+          std::string failure;
+          try {
+            const std::string evaluated =
+                ctx.with_evaluated_weights([&] { par.export_weights(ctx.module(), layout_.path(Layout::final_export())); });
+            if (ctx.is_main()) said_final(evaluated);
+          } catch (const CheckpointError& e) {
+            failure = e.what();
+          }
+          final_streamed_ = failure;
+        });
+    }
   }
 
   /// Writes step-N.ckpt every `every_steps` steps, else last.ckpt when `every_seconds` elapsed; after a step's
@@ -403,7 +477,7 @@ class Disk {
                           : std::vector<std::pair<std::string, std::string>>{}, false);
     // The last asynchronous write is on disk (or its failure agreed and raised) when fit returns; a sharded one
     // has its manifest.
-    if (o_.sharded) detail::DiskSave<Ctx>::settle(*this, ctx);
+    if (o_.sharded) settle_sharded(detail::SaveContext::of(ctx));
     else settle_write(ctx, ctx.is_main() ? finish_async_write() : std::string());
     struct Release {
       std::shared_ptr<RunLock>& lock;
@@ -413,14 +487,14 @@ class Disk {
     // finished run's weights) would pass them off as its result; the resumed run exports them at its end. (Every rank
     // agreed on the stop, so every rank returns here alike.)
     if (!o_.export_final || ctx.state().stop_at_step) return;
-    // The export is a write like the others: its failure is agreed, and stops every rank with its message.
+    // The export is a write like the others: its failure is agreed, and stops every rank with its message. At stage 3
+    // it was written before the model was gathered (on_fit_begin's before_unshard): its failure is settled here.
     std::string failure;
-    if (ctx.is_main()) {
-      const auto file = layout_.path(Layout::final_export());
+    if (final_streamed_) {
+      failure = *std::exchange(final_streamed_, std::nullopt);
+    } else if (ctx.is_main()) {
       try {
-        const std::string evaluated = ctx.with_evaluated_weights([&] { export_weights(ctx.module(), file); });
-        if (evaluated == "model") say("policytrain::checkpoint: exported the final weights to {}", file.string());
-        else say("policytrain::checkpoint: exported the evaluated weights ({}) to {}", evaluated, file.string());
+        said_final(ctx.with_evaluated_weights([&] { export_weights(ctx.module(), layout_.path(Layout::final_export())); }));
       } catch (const CheckpointError& e) {
         failure = e.what();
       }
@@ -437,31 +511,10 @@ class Disk {
   template <class Ctx>
   void save(Ctx& ctx, const std::vector<std::pair<std::string, std::string>>& files, bool epoch_end,
             std::function<void()> after = {}) {
-    // A deferred check (precision's non-finite loss) surfaces before weights it would condemn are written.
-    if constexpr (requires { ctx.flush_checks(); }) ctx.flush_checks();
-    // Logs kept beside the run (callbacks::MetricsLog) hold every row up to this step before the file exists, so
-    // that a resume from it finds no gap in them (rows written after it are dropped when they are reopened).
-    if constexpr (requires { ctx.before_checkpoint(epoch_end); }) ctx.before_checkpoint(epoch_end);
-    if (o_.sharded) return detail::DiskSave<Ctx>::sharded(*this, ctx, best_first(files), epoch_end, std::move(after));
-    std::string failure;
-    {
-      // Every rank: a sharded optimizer (parallel::ShardedDataParallel) gathers its whole state on the main rank
-      // here (a collective), and lets the other ranks' parts go again once the payload holds them.
-      struct AfterSave {
-        Ctx& c;
-        ~AfterSave() { if constexpr (requires { c.after_save(); }) c.after_save(); }
-      };
-      if constexpr (requires { ctx.before_save(); }) ctx.before_save();
-      AfterSave after_save{ctx};
-      last_saved_step_ = ctx.state().global_step;
-      if (ctx.is_main()) failure = write_main(ctx, best_first(files), epoch_end, std::move(after));
-      else last_write_ = Clock::now();
-    }
-    settle_write(ctx, failure);
+    save_erased(detail::SaveContext::of(ctx), files, epoch_end, std::move(after));
   }
 
  private:
-  template <class Ctx>
   friend struct detail::DiskSave;
   friend struct detail::ShardedWrites;
   // on_validation_end's work, which needs only the Trainer's state: compiled once with separate compilation.
@@ -477,18 +530,14 @@ class Disk {
             [&ctx](const StateDict& d) { ctx.load_state_dict(d); }, detail::owned_parameters(ctx, true)};
   }
 
+  /// save's work, through the context's view (compiled once with separate compilation, whatever the Trainer).
+  void save_erased(const detail::SaveContext& c, const std::vector<std::pair<std::string, std::string>>& files,
+                   bool epoch_end, std::function<void()> after);
+  /// The settle point of an asynchronous sharded save (detail::DiskSave::settle), at fit end.
+  void settle_sharded(const detail::SaveContext& c);
   /// The main rank's part of save: the payload, then write_checkpoint. Returns the write's failure ("": none).
-  template <class Ctx>
-  std::string write_main(Ctx& ctx, const std::vector<std::pair<std::string, std::string>>& files, bool epoch_end,
-                         std::function<void()> after) {
-    const auto t0 = Clock::now();
-    std::string evaluated, best_pt;
-    std::string payload = detail::DiskSave<Ctx>::main_payload(*this, ctx, files, epoch_end, evaluated, true, &best_pt);
-    const int64_t epoch = epoch_end ? ctx.state().epoch + 1 : ctx.state().epoch;
-    const int64_t batch = epoch_end ? 0 : ctx.state().batch_in_epoch;
-    return write_checkpoint(files, epoch, batch, ctx.state(), std::move(payload), std::move(best_pt),
-                            fingerprint_.is_null() ? fingerprint(ctx) : nlohmann::json(), std::move(after), t0, evaluated);
-  }
+  std::string write_main(const detail::SaveContext& c, const std::vector<std::pair<std::string, std::string>>& files,
+                         bool epoch_end, std::function<void()> after);
 
   /// `files` with the best ones first: a save writes them first, and its other files only once they are written
   /// (a last.ckpt that records a best no best.ckpt holds would be a disagreement a resume inherits).
@@ -521,6 +570,8 @@ class Disk {
     if (!ctx.agree_any(!failure.empty())) return;
     write_failed(failure);
   }
+  /// fingerprint's work, for a parallel policy of `world_size` ranks.
+  nlohmann::json fingerprint_of(torch::nn::Module& module, torch::optim::Optimizer& opt, int64_t world_size) const;
   /// The agreed failure's consequence (`failure`: "" on a rank other than the main one).
   void write_failed(const std::string& failure);
   /// The asynchronous write in flight finished; its failure ("": none, or no writer).
@@ -550,8 +601,8 @@ class Disk {
   /// `after`. Returns the failure.
   std::string finish_sharded(const std::vector<std::pair<std::string, std::string>>& files, const nlohmann::json& meta,
                              const std::vector<nlohmann::json>& common, int64_t step, int64_t world, int64_t stage,
-                             nlohmann::json params, const nlohmann::json& model, const std::function<void()>& after,
-                             const std::string* best_pt);
+                             nlohmann::json params, const nlohmann::json& model, const nlohmann::json& state,
+                             const std::function<void()>& after, const std::string* best_pt);
 
   void write_files(const std::vector<std::pair<std::string, std::string>>& files, nlohmann::json& meta,
                    const std::string& payload, int64_t epoch, int64_t step, std::atomic<int64_t>* written) const;
@@ -561,6 +612,13 @@ class Disk {
     if (!o_.log || quiet_) return;
     std::fprintf(o_.log, "%s\n", policytrain::detail::format(f, std::forward<A>(a)...).c_str());
     std::fflush(o_.log);
+  }
+
+  /// Says that final.pt holds the weights `evaluated` names (the context's with_evaluated_weights).
+  void said_final(const std::string& evaluated) const {
+    const auto file = layout_.path(Layout::final_export());
+    if (evaluated == "model") say("policytrain::checkpoint: exported the final weights to {}", file.string());
+    else say("policytrain::checkpoint: exported the evaluated weights ({}) to {}", evaluated, file.string());
   }
 
   /// Why `file` (metadata `meta`) is another run's, or "" when its fingerprint matches this run's (or it has none).
@@ -621,6 +679,7 @@ class Disk {
   std::shared_ptr<std::vector<detail::BestWrite>> owed_slot_ = std::make_shared<std::vector<detail::BestWrite>>();
   std::vector<std::shared_ptr<detail::ShardedPart>> sharded_owed_;
   double last_save_seconds_ = 0;
+  std::optional<std::string> final_streamed_;  // stage 3: final.pt exported before fit end gathered the model; its failure
 };
 
 }  // namespace policytrain::checkpoint

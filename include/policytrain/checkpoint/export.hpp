@@ -82,12 +82,16 @@ POLICYTRAIN_DECL void export_weights(const std::vector<std::pair<std::string, to
 /// shape in the file's order (the values are not read: a freed parameter of stage 3 gives its shape) and pickles the
 /// dict; write(i, values) writes tensor i's values straight into the file, in any order (torch.save's zip finds its
 /// records by name); finish() writes the dict and renames the file into place, fsynced. An export not finished
-/// leaves `file` as it was. Throws CheckpointError naming the file.
+/// leaves `file` as it was. Throws CheckpointError naming the file. Written in the layout's order, the file has
+/// export_weights' bytes for the same tensors.
 class StreamedExport {
  public:
   /// Opens a temporary file beside `file` and writes the pickled dict of `layout`'s names, dtypes and shapes (their
   /// values are not read). Throws CheckpointError naming the file.
   POLICYTRAIN_DECL StreamedExport(const std::filesystem::path& file, const std::vector<std::pair<std::string, torch::Tensor>>& layout);
+  /// The same export into memory: `bytes` (cleared) receives what the file would, finish() renames nothing
+  /// (checkpoint::Disk stages best.pt so, to write it with best.ckpt). `bytes` must outlive the export.
+  POLICYTRAIN_DECL StreamedExport(std::string& bytes, const std::vector<std::pair<std::string, torch::Tensor>>& layout);
   POLICYTRAIN_DECL ~StreamedExport();
   StreamedExport(const StreamedExport&) = delete;
   StreamedExport& operator=(const StreamedExport&) = delete;
@@ -97,6 +101,8 @@ class StreamedExport {
   POLICYTRAIN_DECL void finish();
 
  private:
+  /// Both constructors' work: the pickled dict of `layout`, and the writer.
+  POLICYTRAIN_DECL void open(const std::vector<std::pair<std::string, torch::Tensor>>& layout);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -105,6 +111,7 @@ class StreamedExport {
 struct StreamedExport::Impl {
   std::filesystem::path file, tmp;
   std::ofstream out;
+  std::string* memory = nullptr;  ///< the in-memory export's bytes (null: the file's)
   std::unique_ptr<caffe2::serialize::PyTorchStreamWriter> writer;
   std::string pickle;
   std::vector<size_t> record;  ///< layout index -> its record ("data/<record>") in the pickle
@@ -113,13 +120,24 @@ struct StreamedExport::Impl {
   bool finished = false;
 };
 
+POLICYTRAIN_DECL StreamedExport::StreamedExport(std::string& bytes, const std::vector<std::pair<std::string, torch::Tensor>>& layout)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->memory = &bytes;
+  impl_->file = "(an export staged in memory)";  // what its errors name
+  open(layout);
+}
+
 POLICYTRAIN_DECL StreamedExport::StreamedExport(const std::filesystem::path& file,
                                                 const std::vector<std::pair<std::string, torch::Tensor>>& layout)
     : impl_(std::make_unique<Impl>()) {
+  impl_->file = file;
+  impl_->tmp = file;
+  impl_->tmp += ".tmp-export-" + std::to_string(static_cast<long>(::getpid()));
+  open(layout);
+}
+
+POLICYTRAIN_DECL void StreamedExport::open(const std::vector<std::pair<std::string, torch::Tensor>>& layout) {
   auto& m = *impl_;
-  m.file = file;
-  m.tmp = file;
-  m.tmp += ".tmp-export-" + std::to_string(static_cast<long>(::getpid()));
   // Each tensor stands in as one of its dtype and shape on a storage of its size that holds no memory: the pickle
   // records a storage's size and key, never its bytes.
   c10::Dict<std::string, torch::Tensor> d;
@@ -135,17 +153,27 @@ POLICYTRAIN_DECL StreamedExport::StreamedExport(const std::filesystem::path& fil
     auto stand_in = torch::empty({0}, torch::TensorOptions().dtype(t.scalar_type())).set_(st, 0, sizes, strides);
     by_storage[stand_in.storage().unsafeGetStorageImpl()] = i;
     d.insert(layout[i].first, stand_in);
-    m.layout.emplace_back(layout[i].first, stand_in);
   }
   torch::jit::Pickler pickler([&](const char* p, size_t n) { m.pickle.append(p, n); }, nullptr, nullptr, nullptr, nullptr,
                               /*tag_aggregates=*/false);
   pickler.protocol();
   pickler.pushIValue(c10::IValue(d));
   pickler.stop();
+  // Kept only now: the Pickler memoizes a tensor referenced from elsewhere too (its use count), which export_bytes'
+  // copies are not, and the bytes would differ.
+  for (const auto& [k, v] : layout) m.layout.emplace_back(k, d.at(k));
   m.record.assign(layout.size(), 0);
   for (size_t k = 0; k < pickler.tensorData().size(); ++k)
     m.record[by_storage.at(pickler.tensorData()[k].storage().unsafeGetStorageImpl())] = k;
   m.written.assign(layout.size(), false);
+  if (m.memory) {
+    m.memory->clear();
+    m.writer = std::make_unique<caffe2::serialize::PyTorchStreamWriter>([&m](const void* p, size_t n) -> size_t {
+      m.memory->append(static_cast<const char*>(p), n);
+      return n;
+    });
+    return;
+  }
   m.out.open(m.tmp, std::ios::binary | std::ios::trunc);
   if (!m.out) detail::fail(m.tmp, "cannot open the export's temporary file for writing");
   m.writer = std::make_unique<caffe2::serialize::PyTorchStreamWriter>([&m](const void* p, size_t n) -> size_t {
@@ -155,7 +183,7 @@ POLICYTRAIN_DECL StreamedExport::StreamedExport(const std::filesystem::path& fil
 }
 
 POLICYTRAIN_DECL StreamedExport::~StreamedExport() {
-  if (!impl_ || impl_->finished) return;
+  if (!impl_ || impl_->finished || impl_->memory) return;
   impl_->writer.reset();
   impl_->out.close();
   std::error_code ec;
@@ -172,7 +200,7 @@ POLICYTRAIN_DECL void StreamedExport::write(size_t i, const torch::Tensor& value
                                                      c10::toString(want.scalar_type())));
   const auto t = values.detach().to(torch::kCPU).contiguous();
   m.writer->writeRecord("data/" + std::to_string(m.record[i]), t.data_ptr(), static_cast<size_t>(t.numel()) * t.element_size());
-  if (!m.out) detail::fail(m.tmp, "the write of the export's temporary file failed");
+  if (!m.memory && !m.out) detail::fail(m.tmp, "the write of the export's temporary file failed");
   m.written[i] = true;
 }
 
@@ -183,6 +211,10 @@ POLICYTRAIN_DECL void StreamedExport::finish() {
   m.writer->writeRecord("data.pkl", m.pickle.data(), m.pickle.size());
   m.writer->writeEndOfFile();
   m.writer.reset();
+  if (m.memory) {
+    m.finished = true;
+    return;
+  }
   m.out.close();
   if (!m.out) detail::fail(m.tmp, "the write of the export's temporary file failed");
   const int fd = ::open(m.tmp.c_str(), O_RDONLY);

@@ -25,6 +25,11 @@
 ///                   min(shape[0], chunk (r + 1))), padding stripped); the common part's "model" section keeps the
 ///                   names in the model's order with an empty tensor in their place. Their optimizer state is
 ///                   chunked alike (every shard lists every index).
+///     state         (stage 3, when a policy keeps per-row state of those parameters: callbacks::Ema's average)
+///                   [{name, param, shape, dtype, rule, world_size, chunk}]: the Trainer state's entries (name: its
+///                   key, e.g. "callbacks::Ema/average/fc.weight") that the shards hold as rows of parameter
+///                   `param`, in its layout: each rank's shard file has its rows of each in its "state_rows"
+///                   section; the common part's "state" section has an empty tensor in their place.
 ///
 /// Loading verifies the manifest and the SHA-256 (io/digest.hpp) of every file it lists before anything is applied
 /// (every rank checks every file, so that every rank reaches the same verdict without a collective); a missing,
@@ -32,12 +37,14 @@
 /// rank reads the common part and only the shard files holding the indices it owns now (resharding: another world
 /// size or stage takes its pieces from whichever files hold them); the result is what the consolidated file gives.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -98,10 +105,12 @@ inline ShardedProbe& sharded_probe() {
 
 /// One rank's shard payload: the state of the parameters `owns` accepts that the optimizer holds state for, each
 /// under "state/<global index>", and their indices (appended to `indices`) under "indices"; and, when `rows` is not
-/// empty (stage 3), this rank's rows of the model's parameters by name in the "model" section.
+/// empty (stage 3), this rank's rows of the model's parameters by name in the "model" section, and of the Trainer
+/// state's entries `state_rows` (by their keys) in the "state_rows" section.
 POLICYTRAIN_DECL std::string shard_payload(const torch::optim::Optimizer& opt, const OwnsParameter& owns,
                                            std::vector<int64_t>& indices,
-                                           const std::vector<std::pair<std::string, torch::Tensor>>& rows = {});
+                                           const std::vector<std::pair<std::string, torch::Tensor>>& rows = {},
+                                           const std::vector<std::pair<std::string, torch::Tensor>>& state_rows = {});
 
 /// Writes `payload` with `meta` as a checkpoint-format file (header, metadata, payload; checkpoint/format.hpp)
 /// atomically and fsynced; returns {file (its name), sha256, bytes}. Throws CheckpointError naming the file.
@@ -120,11 +129,11 @@ POLICYTRAIN_DECL nlohmann::json param_layout(const torch::optim::Optimizer& opt)
 /// Rank 0, once every rank's shard of step `step` is written (agreed): reads the ranks' digests, writes the
 /// manifest (`meta` plus "sharded", see the file comment) last by atomic rename, then removes the folder's files of
 /// earlier saves and the digests the manifest now holds. `common`: write_part's answer for the common part;
-/// `params`: param_layout's; `model`: the layout of the parameters the shards hold (stage 3; null: none).
-/// Throws CheckpointError naming the file.
+/// `params`: param_layout's; `model`: the layout of the parameters the shards hold (stage 3; null: none); `state`:
+/// of the Trainer state's entries they hold (null: none). Throws CheckpointError naming the file.
 POLICYTRAIN_DECL void write_manifest(const std::filesystem::path& folder, nlohmann::json meta, const nlohmann::json& common,
                                      int64_t step, int64_t world, int64_t stage, nlohmann::json params,
-                                     const nlohmann::json& model = nullptr);
+                                     const nlohmann::json& model = nullptr, const nlohmann::json& state = nullptr);
 
 /// SHA-256 of a file, streamed (a bounded buffer). Throws CheckpointError naming the file.
 POLICYTRAIN_DECL std::string file_sha256(const std::filesystem::path& file);
@@ -137,9 +146,10 @@ POLICYTRAIN_DECL nlohmann::json verify_sharded(const std::filesystem::path& fold
 POLICYTRAIN_DECL std::filesystem::path verified_common(const std::filesystem::path& folder);
 
 /// The common part of the verified manifest `manifest` of `folder` as read (`raw`), with the model's parameters
-/// that the shards hold (the manifest's "model", stage 3) put together from every shard's rows in rank order, so
-/// that its "model" section is a consolidated save's; `raw` itself when the manifest has no "model". Throws
-/// CheckpointError naming the shard file that lacks a parameter or whose rows do not make up its recorded shape.
+/// that the shards hold (the manifest's "model", stage 3) and the Trainer state's entries they hold (its "state")
+/// put together from every shard's rows in rank order, so that its "model" and "state" sections are a consolidated
+/// save's; `raw` itself when the manifest has neither. Throws CheckpointError naming the shard file that lacks an
+/// entry or whose rows do not make up its recorded shape.
 POLICYTRAIN_DECL RawFile merge_model(const std::filesystem::path& folder, const nlohmann::json& manifest, RawFile raw);
 
 /// An Optimizer::save archive: the param groups of `common_opt` (the common part's optimizer archive) and the
@@ -176,7 +186,8 @@ inline const char* kStaleFix =
 
 POLICYTRAIN_DECL std::string shard_payload(const torch::optim::Optimizer& opt, const OwnsParameter& owns,
                                            std::vector<int64_t>& indices,
-                                           const std::vector<std::pair<std::string, torch::Tensor>>& rows) {
+                                           const std::vector<std::pair<std::string, torch::Tensor>>& rows,
+                                           const std::vector<std::pair<std::string, torch::Tensor>>& state_rows) {
   detail::OutputArchive a;
   a.write("format", c10::IValue(kShardedVersion));
   const auto params = global_parameters(opt);
@@ -193,6 +204,7 @@ POLICYTRAIN_DECL std::string shard_payload(const torch::optim::Optimizer& opt, c
   }
   a.write("indices", c10::IValue(idx));
   if (!rows.empty()) detail::write_named(a, "model", rows, detail::identity);
+  if (!state_rows.empty()) detail::write_named(a, "state_rows", state_rows, detail::identity);
   return detail::to_bytes(a);
 }
 
@@ -236,7 +248,7 @@ POLICYTRAIN_DECL nlohmann::json param_layout(const torch::optim::Optimizer& opt)
 
 POLICYTRAIN_DECL void write_manifest(const std::filesystem::path& folder, nlohmann::json meta, const nlohmann::json& common,
                                      int64_t step, int64_t world, int64_t stage, nlohmann::json params,
-                                     const nlohmann::json& model) {
+                                     const nlohmann::json& model, const nlohmann::json& state) {
   namespace fs = std::filesystem;
   std::vector<nlohmann::json> file_of(params.size());
   nlohmann::json shards = nlohmann::json::array();
@@ -265,6 +277,7 @@ POLICYTRAIN_DECL void write_manifest(const std::filesystem::path& folder, nlohma
   meta["sharded"] = {{"version", kShardedVersion}, {"world_size", world}, {"stage", stage}, {"common", common},
                      {"shards", shards}, {"params", std::move(params)}};
   if (!model.is_null()) meta["sharded"]["model"] = model;
+  if (!state.is_null() && !state.empty()) meta["sharded"]["state"] = state;
   const std::string text = meta.dump();
   detail::check_meta_bounds(folder / Layout::manifest(), text);
   write_atomic(folder / Layout::manifest(), {text});  // the checkpoint exists from here on
@@ -334,13 +347,16 @@ POLICYTRAIN_DECL std::filesystem::path verified_common(const std::filesystem::pa
 POLICYTRAIN_DECL RawFile merge_model(const std::filesystem::path& folder, const nlohmann::json& manifest, RawFile raw) {
   namespace fs = std::filesystem;
   const auto& sh = manifest.at("sharded");
-  if (!sh.contains("model") || sh.at("model").empty()) return raw;
+  // (the manifest's list, the common part's section, the shards' section): the parameters, the Trainer state's rows.
+  const std::vector<std::array<std::string, 3>> kinds{{"model", "model", "model"}, {"state", "state", "state_rows"}};
+  const auto listed = [&](const std::string& key) { return sh.contains(key) && !sh.at(key).empty(); };
+  if (!listed("model") && !listed("state")) return raw;
   const fs::path common = folder / sh.at("common").at("file").get<std::string>();
   detail::check_archive(raw.payload(), common);
   detail::InputArchive a;
   detail::from_bytes(a, raw.payload());
-  // Every shard's rows of every sharded parameter, in rank order (the manifest lists the shards so).
-  std::map<std::string, std::vector<torch::Tensor>> rows;
+  // Every shard's rows of every listed entry, by section, in rank order (the manifest lists the shards so).
+  std::map<std::string, std::map<std::string, std::vector<torch::Tensor>>> rows;
   fs::path last;
   for (const auto& s : sh.at("shards")) {
     last = folder / s.at("file").get<std::string>();
@@ -348,32 +364,43 @@ POLICYTRAIN_DECL RawFile merge_model(const std::filesystem::path& folder, const 
     detail::check_archive(part.payload(), last);
     detail::InputArchive in;
     detail::from_bytes(in, part.payload());
-    for (auto& [name, t] : detail::read_named(in, "model", last)) rows[name].push_back(t);
+    for (const auto& [list, section, shard_section] : kinds)
+      if (listed(list))
+        for (auto& [name, t] : detail::read_named(in, shard_section, last)) rows[section][name].push_back(t);
   }
-  auto model = detail::read_named(a, "model", common);
-  for (const auto& m : sh.at("model")) {
-    const std::string name = m.at("name").get<std::string>();
-    const auto shape = m.at("shape").get<std::vector<int64_t>>();
-    const auto it = rows.find(name);
-    if (it == rows.end() || it->second.size() != sh.at("shards").size())
-      detail::fail(last, policytrain::detail::format("the shards hold rows of parameter '{}' in {} of {} files; the "
-                                                     "manifest lists it as sharded on every rank", name,
-                                                     it == rows.end() ? size_t{0} : it->second.size(), sh.at("shards").size()));
-    torch::Tensor whole = torch::cat(it->second);
-    if (whole.sizes().vec() != shape)
-      detail::fail(last, policytrain::detail::format("the shards' rows of parameter '{}' make up shape {}; the manifest "
-                                                     "records {}", name, c10::str(whole.sizes()), c10::str(c10::IntArrayRef(shape))));
-    const auto pos = std::find_if(model.begin(), model.end(), [&](const auto& e) { return e.first == name; });
-    if (pos == model.end())
-      detail::fail(common, policytrain::detail::format("the 'model' section lacks parameter '{}' that the manifest lists", name));
-    pos->second = whole;
+  std::map<std::string, std::vector<std::pair<std::string, torch::Tensor>>> merged;
+  for (const auto& [list, section, shard_section] : kinds) {
+    if (!listed(list)) continue;
+    auto whole_section = detail::read_named(a, section, common);
+    for (const auto& m : sh.at(list)) {
+      const std::string name = m.at("name").get<std::string>();
+      const auto shape = m.at("shape").get<std::vector<int64_t>>();
+      const auto it = rows[section].find(name);
+      if (it == rows[section].end() || it->second.size() != sh.at("shards").size())
+        detail::fail(last, policytrain::detail::format("the shards hold rows of {} '{}' in {} of {} files; the manifest "
+                                                       "lists it as sharded on every rank",
+                                                       section == "model" ? "parameter" : "state entry", name,
+                                                       it == rows[section].end() ? size_t{0} : it->second.size(),
+                                                       sh.at("shards").size()));
+      torch::Tensor whole = torch::cat(it->second);
+      if (whole.sizes().vec() != shape)
+        detail::fail(last, policytrain::detail::format("the shards' rows of '{}' make up shape {}; the manifest records {}",
+                                                       name, c10::str(whole.sizes()), c10::str(c10::IntArrayRef(shape))));
+      const auto pos = std::find_if(whole_section.begin(), whole_section.end(), [&](const auto& e) { return e.first == name; });
+      if (pos == whole_section.end())
+        detail::fail(common, policytrain::detail::format("the '{}' section lacks '{}' that the manifest lists", section, name));
+      pos->second = whole;
+    }
+    merged[section] = std::move(whole_section);
   }
-  // The common part again, its model section whole (in the place and order it had).
+  // The common part again, its merged sections whole (in the place and order they had).
   detail::OutputArchive o;
-  bool model_written = false;
+  std::set<std::string> written;
   for (const auto& k : a.keys()) {
-    if (k.rfind("model/", 0) == 0) {
-      if (!std::exchange(model_written, true)) detail::write_named(o, "model", model, detail::identity);
+    const auto slash = k.find('/');
+    const std::string section = slash == std::string::npos ? k : k.substr(0, slash);
+    if (merged.count(section)) {
+      if (written.insert(section).second) detail::write_named(o, section, merged[section], detail::identity);
       continue;
     }
     c10::IValue v;

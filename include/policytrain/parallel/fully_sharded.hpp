@@ -154,6 +154,12 @@ class FullShard {
     return it == by_impl_.end() ? torch::Tensor() : it->second->shard;
   }
 
+  /// The sharded parameter whose module tensor is `full`, or null for a tensor that no group holds (a buffer).
+  const ShardedParam* param_of(const torch::Tensor& full) const {
+    auto it = by_impl_.find(full.unsafeGetTensorImpl());
+    return it == by_impl_.end() ? nullptr : it->second;
+  }
+
   /// Puts the shards in `opt`'s param groups in place of the module's parameters (a shard already there stays),
   /// each with this rank's rows of the state the optimizer holds for the parameter (a resumed checkpoint's).
   /// Throws std::invalid_argument naming a parameter of the optimizer that the model does not hold.

@@ -8,6 +8,13 @@
 /// rank r's padded piece of each). Freeing keeps each tensor's shape and storage object and sets the storage to 0
 /// bytes, as FSDP2's `untyped_storage().resize_(0)`: the views autograd saved in the forward (a weight's
 /// transpose) see the gathered values again before backward.
+/// The all-gather writes in place: each parameter's storage is allocated (its own size, no padding), this rank's
+/// rows are copied (cast, with mixed precision) from its shard into it, and every rank's rows are broadcast from
+/// that rank into the same rows on the others (one c10d broadcast per rank and parameter, all in flight at once),
+/// so the gathered parameters are the only bytes a gather allocates. FSDP2 copies the shards into one flat input,
+/// all-gathers a [world, total] buffer and copies each parameter out of it (foreach_all_gather,
+/// foreach_all_gather_copy_out: one collective, twice the unit's bytes at the copy); an all-gather into each
+/// parameter would not help on Gloo, whose all-gather receives into a flat buffer of its own and copies out of it.
 /// Mixed precision (ShardingOptions::mp_policy, FSDP2's MixedPrecisionPolicy): during a fit the module's tensors
 /// take param_dtype (set_data, freed), so the shard is cast before the all-gather and the unit computes in it; the
 /// gradients are cast to reduce_dtype before the reduce-scatter and the result to the shard's dtype after. For a
@@ -70,8 +77,9 @@ struct PrefetchPlan {
   }
 };
 
-/// Bytes of the gathered parameters and of the all-gathers' buffers alive in this process, and their peak since the
-/// last reset (the memory benchmark's measure of stage 3's transient bytes beyond the shards).
+/// Bytes of the gathered parameters alive in this process (an all-gather allocates nothing else: see the file
+/// comment), and their peak since the last reset (the memory benchmark's measure of stage 3's transient bytes beyond
+/// the shards; a prefetched gather counts from its issue).
 struct GatheredBytes {
   static inline std::atomic<int64_t> live{0}, peak{0};
   static void add(int64_t n) {
@@ -110,8 +118,8 @@ class ShardGroup final : public UnitHooks {
         full.storage().nbytes() != static_cast<size_t>(full.numel()) * full.element_size())
       refuse(name, "is a view into a larger storage (not contiguous, or sharing memory with another tensor)");
     if (!params_.empty() && full.scalar_type() != params_.front().full.scalar_type())
-      refuse(name, policytrain::detail::format("has dtype {}, the unit's first parameter {}; every parameter of a unit "
-                                               "is gathered in one buffer of one dtype",
+      refuse(name, policytrain::detail::format("has dtype {}, the unit's first parameter {}; the gradients of a unit "
+                                               "are reduce-scattered in one buffer of one dtype",
                                                c10::toString(full.scalar_type()),
                                                c10::toString(params_.front().full.scalar_type())));
     ShardedParam p;
@@ -155,11 +163,11 @@ class ShardGroup final : public UnitHooks {
   /// Frees the module's tensors (their storage to 0 bytes, shapes kept).
   void reshard() {
     if (inflight_) {
-      // A prefetched gather that no hook used (the step ended first): the collective must still complete on this
-      // rank as on the others; its values are dropped.
-      group_->wait(inflight_->work, policytrain::detail::format("prefetched all-gather of the parameters of {}", who()));
-      release(*inflight_);
+      // A prefetched gather that no hook used (the step ended first): the collectives must still complete on this
+      // rank as on the others (they write into the storage freed below); its values are dropped.
+      wait_all(*inflight_, policytrain::detail::format("prefetched all-gather of the parameters of {}", who()));
       inflight_.reset();
+      unsharded_ = true;
     }
     if (!unsharded_) return;
     GatheredBytes::add(-std::exchange(allocated_bytes_, 0));
@@ -230,13 +238,11 @@ class ShardGroup final : public UnitHooks {
   /// shape (a checkpoint's consolidation).
   torch::Tensor gather_rows(const ShardedParam& p, const torch::Tensor& t) {
     torch::NoGradGuard ng;
-    const int64_t world = group_->world_size();
-    auto in = torch::zeros({p.piece_numel()}, t.options());
-    if (t.numel() > 0) in.narrow(0, 0, t.numel()).copy_(t.reshape({-1}));
-    auto out = torch::empty({p.piece_numel() * world}, t.options());
-    group_->wait(group_->backend()->_allgather_base(out, in, c10d::AllgatherOptions{}),
-                 policytrain::detail::format("all-gather of the optimizer state of '{}' for a checkpoint", p.name));
-    return out.narrow(0, 0, p.full.numel()).view(p.full.sizes()).clone();
+    auto whole = torch::empty(p.full.sizes(), t.options());
+    Gather g;
+    broadcast_rows(whole, t, g);
+    wait_all(g, policytrain::detail::format("all-gather of the optimizer state of '{}' for a checkpoint", p.name));
+    return whole;
   }
 
   /// Mixed precision: `mp`, clamped as FSDP2's FSDPParam.init_dtype_attrs (no param_dtype when it is the
@@ -356,11 +362,9 @@ class ShardGroup final : public UnitHooks {
     return {pre, factor / pre};
   }
 
-  /// An all-gather in flight: its buffers (alive until it completes) and its work.
+  /// An all-gather in flight: the broadcasts that write into the module's tensors.
   struct Gather {
-    torch::Tensor in, out;
-    int64_t total = 0;
-    c10::intrusive_ptr<c10d::Work> work;
+    std::vector<c10::intrusive_ptr<c10d::Work>> works;
   };
 
   /// Records this group as the next in `seen` and, where the last step ran the same group at this position, issues
@@ -371,56 +375,49 @@ class ShardGroup final : public UnitHooks {
     if (plan_->enabled && k + 1 < order.size() && order[k] == this) order[k + 1]->prefetch();
   }
 
-  /// Starts the all-gather of the shards (FSDP2's flat layout) into a buffer of world x the padded pieces.
+  /// Starts the all-gather of the shards into the module's tensors (see the file comment): their storage allocated,
+  /// this rank's rows copied from its shard, every rank's rows broadcast from it.
   void issue() {
     torch::NoGradGuard ng;
-    const int64_t world = group_->world_size();
-    Gather g;
-    for (const auto& p : params_) g.total += p.piece_numel();
-    const auto opts = params_.front().full.options().requires_grad(false);
-    g.in = torch::zeros({g.total}, opts);
-    int64_t off = 0;
-    for (const auto& p : params_) {
-      const int64_t n = p.shard.numel();
-      if (n > 0) g.in.narrow(0, off, n).copy_(p.shard.detach().reshape({-1}));
-      off += p.piece_numel();
-    }
-    g.out = torch::empty({g.total * world}, opts);
-    GatheredBytes::add(buffer_bytes(g));
     group_->require_connected("all-gather of a unit's parameters");
-    g.work = group_->backend()->_allgather_base(g.out, g.in, c10d::AllgatherOptions{});
+    Gather g;
+    for (auto& p : params_) {
+      allocate(p);
+      // variable_data(): a tensor on the same storage with a version counter of its own, so that autograd's saved
+      // views of the parameter do not see an in-place change (FSDP2: _unsafe_preserve_version_counter).
+      if (p.full.numel() > 0) broadcast_rows(p.full.variable_data(), p.shard.detach(), g);
+    }
     ++all_gathers_;
     inflight_ = std::move(g);
   }
 
-  /// Waits for the gather in flight and copies each parameter's rows into the module's tensor.
-  void finish() {
-    torch::NoGradGuard ng;
-    Gather g = std::move(*inflight_);
-    inflight_.reset();
-    group_->wait(g.work, policytrain::detail::format("all-gather of the parameters of {}", who()));
-    auto table = g.out.view({group_->world_size(), g.total});
-    int64_t off = 0;
-    for (auto& p : params_) {
-      allocate(p);
-      if (p.full.numel() > 0) {
-        auto rows = table.narrow(1, off, p.piece_numel()).reshape({-1}).narrow(0, 0, p.full.numel());
-        // variable_data(): a tensor on the same storage with a version counter of its own, so that autograd's saved
-        // views of the parameter do not see an in-place change (FSDP2: _unsafe_preserve_version_counter).
-        p.full.variable_data().view({-1}).copy_(rows);
-      }
-      off += p.piece_numel();
+  /// Copies `mine` (this rank's rows) into its rows of `whole` and issues, rank by rank, the broadcast of that
+  /// rank's rows of `whole` from it (none for a rank whose piece is empty: every rank knows the layout), adding the
+  /// works to `g`. In place: c10d's broadcast on Gloo receives into the tensor itself.
+  void broadcast_rows(const torch::Tensor& whole, const torch::Tensor& mine, Gather& g) {
+    const int64_t world = group_->world_size();
+    if (mine.numel() > 0) dim0_piece(whole, group_->rank(), world).copy_(mine);
+    for (int64_t r = 0; r < world; ++r) {
+      std::vector<torch::Tensor> rows{dim0_piece(whole, r, world)};
+      if (rows.front().numel() == 0) continue;
+      c10d::BroadcastOptions o;
+      o.rootRank = r;
+      g.works.push_back(group_->backend()->broadcast(rows, o));
     }
-    release(g);
-    unsharded_ = true;
   }
 
-  static int64_t buffer_bytes(const Gather& g) {
-    return (g.in.numel() + g.out.numel()) * static_cast<int64_t>(g.out.element_size());
+  /// Waits for every broadcast of `g`.
+  void wait_all(Gather& g, const std::string& what) {
+    for (auto& w : g.works) group_->wait(w, what);
+    g.works.clear();
   }
-  static void release(Gather& g) {
-    GatheredBytes::add(-buffer_bytes(g));
-    g.in = g.out = torch::Tensor();
+
+  /// Waits for the gather in flight: the module's tensors hold the full values.
+  void finish() {
+    Gather g = std::move(*inflight_);
+    inflight_.reset();
+    wait_all(g, policytrain::detail::format("all-gather of the parameters of {}", who()));
+    unsharded_ = true;
   }
 
   void allocate(ShardedParam& p) {

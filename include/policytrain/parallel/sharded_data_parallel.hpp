@@ -58,10 +58,13 @@
 /// (set_sharded_save): nothing is gathered; every rank writes its rows of every parameter (parameter_shards) and
 /// of their optimizer state (owner() is this rank for every shard), the manifest records the layout
 /// (checkpoint/sharded.hpp), and a resume at any world size loads the whole tensors before the shards take their rows.
+/// Exports (export_weights, export_bytes: checkpoint::Disk's final.pt, before fit end gathers the model, and best.pt)
+/// gather each parameter onto rank 0 alone (gather_to_main), never the whole model on a rank.
 /// Example: examples/fashion_mnist (`--nproc 2 --zero 1`, `--zero 2`, `--zero 3`); docs/parallel.md, "Sharded
 /// optimizer state" and "Fully sharded parameters (stage 3)".
 #include <algorithm>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -88,6 +91,7 @@
 #include <policytrain/parallel/fully_sharded.hpp>
 #include <policytrain/parallel/optimizer_partition.hpp>
 #include <policytrain/parallel/options.hpp>
+#include <policytrain/parallel/shard_group.hpp>
 #include <policytrain/parallel/zero2_sync.hpp>
 
 namespace policytrain::parallel {
@@ -241,6 +245,13 @@ class ShardedDataParallel {
   /// end the fit (a point where every rank may call a collective): a policy that keeps tensors in the shards'
   /// layout (callbacks::Ema's average) gathers them there. Every fit begin forgets the earlier fit's.
   void on_unsharded(std::function<void()> f) { unsharded_.push_back(std::move(f)); }
+  /// Stage 3: `f` runs on every rank at fit end before the module is gathered whole (the shards still hold the
+  /// weights, and every rank may call a collective): checkpoint::Disk exports final.pt from them there
+  /// (gather_to_main), so that the export never needs the whole model on every rank. Every fit begin forgets the
+  /// earlier fit's.
+  void before_unshard(std::function<void()> f) { before_unshard_.push_back(std::move(f)); }
+  /// Whether a sharded checkpoint's save is under way (set_sharded_save): callbacks::Ema then writes its rows.
+  bool sharded_save() const { return sharded_save_; }
   /// Stage 3: bytes of the parameter shards this rank keeps.
   int64_t shard_bytes() const { return full_.shard_bytes(); }
 
@@ -263,70 +274,91 @@ class ShardedDataParallel {
     return out;
   }
   /// Writes the model's weights (its parameters and buffers, as checkpoint::export_weights names them) to `file` on
-  /// rank 0; a collective: every rank calls it. Stage 3 gathers them from the shards parameter by parameter, unit by
-  /// unit, onto rank 0 only (c10d gather): each parameter's whole values exist on rank 0 while its record is
-  /// written (checkpoint::StreamedExport), then are freed; the other ranks send their rows and receive nothing.
-  /// Other stages, and one process: checkpoint::export_weights on rank 0. Throws CheckpointError naming the file
-  /// (rank 0).
+  /// rank 0; a collective: every rank calls it. Stage 3 gathers them onto rank 0 only (gather_to_main): each
+  /// parameter's whole values exist on rank 0 while its record is written (checkpoint::StreamedExport, in the
+  /// module's order, so the file has export_weights' bytes), then are freed; the other ranks send their rows and
+  /// receive nothing. Other stages, and one process: checkpoint::export_weights on rank 0. Throws CheckpointError
+  /// naming the file (rank 0, once every rank is past the last gather).
   void export_weights(const torch::nn::Module& m, const std::filesystem::path& file) {
-    const auto named = checkpoint::detail::named_tensors(m);
-    export_bytes_now_ = export_bytes_peak_ = 0;
     if (!full_.built()) {
-      if (is_main()) checkpoint::export_weights(named, file);
+      export_bytes_now_ = export_bytes_peak_ = 0;
+      if (is_main()) checkpoint::export_weights(m, file);
       return;
     }
     std::unique_ptr<checkpoint::StreamedExport> out;
-    if (is_main()) out = std::make_unique<checkpoint::StreamedExport>(file, named);
-    std::unordered_map<const void*, size_t> position;
-    for (size_t i = 0; i < named.size(); ++i) position[named[i].second.unsafeGetTensorImpl()] = i;
-    std::vector<bool> sharded(named.size(), false);
-    auto groups = full_.units();
-    groups.push_back(full_.root());
-    const int64_t world = world_size();
-    for (const auto& g : groups)
-      for (const auto& p : g->params()) {
-        torch::NoGradGuard ng;
-        // Rank r's padded piece lands at r * piece of one buffer: the first numel elements are the parameter, whole.
-        const int64_t piece = p.piece_numel();
-        std::vector<at::Tensor> in{torch::zeros({piece}, p.shard.options().requires_grad(false))};
-        if (p.shard.numel() > 0) in[0].narrow(0, 0, p.shard.numel()).copy_(p.shard.detach().reshape({-1}));
-        std::vector<std::vector<at::Tensor>> outs;
-        torch::Tensor whole;
-        if (is_main()) {
-          whole = torch::empty({piece * world}, in[0].options());
-          outs.emplace_back();
-          for (int64_t r = 0; r < world; ++r) outs[0].push_back(whole.narrow(0, r * piece, piece));
-          export_bytes_now_ += whole.numel() * static_cast<int64_t>(whole.element_size());
-          export_bytes_peak_ = std::max(export_bytes_peak_, export_bytes_now_);
-        }
-        c10d::GatherOptions o;
-        o.rootRank = 0;
-        core_.group().require_connected("gather of a parameter for an export");
-        core_.group().wait(core_.group().backend()->gather(outs, in, o),
-                           policytrain::detail::format("gather of parameter '{}' onto rank 0 for an export", p.name));
-        const size_t i = position.at(p.full.unsafeGetTensorImpl());
-        sharded[i] = true;
-        if (out) out->write(i, whole.narrow(0, 0, p.full.numel()).view(p.full.sizes()));
-        if (whole.defined()) export_bytes_now_ -= whole.numel() * static_cast<int64_t>(whole.element_size());
-      }
-    if (!out) return;
-    for (size_t i = 0; i < named.size(); ++i)
-      if (!sharded[i]) out->write(i, named[i].second);  // the buffers, never freed
-    out->finish();
+    streamed_export(m, [&](const auto& named) { out = std::make_unique<checkpoint::StreamedExport>(file, named); },
+                    [&](size_t i, const torch::Tensor& t) { out->write(i, t); }, [&] { out->finish(); });
   }
-  /// The most bytes of gathered parameters this rank held at once during the last export_weights (0 on the ranks
-  /// other than 0, and without stage 3): the bound the tests check against the largest unit.
+  /// export_weights' bytes, on rank 0 (empty elsewhere): what checkpoint::Disk stages as best.pt at stage 3, gathered
+  /// as export_weights gathers. `each(i, name, values)`, when given, sees every tensor on rank 0 as it is written
+  /// (the evaluated weights a best checkpoint keeps). A collective. Throws CheckpointError (rank 0).
+  std::string export_bytes(const torch::nn::Module& m,
+                           const std::function<void(size_t, const std::string&, const torch::Tensor&)>& each = {}) {
+    std::string bytes;
+    std::unique_ptr<checkpoint::StreamedExport> out;
+    std::vector<std::string> names;
+    streamed_export(m, [&](const auto& named) {
+      out = std::make_unique<checkpoint::StreamedExport>(bytes, named);
+      for (const auto& [k, v] : named) names.push_back(k);
+    }, [&](size_t i, const torch::Tensor& t) {
+      out->write(i, t);
+      if (each) each(i, names[i], t);
+    }, [&] { out->finish(); });
+    return bytes;
+  }
+  /// Calls `f(i, values)` on rank 0 for each tensor of checkpoint::detail::named_tensors(m) in that order (its
+  /// parameters, then its buffers): at stage 3 each sharded parameter is gathered from the shards (the tensors the
+  /// optimizer steps) onto rank 0 alone (c10d gather), passed to `f`, then freed, so that no rank holds more than one
+  /// parameter's gathered values at once; the buffers and what no group holds come from the module. Other stages,
+  /// and one process: the module's tensors on rank 0. A collective: every rank calls it, in the same order.
+  void gather_to_main(const torch::nn::Module& m, const std::function<void(size_t, const torch::Tensor&)>& f) {
+    const auto named = checkpoint::detail::named_tensors(m);
+    export_bytes_now_ = export_bytes_peak_ = 0;
+    const int64_t world = world_size();
+    for (size_t i = 0; i < named.size(); ++i) {
+      const auto* p = full_.built() ? full_.param_of(named[i].second) : nullptr;
+      if (!p) {
+        if (is_main()) f(i, named[i].second);
+        continue;
+      }
+      torch::NoGradGuard ng;
+      // Rank r's padded piece lands at r * piece of one buffer: the first numel elements are the parameter, whole.
+      const int64_t piece = p->piece_numel();
+      std::vector<at::Tensor> in{torch::zeros({piece}, p->shard.options().requires_grad(false))};
+      if (p->shard.numel() > 0) in[0].narrow(0, 0, p->shard.numel()).copy_(p->shard.detach().reshape({-1}));
+      std::vector<std::vector<at::Tensor>> outs;
+      torch::Tensor whole;
+      if (is_main()) {
+        whole = torch::empty({piece * world}, in[0].options());
+        outs.emplace_back();
+        for (int64_t r = 0; r < world; ++r) outs[0].push_back(whole.narrow(0, r * piece, piece));
+        export_bytes_now_ += whole.numel() * static_cast<int64_t>(whole.element_size());
+        export_bytes_peak_ = std::max(export_bytes_peak_, export_bytes_now_);
+        detail::GatheredBytes::add(whole.numel() * static_cast<int64_t>(whole.element_size()));
+      }
+      c10d::GatherOptions o;
+      o.rootRank = 0;
+      core_.group().require_connected("gather of a parameter onto rank 0");
+      core_.group().wait(core_.group().backend()->gather(outs, in, o),
+                         policytrain::detail::format("gather of parameter '{}' onto rank 0", p->name));
+      if (whole.defined()) {
+        struct Freed {  // also when `f` throws
+          ShardedDataParallel& s;
+          int64_t n;
+          ~Freed() {
+            s.export_bytes_now_ -= n;
+            detail::GatheredBytes::add(-n);
+          }
+        } freed{*this, whole.numel() * static_cast<int64_t>(whole.element_size())};
+        f(i, whole.narrow(0, 0, p->full.numel()).view(p->full.sizes()));
+      }
+    }
+  }
+  /// The most bytes of gathered parameters this rank held at once during the last gather_to_main (an export; 0 on
+  /// the ranks other than 0, and without stage 3): the bound the tests check against the largest unit. They count in
+  /// detail::GatheredBytes too.
   int64_t export_gathered_bytes_peak() const { return export_bytes_peak_; }
 
-  /// Stage 3: every group gathered on every rank (a collective; a best save's export reads the whole model), and
-  /// freed again by release_parameters() while a fit is under way.
-  void gather_parameters() {
-    if (full_.built()) full_.unshard_all();
-  }
-  /// Stage 3: frees what gather_parameters() gathered, while a fit is under way (after it the model stays whole).
-  void release_parameters() {
-    if (full_.built() && full_.attached()) full_.reshard_all();
-  }
   /// Stage 2: gradient buckets (0 before on_fit_begin).
   size_t gradient_buckets() const { return z2_ ? z2_->buckets.size() : 0; }
 
@@ -345,6 +377,7 @@ class ShardedDataParallel {
   /// stage 2 the owner table and buckets are rebuilt when the trainable parameters or their owners changed.
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
+    before_unshard_.clear();
     core_.fit_begin(ctx.module(), ctx.device());
     if (z_.stage == 0) return;
     if (z_.stage == 3) {
@@ -477,7 +510,9 @@ class ShardedDataParallel {
   template <class Ctx>
   void on_fit_end(Ctx& ctx) {
     if (full_.built()) {
-      // Stage 3: the module whole again on every rank, its units plain modules until the next fit.
+      for (auto& f : std::exchange(before_unshard_, {})) f();
+      // Stage 3: the module whole again on every rank, its units plain modules until the next fit (an evaluation
+      // after fit, params_sha256 and the user's code see a plain model; the exports do not need it: before_unshard).
       full_.unshard_all();
       full_.attach(false);
       for (auto& f : std::exchange(unsharded_, {})) f();
@@ -545,6 +580,34 @@ class ShardedDataParallel {
   }
 
  private:
+  /// An export through gather_to_main: rank 0 calls `open(named tensors)`, `write(i, values)` for each, then
+  /// `finish()`. A failure of rank 0's writes (a full disk) does not leave the gathers: the other ranks would wait in
+  /// the next one; rank 0 stops writing, joins every gather, then rethrows it.
+  template <class Open, class Write, class Finish>
+  void streamed_export(const torch::nn::Module& m, Open&& open, Write&& write, Finish&& finish) {
+    std::exception_ptr failure;
+    const auto attempt = [&](auto&& f) {
+      if (failure) return;
+      try {
+        f();
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    };
+    if (is_main()) attempt([&] {
+      // A sharded parameter is written in its shard's dtype (the fp32 master's values, whatever dtype the module's
+      // tensor computes in under mp_policy): its place in the layout is a meta tensor of that dtype and its shape.
+      auto named = checkpoint::detail::named_tensors(m);
+      for (auto& [k, v] : named)
+        if (const auto* p = full_.built() ? full_.param_of(v) : nullptr)
+          v = torch::empty(v.sizes(), torch::TensorOptions().dtype(p->shard.scalar_type()).device(torch::kMeta));
+      open(named);
+    });
+    gather_to_main(m, [&](size_t i, const torch::Tensor& t) { attempt([&] { write(i, t); }); });
+    if (is_main()) attempt([&] { finish(); });
+    if (failure) std::rethrow_exception(failure);
+  }
+
   /// A mixed-precision dtype must be a floating-point one of the three that training uses.
   static void check_mp_dtype(const char* field, const std::optional<c10::ScalarType>& t) {
     if (!t || *t == c10::ScalarType::Float || *t == c10::ScalarType::BFloat16 || *t == c10::ScalarType::Half) return;
@@ -597,6 +660,7 @@ class ShardedDataParallel {
   std::unordered_set<const void*> shard_impls_;  ///< stage 3: the shards, once the optimizer's lists hold them
   int64_t export_bytes_now_ = 0, export_bytes_peak_ = 0;  ///< export_weights: gathered parameter bytes alive, the most
   std::vector<std::function<void()>> unsharded_;  ///< stage 3: on_unsharded's, run at fit end
+  std::vector<std::function<void()>> before_unshard_;  ///< stage 3: before_unshard's, run at fit end
 };
 
 }  // namespace policytrain::parallel
