@@ -12,6 +12,34 @@ step() {
   POLICYTRAIN_STEP_STATUS+=("$rc")
   return "$rc"
 }
+# `step_bg NAME COMMAND...` starts a step in the background, its output kept in a file; `steps_wait` waits for every
+# such step, prints each one's output whole and records its time, and fails when one failed. .ci/run pairs a step
+# that keeps one core busy (a fuzzer, a differential driver) with another so that the second core works too.
+POLICYTRAIN_BG_PIDS=() POLICYTRAIN_BG_NAMES=() POLICYTRAIN_BG_LOGS=() POLICYTRAIN_BG_T0=()
+step_bg() {
+  local name=$1 log
+  shift
+  log=$(mktemp "${TMPDIR:-/tmp}/policytrain-step.XXXXXX")
+  echo "== $name (in the background; its output follows when it ends)"
+  "$@" >"$log" 2>&1 &
+  POLICYTRAIN_BG_PIDS+=($!) POLICYTRAIN_BG_NAMES+=("$name") POLICYTRAIN_BG_LOGS+=("$log") POLICYTRAIN_BG_T0+=($SECONDS)
+}
+steps_wait() {
+  local i rc status=0
+  for i in "${!POLICYTRAIN_BG_PIDS[@]}"; do
+    rc=0
+    wait "${POLICYTRAIN_BG_PIDS[$i]}" || rc=$?
+    echo "== ${POLICYTRAIN_BG_NAMES[$i]} (ran in the background)"
+    cat "${POLICYTRAIN_BG_LOGS[$i]}"
+    rm -f "${POLICYTRAIN_BG_LOGS[$i]}"
+    POLICYTRAIN_STEP_NAMES+=("${POLICYTRAIN_BG_NAMES[$i]} (background)")
+    POLICYTRAIN_STEP_SECONDS+=($((SECONDS - POLICYTRAIN_BG_T0[$i])))
+    POLICYTRAIN_STEP_STATUS+=("$rc")
+    [ "$rc" = 0 ] || status=$rc
+  done
+  POLICYTRAIN_BG_PIDS=() POLICYTRAIN_BG_NAMES=() POLICYTRAIN_BG_LOGS=() POLICYTRAIN_BG_T0=()
+  return "$status"
+}
 steps_table() {
   local i
   printf '\n== step times (%s)\n| step | wall seconds | exit |\n|---|---|---|\n' "${POLICYTRAIN_STEPS_TITLE:-$(basename "$0")}"
@@ -33,4 +61,13 @@ steps_log() {
     steps_table
   } >>"$log" 2>/dev/null || true
 }
-trap 'steps_table; steps_log' EXIT
+# A run that fails while a background step runs stops it (its output is printed up to there).
+steps_stop_bg() {
+  local i
+  for i in "${!POLICYTRAIN_BG_PIDS[@]}"; do
+    pkill -TERM -P "${POLICYTRAIN_BG_PIDS[$i]}" 2>/dev/null; kill "${POLICYTRAIN_BG_PIDS[$i]}" 2>/dev/null || true
+    echo "== ${POLICYTRAIN_BG_NAMES[$i]}: stopped, as the run failed; its output so far:"
+    cat "${POLICYTRAIN_BG_LOGS[$i]}" 2>/dev/null; rm -f "${POLICYTRAIN_BG_LOGS[$i]}"
+  done
+}
+trap 'steps_stop_bg; steps_table; steps_log' EXIT

@@ -40,6 +40,7 @@ struct Config {
   double momentum = 0.9;
   uint64_t seed = 0;
   int threads = 0;
+  int step_delay_ms = 0;
   int64_t limit_train_batches = -1;
   int64_t limit_val_batches = -1;
   int64_t eval_batch_size = 1000;
@@ -75,6 +76,10 @@ void add_core_flags(CLI::App& app, Config& c) {
   app.add_option("--seed", c.seed, "Seed of the weights' initialisation and the data order");
   app.add_option("--threads", c.threads, "Intra-op threads (0: LibTorch's default)")->check(CLI::NonNegativeNumber);
   app.add_option("--limit-train-batches", c.limit_train_batches, "Micro-batches per epoch at most (-1: all)");
+  app.add_option("--step-delay-ms", c.step_delay_ms,
+                 "Sleep this long in every training step (0: off; the weights are the same): a run that lasts a given "
+                 "time on any machine at no CPU cost, as the scheduler's time-limit test needs")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--limit-val-batches", c.limit_val_batches, "Validation and test batches evaluated at most (-1: all)");
   app.add_option("--eval-batch-size", c.eval_batch_size,
                  "Images per validation, test and training-accuracy batch (with --limit-val-batches, fewer images "
@@ -256,6 +261,7 @@ int main(int argc, char** argv) {
                                                              : fmnist::BlockOrder::conv_bn_relu_pool,
                             cfg.conv3, /*units=*/par.zero == 3);
     task.tta_flip = fastpath.tta;
+    task.step_delay = std::chrono::milliseconds(cfg.step_delay_ms);
     task.net->set_batch_norm(cfg.bn_momentum, cfg.bn_eps);
     if (cfg.whiten_frozen && !cfg.whiten) throw std::invalid_argument("--whiten-frozen: needs --whiten");
     // Before the move and the optimizer: the covariance of CPU images, and a frozen weight is no optimizer's.

@@ -1,5 +1,8 @@
 #pragma once
 // The Fashion-MNIST CNN and its task: shared by the main job, the tests and the benchmarks.
+#include <chrono>
+#include <thread>
+
 #include <torch/torch.h>
 
 #include <policytrain/all.hpp>
@@ -150,12 +153,15 @@ struct Classifier {
   double label_smoothing = 0;
   /// Test-time augmentation: a validation step averages the logits of each image and of its left-right flip.
   bool tta_flip = false;
+  /// Slept in every training step (--step-delay-ms): a run that lasts without using the CPU.
+  std::chrono::milliseconds step_delay{0};
   explicit Classifier(int64_t width = 32, bool recompute = false, double label_smoothing = 0,
                       BlockOrder order = BlockOrder::conv_bn_relu_pool, int64_t conv3_channels = 0, bool units = false)
       : net(width, recompute, order, conv3_channels, units), label_smoothing(label_smoothing) {}
   torch::nn::Module& module() { return *net; }
   torch::Tensor training_step(const policytrain::Batch& b) {
     namespace F = torch::nn::functional;
+    if (step_delay.count() > 0) std::this_thread::sleep_for(step_delay);
     return F::cross_entropy(net->forward(b.x), b.y, F::CrossEntropyFuncOptions().label_smoothing(label_smoothing));
   }
   policytrain::Prediction validation_step(const policytrain::Batch& b) {

@@ -27,10 +27,13 @@ if os.path.exists(unavailable) or not os.path.exists(os.path.join(slurm_dir, "sl
     sys.exit(77)
 env = dict(os.environ, SLURM_CONF=os.path.join(slurm_dir, "slurm.conf"), FASHION_MNIST=exe, OMP_NUM_THREADS="1",
            PATH="/usr/sbin:/usr/bin:" + os.environ.get("PATH", ""))
-# Short, but long enough to be stopped in the middle: 2 epochs of 40 steps (timelimit: 8 epochs of 400, 105 to 145
-# s of training on the 2-core AMD EPYC idle to loaded, so that the first attempt's USR1, 80 s into the 2-minute limit,
-# comes before the end however fast the machine is: 4 epochs, 52 s idle, once finished before it).
-epochs, batches = ("8", "400") if scenario == "timelimit" else ("2", "40")
+# Short, but long enough to be stopped in the middle: 2 epochs of 40 steps. timelimit: the same steps, each sleeping
+# 1.5 s (--step-delay-ms: the weights are the same), so that the run lasts 120 s on any machine and the first
+# attempt's USR1 (40 s before the 2-minute limit; Slurm sends it up to a minute early) comes before its end, at no
+# CPU cost: it trained 8 epochs of 400 steps before (105 s on an idle AMD EPYC; 646 s and 5 attempts beside CI's other
+# tests on an Intel Xeon).
+epochs, batches = ("2", "40")
+DELAY_MS = "1500"
 flags = ["--epochs", epochs, "--limit-train-batches", batches, "--limit-val-batches", "1", "--eval-batch-size", "200",
          "--progress-tty", "0", "--width", "32", "--batch-size", "32", "--threads", "1", "--train-eval-size", "0",
          "--save", "last,steps:20"]
@@ -67,9 +70,9 @@ def reference():
     return json.load(open(path))
 
 
-def submit(*extra):
+def submit(*extra, program=()):
     args = ["sbatch", "--parsable", f"--job-name={name}", "--nodes=1", "--ntasks=2", "--ntasks-per-node=2",
-            "--cpus-per-task=1"] + list(extra) + [script] + flags
+            "--cpus-per-task=1"] + list(extra) + [script] + flags + list(program)
     job = sh(*args).strip().split(";")[0]
     print(f"submitted job {job}: {' '.join(args[2:])}")
     return job
@@ -212,7 +215,7 @@ elif scenario == "cancel":
     assert p.returncode == 0 and "nothing left to train" in p.stdout, p.stdout[-2000:] + p.stderr[-2000:]
     assert open(os.path.join(run_dir, "summary.json")).read() == before, "a rerun of the finished run rewrote summary.json"
 elif scenario == "timelimit":
-    job = submit("--time=2", "--signal=USR1@40")
+    job = submit("--time=2", "--signal=USR1@40", program=("--step-delay-ms", DELAY_MS))
     info = wait_state(job, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}, 1500)
     text = open(log).read()
     print(f"time limit 2 min, USR1 40 s before: {info['JobState']}, Restarts={info['Restarts']}, attempts "
