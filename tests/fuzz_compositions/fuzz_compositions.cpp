@@ -723,7 +723,10 @@ double tolerance(const Case& c, const std::string& reference) {
   if (reference == "contiguous") add(kOtherOrder, kBf16);
   if (reference == "torch-optim") add(kOtherOrder, kBf16);
   if (reference == "uninterrupted") {
-    if (c.resume_world) add(1e-6, kBf16);
+    // Resumed on another world size: a sparse embedding's gradient then sums its duplicate rows in another order
+    // than the uninterrupted run's, as against one process above (random seed 424640, DataParallel x3 resumed on
+    // 1 rank: 1.19e-6 at emb.weight, the uninterrupted run 9.54e-7 from one process).
+    if (c.resume_world) add(c.sparse ? 1e-5 : 1e-6, kBf16);
     if (c.switch_layout) add(1e-6, kBf16);
     if (c.swap_family) add(1e-6, kBf16);
   }
