@@ -94,6 +94,18 @@ assert resumed["resumed_from"], resumed
 assert resumed["params_sha256"] == whole_run["params_sha256"], "--zero 3: the resumed run differs from the uninterrupted one"
 print("--zero 3 on 2 ranks: 1 epoch + resume = 2 epochs, bit for bit")
 
+# The finished run resumed once more (summary.json removed, as when a signal came after the fit's end and before the
+# summary): a fit with no step left, which begins no epoch. Its weights and final.pt are the finished run's. Before,
+# the shards took the checkpoint's weights at the first epoch's begin only: final.pt was rewritten with the weights
+# the model was built with, and summary.json's params_sha256 was theirs.
+finished = weights("z3-part")
+os.remove(os.path.join(run_dir, "z3-part", "summary.json"))
+again = run("z3-part", ["--nproc", "2", "--zero", "3", "--epochs", "2", "--resume"])
+assert again["global_steps"] == whole_run["global_steps"] and again["optimizer_steps"] == 0, again
+assert again["params_sha256"] == whole_run["params_sha256"], "--zero 3: resuming the finished run changed its weights"
+assert max_diff(weights("z3-part"), finished) == 0, "--zero 3: resuming the finished run rewrote final.pt otherwise"
+print("--zero 3: the finished run resumed with no step left keeps its weights and final.pt")
+
 # A checkpoint of 3 ranks resumed on 2, by stage 3 and by DataParallel.
 ELASTIC = ["--elastic", "--batch-size", "96"]  # a global batch of 96 (32 or 48 per rank) may change world size
 run("z3-from3", ["--nproc", "3", "--zero", "3"] + ELASTIC)

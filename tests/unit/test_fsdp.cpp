@@ -1045,6 +1045,16 @@ void ema_resumed_as_uninterrupted(int seed, const std::string& every, int64_t un
       compare(dir / part / fmt::format("rank{}", r), dir / "whole" / fmt::format("rank{}", r), 0.0,
               {"param.", "ema.", "ema_buffer.", "buffer.", "val."});
     same_exports(dir / "whole-run", dir / (part + "-run"));
+    // The finished run resumed once more: a fit with no step left, which begins no epoch (what a signal after the
+    // fit's end leaves to the next start). It ends as it began: the weights, average and buffers of the finished
+    // run, and final.pt rewritten with the same bytes. Before, stage 3's shards took the checkpoint's weights at the
+    // first epoch's begin only: final.pt was rewritten and the model left with the weights it was built with.
+    run_ours(2, dir, part, ema_env(every, {{"POLICYTRAIN_FSDP_STAGE", stage}, {"POLICYTRAIN_FSDP_RESUME", "1"}}));
+    CHECK(load_tensors(dir / part / "rank0").at("steps").item<int64_t>() == 8);
+    for (int r = 0; r < 2; ++r)
+      compare(dir / part / fmt::format("rank{}", r), dir / "whole" / fmt::format("rank{}", r), 0.0,
+              {"param.", "ema.", "ema_buffer.", "buffer."});
+    same_exports(dir / "whole-run", dir / (part + "-run"));
   }
 }
 }  // namespace
@@ -1055,11 +1065,11 @@ void ema_resumed_as_uninterrupted(int seed, const std::string& every, int64_t un
 // validated with its own buffers' average, and rank 1 with rank 0's after a resume: the validation loss after the
 // resume was 1e-4 off here (2e-5 to 3e-5 in the main job). Stage 3 (the average's rows, its checkpoint consolidated)
 // ends bit-identical to DataParallel's uninterrupted run too (SGD on 2 ranks: the gradient averages are exact).
-TEST_CASE("callbacks::Ema with batch norm on 2 ranks stopped mid-epoch before the first validation and resumed ends bit-identical to the uninterrupted run (DataParallel and stage 3): weights, average, buffers' average, every validation after the resume, best.pt and final.pt, seeded data") {
+TEST_CASE("callbacks::Ema with batch norm on 2 ranks stopped mid-epoch before the first validation and resumed ends bit-identical to the uninterrupted run (DataParallel and stage 3): weights, average, buffers' average, every validation after the resume, best.pt and final.pt, which a resume with no step left keeps, seeded data") {
   ema_resumed_as_uninterrupted(83, "1", 3);
 }
 
-TEST_CASE("callbacks::Ema every 2 steps with batch norm on 2 ranks stopped mid-epoch after a validation and resumed ends bit-identical to the uninterrupted run (DataParallel and stage 3): weights, average, buffers' average, the validation after the resume, best.pt and final.pt, seeded data") {
+TEST_CASE("callbacks::Ema every 2 steps with batch norm on 2 ranks stopped mid-epoch after a validation and resumed ends bit-identical to the uninterrupted run (DataParallel and stage 3): weights, average, buffers' average, the validation after the resume, best.pt and final.pt, which a resume with no step left keeps, seeded data") {
   ema_resumed_as_uninterrupted(84, "2", 6);
 }
 

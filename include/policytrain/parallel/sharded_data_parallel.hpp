@@ -395,21 +395,28 @@ class ShardedDataParallel {
     if (z_.stage == 2 && active()) sync_zero2();
   }
 
+  /// Stage 3, once per fit, before the shards are first used: the shards take the module's weights (a resumed
+  /// checkpoint's, in an unsharded run's format, or what the user set between two fits), and the optimizer's lists
+  /// the shards with their rows of the state it holds. The first epoch's begin does it, or what comes before it: an
+  /// evaluation, a save, or the fit's end of a fit that begins no epoch (a finished run resumed, max_steps reached),
+  /// whose export and gathered model would otherwise be the shards' values from before the resume. Until then the
+  /// units are not freed, so the module holds the weights it was given. Local (no collective).
+  template <class Ctx>
+  void take_module_weights(Ctx& ctx) {
+    if (!full_.built() || !full_.attached() || std::exchange(swapped_, true)) return;
+    full_.refresh();
+    full_.swap_into(ctx.optimizer());
+    shard_impls_.clear();
+    for (const auto& s : parameter_shards_of_groups()) shard_impls_.insert(s);
+  }
+
   /// DataParallel's start check at the first epoch; after a resume (the checkpoint policy's on_fit_begin loaded the
   /// whole state on every rank) each rank lets the other partitions' state go.
   /// First, once per fit, what DataParallel re-reads there (a layout converted by a policy after this one at fit
   /// begin), and stage 2's buckets with it.
   template <class Ctx>
   void on_epoch_begin(Ctx& ctx) {
-    // Stage 3, once per fit: the shards take the module's weights (a resumed checkpoint's, in an unsharded run's
-    // format, or what the user set between two fits), and the optimizer's lists the shards with their rows of the
-    // state it holds.
-    if (full_.built() && !std::exchange(swapped_, true)) {
-      full_.refresh();
-      full_.swap_into(ctx.optimizer());
-      shard_impls_.clear();
-      for (const auto& s : parameter_shards_of_groups()) shard_impls_.insert(s);
-    }
+    take_module_weights(ctx);
     if (!core_.verified() && partition_.enabled()) {
       core_.sync_parameters(ctx.module());
       if (z_.stage == 2) sync_zero2();
@@ -435,6 +442,7 @@ class ShardedDataParallel {
   Metrics around_evaluate(Ctx& ctx, F&& evaluate) {
     core_.group().at(ctx.state(), "validation");
     if (!full_.built()) return core_.evaluate(ctx.module(), ctx.device(), std::forward<F>(evaluate));
+    take_module_weights(ctx);
     return core_.evaluate(ctx.module(), ctx.device(), [&] {
       full_.begin_forward(false);
       return evaluate();
@@ -486,6 +494,7 @@ class ShardedDataParallel {
     core_.group().at(ctx.state(), "a checkpoint");
     core_.note_save(ctx.state());
     core_.before_save(ctx.device(), ctx.module().is_training());
+    take_module_weights(ctx);
     // Stage 3: a consolidated save gathers the whole model and state, as an unsharded run's checkpoint; a sharded one
     // gathers nothing (each rank writes its rows of every parameter and of its state: parameter_shards, owner).
     if (full_.built() && full_.attached() && !sharded_save_) {
@@ -510,6 +519,7 @@ class ShardedDataParallel {
   template <class Ctx>
   void on_fit_end(Ctx& ctx) {
     if (full_.built()) {
+      take_module_weights(ctx);  // a fit with no step left (a finished run resumed) began no epoch
       for (auto& f : std::exchange(before_unshard_, {})) f();
       // Stage 3: the module whole again on every rank, its units plain modules until the next fit (an evaluation
       // after fit, params_sha256 and the user's code see a plain model; the exports do not need it: before_unshard).
