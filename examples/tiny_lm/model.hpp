@@ -27,6 +27,15 @@ struct GptConfig {
   int64_t heads = 4;
 };
 
+// A Linear module applied as Python's nn.Linear applies it: ATen's linear (one fused matrix product with the bias,
+// autocast's linear under precision::Autocast). LibTorch's torch::nn::Linear::forward on an input of more than two
+// dimensions runs a matmul and then adds the bias in place; under bf16 autocast that add is an fp32 bias on a bf16
+// product, computed in fp32 and cast back, forward and backward (bench/RESULTS.md, "tiny_lm": the casts of a step
+// took 1.4x Python's time).
+inline torch::Tensor linear(const torch::nn::Linear& l, const torch::Tensor& x) {
+  return at::linear(x, l->weight, l->bias);
+}
+
 struct AttentionImpl : torch::nn::Module {
   torch::nn::Linear c_attn{nullptr}, c_proj{nullptr};
   int64_t heads;
@@ -36,11 +45,11 @@ struct AttentionImpl : torch::nn::Module {
   }
   torch::Tensor forward(const torch::Tensor& x) {
     const int64_t b = x.size(0), t = x.size(1), d = x.size(2);
-    auto qkv = c_attn->forward(x).split(d, 2);
+    auto qkv = linear(c_attn, x).split(d, 2);
     auto heads_of = [&](const torch::Tensor& v) { return v.view({b, t, heads, d / heads}).transpose(1, 2); };
     auto y = at::scaled_dot_product_attention(heads_of(qkv[0]), heads_of(qkv[1]), heads_of(qkv[2]), {}, 0.0,
                                               /*is_causal=*/true);
-    return c_proj->forward(y.transpose(1, 2).contiguous().view({b, t, d}));
+    return linear(c_proj, y.transpose(1, 2).contiguous().view({b, t, d}));
   }
 };
 TORCH_MODULE(Attention);
@@ -52,7 +61,7 @@ struct MlpImpl : torch::nn::Module {
     c_proj = register_module("c_proj", torch::nn::Linear(4 * c.d_model, c.d_model));
   }
   // nn.GELU's exact (erf) form, as nanoGPT's.
-  torch::Tensor forward(const torch::Tensor& x) { return c_proj->forward(torch::gelu(c_fc->forward(x))); }
+  torch::Tensor forward(const torch::Tensor& x) { return linear(c_proj, torch::gelu(linear(c_fc, x))); }
 };
 TORCH_MODULE(Mlp);
 
@@ -102,7 +111,7 @@ struct GptImpl : torch::nn::Module {
       else x = block->as<Block>()->forward(x);
     }
     // The output projection is the token embedding (weight tying): one matrix, counted once by the optimizer.
-    return torch::nn::functional::linear(ln_f->forward(x), wte->weight);
+    return at::linear(ln_f->forward(x), wte->weight);
   }
 
   /// nanoGPT's _init_weights: N(0, 0.02) for linear and embedding weights, zero biases, and the residual
