@@ -42,7 +42,12 @@ steps_wait() {
 }
 steps_table() {
   local i
-  printf '\n== step times (%s)\n| step | wall seconds | exit |\n|---|---|---|\n' "${POLICYTRAIN_STEPS_TITLE:-$(basename "$0")}"
+  # The CPU that took these times (the figures of one CPU kind differ 2x from another's: bench/RESULTS.md).
+  local cpu flags
+  cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')
+  flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | tr ' ' '\n' | grep -x -E 'avx2|avx512f|avx512_bf16|amx_bf16' | tr '\n' ' ')
+  printf '\n== step times (%s; %s, %s cores, %s)\n| step | wall seconds | exit |\n|---|---|---|\n' \
+    "${POLICYTRAIN_STEPS_TITLE:-$(basename "$0")}" "${cpu:-CPU unknown}" "$(nproc 2>/dev/null)" "${flags% }"
   for i in "${!POLICYTRAIN_STEP_NAMES[@]}"; do
     printf '| %s | %d | %s |\n' "${POLICYTRAIN_STEP_NAMES[$i]}" "${POLICYTRAIN_STEP_SECONDS[$i]}" "${POLICYTRAIN_STEP_STATUS[$i]}"
   done

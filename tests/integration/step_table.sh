@@ -8,7 +8,9 @@ rc=$?
 echo "$out"
 fail() { echo "step_table: $*"; exit 1; }
 [ "$rc" = 1 ] || fail "exit status $rc, expected 1 (the failing step's)"
-echo "$out" | grep -q '^== step times (demo)$' || fail "no table title"
+# The title names the CPU that took the times (lscpu's model name), its cores and its vector extensions.
+cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
+echo "$out" | grep -qF "== step times (demo; $cpu, $(nproc) cores" || fail "no table title naming the CPU ($cpu)"
 echo "$out" | grep -Eq '^\| first \| 0 \| 0 \|$' || fail "no row for the first step"
 echo "$out" | grep -Eq '^\| second \| [12] \| 0 \|$' || fail "the second step's row does not show its second"
 echo "$out" | grep -Eq '^\| third \| 0 \| 1 \|$' || fail "the failing step's row does not show its status"
