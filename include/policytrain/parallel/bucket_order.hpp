@@ -39,6 +39,17 @@ inline torch::Tensor encode_bucket_order(c10d::Reducer& reducer, const std::vect
   return torch::stack({torch::tensor(param, torch::kLong), torch::tensor(bucket, torch::kLong)});
 }
 
+/// Bucket indices (each bucket's parameter indices, in order) in encode_bucket_order's form.
+inline torch::Tensor encode_bucket_indices(const std::vector<std::vector<size_t>>& buckets) {
+  std::vector<int64_t> param, bucket;
+  for (size_t b = 0; b < buckets.size(); ++b)
+    for (size_t i : buckets[b]) {
+      param.push_back(static_cast<int64_t>(i));
+      bucket.push_back(static_cast<int64_t>(b));
+    }
+  return torch::stack({torch::tensor(param, torch::kLong), torch::tensor(bucket, torch::kLong)});
+}
+
 /// The bucket indices an encode_bucket_order tensor describes, when it is a complete order of `n` parameters
 /// (each once, no empty bucket); otherwise none (a fresh start keeps the initial order).
 inline std::optional<std::vector<std::vector<size_t>>> decode_bucket_order(const torch::Tensor& order, size_t n) {

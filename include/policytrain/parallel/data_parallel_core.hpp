@@ -129,7 +129,8 @@ class DataParallelCore {
   /// done now (the same collective, in the same state), so that the checkpoint has the order the uninterrupted
   /// run goes on with; a resume that started from one bucket would sum 3 or more ranks' gradients in another order
   /// (found by the Preemption harness: a stop at step 1 on 3 ranks, 1 ulp off). Not with sparse gradients: their
-  /// buckets have no flat view until a backward fills them. A static graph's Reducer learns the order only from its
+  /// buckets have no flat view until a backward fills them; the checkpoint gets the buckets that rebuild will
+  /// compute instead (ReducerSync::pending_rebuild_order). A static graph's Reducer learns the order only from its
   /// second synchronised backward: a save after the first records that the order is pending, and the resumed run
   /// learns it from its own first backward (ReducerSync::learn_static_order; composition fuzzer seed 169497).
   void before_save(torch::Device device, bool training) {
@@ -137,12 +138,16 @@ class DataParallelCore {
     rank_state_.gather_rng(*group_, device);
     if (!reducer_) return;
     const auto& sparse = reducer_->rep->sparse;
-    if (training && reducer_->reducer && std::find(sparse.begin(), sparse.end(), true) == sparse.end()) {
+    const bool has_sparse = std::find(sparse.begin(), sparse.end(), true) != sparse.end();
+    if (training && reducer_->reducer && !has_sparse) {
       reducer_->learn_static_order();
       group_->guarded("rebuild of the gradient buckets (a broadcast of rank 0's bucket order)",
                       [&] { reducer_->reducer->rebuild_buckets(); });
     }
     if (auto order = reducer_->rebuilt_bucket_order(); order.defined()) bucket_order_ = order;
+    // Sparse gradients: the buckets the pending rebuild will compute, recorded without rebuilding.
+    if (training && has_sparse)
+      if (auto order = reducer_->pending_rebuild_order(); order.defined()) bucket_order_ = order;
     order_pending_ = reducer_->static_order_pending();
     if (order_pending_) bucket_order_ = torch::Tensor();  // the initial buckets: no rebuilt order yet
   }

@@ -234,6 +234,22 @@ struct ReducerSync : std::enable_shared_from_this<ReducerSync> {
     return encode_bucket_order(*reducer, rep->params);
   }
 
+  /// The buckets c10d's Reducer will rebuild at the next forward from its first synchronised backward's order, while
+  /// that rebuild is pending (no static graph, no unused-parameter search: those rebuild otherwise or never), in
+  /// encode_bucket_order's form; undefined otherwise. For a save that cannot make the Reducer rebuild now (sparse
+  /// gradients: their buckets have no flat view until a backward fills them), so that the resumed run builds the
+  /// buckets the uninterrupted one goes on with (composition fuzzer seed 119525: a stop at step 1 on 3 ranks with
+  /// a sparse embedding, 1 ulp off before). c10d takes rank 0's order (sync_bucket_indices); a resume builds every
+  /// rank's Reducer with the order the checkpoint holds, rank 0's.
+  torch::Tensor pending_rebuild_order() const {
+    if (!reducer || opt.static_graph || searches_unused() || built_with_order || synced_backwards < 1 ||
+        !reducer->should_rebuild_buckets())
+      return {};
+    return encode_bucket_indices(buckets_in_ready_order(rep->params, ready_order, rep->sparse,
+                                                        static_cast<size_t>(first_bucket_bytes()),
+                                                        static_cast<size_t>(bucket_bytes())));
+  }
+
   /// Rebuilds the Reducer with a saved bucket order, when it is a complete order of this run's parameters;
   /// otherwise keeps the initial order, as a fresh start.
   void apply_order(const torch::Tensor& order) {
