@@ -4,7 +4,8 @@
 # doctestAddTests.cmake, whose listing filter is the case name only.
 # Variables: TEST_EXECUTABLE, TEST_SOURCE (the file's name, test_core.cpp), TEST_PREFIX, TEST_PROPERTIES (name value
 # pairs), TEST_FIXTURES (the fixtures the tests require, separated by commas), TEST_WORKING_DIR, CTEST_FILE, TEST_HAS_EXTENDED
-# (1 where the file marks a case extended).
+# (1 where the file marks a case extended), TEST_SKIP_EXTENDED (1: those cases get no test here; they run in the
+# binary that tests the same file header-only).
 # A case of doctest's test suite "extended" (`TEST_CASE("..." * doctest::test_suite("extended"))`: the cases that
 # take the longest, tests/CMakeLists.txt "Two tiers") gets the CTest label `extended`: .ci/run runs it, scripts/test
 # leaves it out.
@@ -44,12 +45,16 @@ foreach(line ${output})
   if(line STREQUAL "===============================================================================" OR line MATCHES [==[^\[doctest\] ]==])
     continue()
   endif()
+  if(TEST_SKIP_EXTENDED AND line IN_LIST extended_cases)
+    continue()
+  endif()
   string(REPLACE "," "\\," case_filter "${line}")
   add_command(add_test "${TEST_PREFIX}${line}" "${TEST_EXECUTABLE}" "${filter}" "--test-case=${case_filter}")
   add_command(set_tests_properties "${TEST_PREFIX}${line}" PROPERTIES WORKING_DIRECTORY "${TEST_WORKING_DIR}"
               ${TEST_PROPERTIES})
   if(line IN_LIST extended_cases)
-    add_command(set_tests_properties "${TEST_PREFIX}${line}" PROPERTIES LABELS extended)
+    # The longest cases: started first by `ctest -j` (a higher COST) where CTest has no timing of them yet.
+    add_command(set_tests_properties "${TEST_PREFIX}${line}" PROPERTIES LABELS extended COST 500)
   endif()
   if(fixtures)  # one argument holding the list
     string(APPEND script "set_tests_properties([==[${TEST_PREFIX}${line}]==] PROPERTIES FIXTURES_REQUIRED \"${fixtures}\")\n")
