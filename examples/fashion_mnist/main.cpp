@@ -518,6 +518,11 @@ int main(int argc, char** argv) {
       std::ofstream(path) << summary.dump(2) << "\n";
       std::printf("validation accuracy %.4f; test accuracy %.4f, loss %.4f, %.0f train samples/s, %.1f s; summary: %s\n",
                   val_accuracy, metrics.accuracy, metrics.loss, result.samples_per_second(), wall, path.string().c_str());
+      // A stop signal after the last step (Slurm's time-limit warning during the test evaluation): the run is
+      // finished and saved; catch_early()'s handler kept the signal instead of letting it end the job (FAILED 138).
+      if (const int late = pt::callbacks::Preemption::pending())
+        std::printf("%s came after the run finished: nothing left to stop or save; exit code 0\n",
+                    pt::callbacks::Preemption::signal_name(late).c_str());
       return 0;
     };
     if (cfg.cuda_graph) {

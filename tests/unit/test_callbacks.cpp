@@ -945,11 +945,44 @@ TEST_CASE("Preemption::catch_early: a signal before the fit stops it at its firs
     CHECK(o.stopped_by == sig);
     CHECK(o.received == 1);
     CHECK(o.requeue == (sig == SIGUSR1));
-    // The handler from before catch_early is back once the fit ended (not ours: a later signal acts as without us).
+    CHECK(pt::callbacks::Preemption::pending() == 0);  // consumed by the stop
+    // After the fit the handler stays catch_early()'s: a signal now (Slurm's time-limit warning while the program
+    // evaluates on the test set) is kept, not acted on; its default action would end this process (a finished job
+    // FAILED 138: CI's slurm.timelimit on 07fd446).
+    struct sigaction kept {};
+    ::sigaction(sig, nullptr, &kept);
+    CHECK(reinterpret_cast<void*>(kept.sa_handler) ==
+          reinterpret_cast<void*>(&pt::callbacks::detail::preemption_handler));
+    std::raise(sig);
+    CHECK(pt::callbacks::Preemption::pending() == sig);
+    // The next fit stops at its first step on it; a fit that is not stopped leaves a later signal pending.
+    const auto o2 = preempt_run(testing::temp_dir("preempt-early-next"), {}, false, 0, 1);
+    CHECK(o2.stopped_at == 1);
+    CHECK(o2.stopped_by == sig);
+    CHECK(o2.received == 1);
+    CHECK(pt::callbacks::Preemption::pending() == 0);
+    // release_early(): the handler from before catch_early is back (a later signal acts as without us).
+    pt::callbacks::Preemption::release_early();
     struct sigaction after {};
     ::sigaction(sig, nullptr, &after);
     CHECK(reinterpret_cast<void*>(after.sa_handler) == reinterpret_cast<void*>(before.sa_handler));
   }
+}
+
+TEST_CASE("Preemption::catch_early: a signal after the fit's last check leaves the fit whole and stays pending") {
+  pt::callbacks::Preemption::catch_early();
+  const auto dir = testing::temp_dir("preempt-late");
+  const auto whole = preempt_run(dir, {}, false, 0, 1);
+  REQUIRE(!whole.stopped);
+  std::raise(SIGUSR1);  // before the fix: the default action of SIGUSR1 ended the process here
+  CHECK(pt::callbacks::Preemption::pending() == SIGUSR1);
+  pt::callbacks::Preemption::release_early();
+  CHECK(pt::callbacks::Preemption::pending() == SIGUSR1);  // recorded, no action
+  // A fit without catch_early() forgets a signal from before it and ends whole.
+  const auto next = preempt_run(testing::temp_dir("preempt-late-next"), {}, false, 0, 1);
+  CHECK(!next.stopped);
+  CHECK(next.received == 0);
+  CHECK(pt::callbacks::Preemption::pending() == 0);
 }
 
 TEST_CASE("launch_local: a SIGKILLed launcher leaves no rank behind, and resume = \"auto\" in its run directory takes over the stale lock and ends bit-identical") {

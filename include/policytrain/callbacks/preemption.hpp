@@ -17,8 +17,12 @@
 /// requeue. A signal during validation or a checkpoint write is acted on at the next step's end; one during
 /// start-up too, once catch_early() has installed the handlers from the first line of main (without it, the signal's
 /// default action ends the process before the fit: Slurm's FAILED 138 for SIGUSR1). A second signal only sets the
-/// flag again. The handlers that were there before (before catch_early() when it was called) are restored when the
-/// fit ends, so a signal after it acts as it would without us.
+/// flag again. Without catch_early(), the handlers that were there before are restored when the fit ends, so a
+/// signal after it acts as it would without us. With it, the program asked that no stop signal end it by default
+/// action, and the flag-setting handlers stay until release_early() or the process's end: a signal after the fit (Slurm's
+/// time-limit warning while the program evaluates on the test set or writes its summary) is kept, pending(), not
+/// acted on: the program finishes what it does and exits with its own code (a finished Slurm job stays COMPLETED
+/// instead of FAILED 138), or the next fit stops at its first step.
 /// Hooks: on_fit_begin (install), on_step_end (agree, stop), on_fit_end (restore, report). Cost per step: a load of
 /// the flag, and with data parallelism the agreement's all-reduce (bench/RESULTS.md, "Preemption").
 #include <algorithm>
@@ -46,7 +50,7 @@ namespace detail {
 /// only globals.
 inline std::atomic<int> preemption_signal{0};
 inline std::atomic<int> preemption_count{0};
-/// The handlers catch_early() replaced (empty: not called, or taken over by a fit).
+/// The handlers catch_early() replaced (empty: not called, or handed back by release_early()).
 inline std::vector<std::pair<int, struct sigaction>> preemption_early;
 static_assert(std::atomic<int>::is_always_lock_free, "a signal handler may only touch lock-free atomics");
 extern "C" inline void preemption_handler(int sig) {
@@ -113,8 +117,9 @@ class Preemption {
 
   /// Installs the flag-setting handler for `signals` now, from the first line of main: a signal during start-up
   /// (parsing, data loading, process-group setup) is kept and acted on at the first step's end of the next fit,
-  /// instead of its default action ending the process. The next fit's Preemption takes the handlers over and, at
-  /// its end, restores those that were there before this call. Calling it again changes nothing.
+  /// instead of its default action ending the process. The handlers stay after each fit (a signal then is
+  /// pending(), not acted on) until release_early(); a fit whose Preemption does not stop on one of them (not in
+  /// its Options::signals, or disabled) hands that one back at its start. Calling it again changes nothing.
   static void catch_early(const std::vector<int>& signals = {SIGTERM, SIGUSR1}) {
     if (!detail::preemption_early.empty()) return;
     detail::preemption_signal.store(0);  // what an earlier fit of this process left
@@ -176,12 +181,29 @@ class Preemption {
     }
   }
 
-  /// Restores the handlers that were there before the fit.
+  /// Restores the handlers that were there before the fit (those of catch_early() stay: a later signal is pending()).
   template <class Ctx>
   void on_fit_end(Ctx&) {
-    received_ = detail::preemption_count.load();
+    if (detail::preemption_early.empty()) {
+      received_ = detail::preemption_count.load();
+    } else {
+      // This fit's signals are counted here; the flag it stopped on is consumed; one that came after its last
+      // check stays pending, for the program or the next fit.
+      received_ = detail::preemption_count.exchange(0);
+      if (stopped_by_ != 0) detail::preemption_signal.store(0);
+    }
     restore();
   }
+
+  /// A stop signal received and not acted on (0: none): with catch_early(), one that came after the last fit's
+  /// last check (during its validation, its save, or after it), which the handlers kept instead of letting it end
+  /// the process.
+  static int pending() { return detail::preemption_signal.load(std::memory_order_relaxed); }
+
+  /// Hands back the handlers catch_early() replaced, those from before it (a signal pending() stays recorded and
+  /// gets no action). A program that wants a later signal to end it by its default action calls this after its
+  /// last fit.
+  static void release_early() { restore_early(); }
 
   /// "SIGTERM", "SIGUSR1", ... (or "signal N").
   static std::string signal_name(int sig) {
@@ -231,13 +253,19 @@ class Preemption {
  private:
   void install() {
     restore();
-    // The handlers catch_early() replaced are the ones to restore at the fit's end; a signal it caught but this
-    // fit does not stop on gets its previous action back now.
-    auto early = std::move(detail::preemption_early);
-    detail::preemption_early.clear();
-    for (auto& [s, old] : early)
-      if (std::find(o_.signals.begin(), o_.signals.end(), s) == o_.signals.end()) ::sigaction(s, &old, nullptr);
+    // The handlers of catch_early() stay ours after the fit (they are restored by release_early()); a signal it
+    // caught but this fit does not stop on gets its previous action back now.
+    auto& early = detail::preemption_early;
+    for (auto it = early.begin(); it != early.end();)
+      if (std::find(o_.signals.begin(), o_.signals.end(), it->first) == o_.signals.end()) {
+        ::sigaction(it->first, &it->second, nullptr);
+        it = early.erase(it);
+      } else {
+        ++it;
+      }
     for (int s : o_.signals) {
+      if (std::find_if(early.begin(), early.end(), [&](const auto& e) { return e.first == s; }) != early.end())
+        continue;  // already the flag-setting handler, kept after the fit
       struct sigaction sa {}, old {};
       sa.sa_handler = &detail::preemption_handler;
       sigemptyset(&sa.sa_mask);
@@ -246,8 +274,7 @@ class Preemption {
         throw std::runtime_error(policytrain::detail::error_message(
             "policytrain::callbacks::Preemption",
             policytrain::detail::format("sigaction({}) failed; the signal cannot be handled", signal_name(s))));
-      const auto from_early = std::find_if(early.begin(), early.end(), [&](const auto& e) { return e.first == s; });
-      previous_.push_back({s, from_early != early.end() ? from_early->second : old});
+      previous_.push_back({s, old});
     }
   }
 
