@@ -45,8 +45,8 @@ def python_loop(data, steps, batch, block, layers, d_model, heads, threads, prec
                       "tokens_per_second": steps * batch * block / s}))
 
 
-def run(args):
-    p = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+def run(args, **env):
+    p = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1", **env))
     if p.returncode != 0:
         sys.exit(f"lm_tokens: {' '.join(args)} failed:\n{p.stdout[-1500:]}{p.stderr[-1500:]}")
     return p.stdout
@@ -64,6 +64,10 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--precisions", default="fp32,bf16")
+    ap.add_argument("--preload", default="",
+                    help="an allocator's shared library (tcmalloc's, say): the Python loop and the plain loop run once "
+                         "more each with it in LD_PRELOAD, columns of their own (what tiny_lm's linked allocator "
+                         "would give them)")
     a = ap.parse_args()
     m, steps = MODEL, str(a.steps)
     sizes = [str(m[k]) for k in ("batch", "block", "layers", "d_model", "heads")]
@@ -84,18 +88,28 @@ def main():
                                                [threads, precision]).strip().splitlines()[-1])["tokens_per_second"]
                 got["plain"] = json.loads(run([a.lm_plain, a.data, steps] + sizes + [threads, precision])
                                           .strip().splitlines()[-1])["tokens_per_second"]
+                if a.preload:
+                    got["python+preload"] = json.loads(run([sys.executable, HERE, "--python-loop", a.data, steps] +
+                                                           sizes + [threads, precision], LD_PRELOAD=a.preload)
+                                                       .strip().splitlines()[-1])["tokens_per_second"]
+                    got["plain+preload"] = json.loads(run([a.lm_plain, a.data, steps] + sizes + [threads, precision],
+                                                          LD_PRELOAD=a.preload)
+                                                      .strip().splitlines()[-1])["tokens_per_second"]
                 for k, v in got.items():
                     results.setdefault((threads, precision, k), []).append(v)
                 print(f"rep {rep + 1} threads {threads} {precision}: " +
                       ", ".join(f"{k} {v:.0f}" for k, v in got.items()), flush=True)
     print(f"\n{a.reps} repetitions, {steps} steps each, {time.time() - t0:.0f} s; model {json.dumps(m)}\n")
-    print("| threads | precision | tiny_lm tokens/s | Python eager | plain LibTorch | tiny_lm / Python | tiny_lm / plain |")
-    print("|---|---|---|---|---|---|---|")
+    extra = ["python+preload", "plain+preload"] if a.preload else []
+    print("| threads | precision | tiny_lm tokens/s | Python eager | plain LibTorch | tiny_lm / Python | tiny_lm / plain |" +
+          "".join(f" {k} | tiny_lm / {k} |" for k in extra))
+    print("|---|---|---|---|---|---|---|" + "---|---|" * len(extra))
     for threads in a.threads.split(","):
         for precision in a.precisions.split(","):
-            med = {k: statistics.median(results[(threads, precision, k)]) for k in ("tiny_lm", "python", "plain")}
+            med = {k: statistics.median(results[(threads, precision, k)]) for k in ["tiny_lm", "python", "plain"] + extra}
             print(f"| {threads} | {precision} | {med['tiny_lm']:.0f} | {med['python']:.0f} | {med['plain']:.0f} | "
-                  f"{med['tiny_lm'] / med['python']:.2f}x | {med['tiny_lm'] / med['plain']:.2f}x |")
+                  f"{med['tiny_lm'] / med['python']:.2f}x | {med['tiny_lm'] / med['plain']:.2f}x |" +
+                  "".join(f" {med[k]:.0f} | {med['tiny_lm'] / med[k]:.2f}x |" for k in extra))
 
 
 if __name__ == "__main__":

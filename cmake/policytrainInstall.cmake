@@ -27,6 +27,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/policytrainConfigVersion.
   COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
 install(FILES ${PROJECT_BINARY_DIR}/policytrainConfig.cmake ${PROJECT_BINARY_DIR}/policytrainConfigVersion.cmake
               ${PROJECT_SOURCE_DIR}/cmake/policytrainTorchCuda.cmake ${PROJECT_SOURCE_DIR}/cmake/policytrainKineto.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/policytrainMalloc.cmake
         DESTINATION ${POLICYTRAIN_INSTALL_CMAKEDIR})
 install(FILES LICENSE DESTINATION ${POLICYTRAIN_INSTALL_LICENSEDIR})
 # The component `compiled` (policytrain::compiled, separate compilation): its one source file, next to the config

@@ -271,7 +271,8 @@ int main(int argc, char** argv) {
     if (auto code = pt::parallel::launch_ranks(par.nproc, argc, argv, par.max_restarts)) return *code;
 
     if (cfg.threads > 0) torch::set_num_threads(cfg.threads);
-    // Every step allocates and frees the same activations: kept, they are not faulted in again at the next step.
+    // Every step allocates and frees the same activations: kept, they are not faulted in again at the next step
+    // (glibc's malloc; the tcmalloc this build links, policytrain_link_malloc, keeps them itself: nothing is set).
     if (cfg.keep_freed_memory) (void)pt::keep_freed_cpu_memory();
     pt::seed_everything(cfg.seed);
     auto dp = par.make();
@@ -422,6 +423,7 @@ int main(int argc, char** argv) {
               {"weight_decay", cfg.weight_decay}, {"fused", cfg.fused}, {"clip", cfg.clip}, {"ema", cfg.ema},
               {"precision", precision_flags.describe()}, {"zero", par.zero}, {"seed", cfg.seed},
               {"threads", torch::get_num_threads()}, {"keep_freed_memory", cfg.keep_freed_memory},
+              {"malloc", pt::malloc_library()},
               {"corpus", cfg.corpus.string()}, {"device", cfg.device}}}};
         summary["parallel"] = parallel_summary(trainer);
         std::ofstream(cfg.summary) << summary.dump(2) << "\n";

@@ -3,10 +3,14 @@ the first validation's last.ckpt, before the second validation), then resumed wi
 checkpoint folder: once with the same --val-every-steps, once with another. Each resumed run must end at the step
 count asked (--max-steps) with weights bit-identical to an uninterrupted run's (params_sha256 of the final weights,
 and the bytes of final.pt's tensors), and validate at the steps the new interval names.
-Usage: lm_kill_resume.py TINY_LM_EXE WORK_DIR   (KILL_SEED=n reproduces a run's kill step)"""
+Also: summary.json's options.malloc names the allocator the build linked (cmake/policytrainMalloc.cmake): the
+library whose malloc the process called, read at run time.
+Usage: lm_kill_resume.py TINY_LM_EXE WORK_DIR [MALLOC]   (KILL_SEED=n reproduces a run's kill step; MALLOC: tcmalloc,
+jemalloc, mimalloc or system, POLICYTRAIN_EXAMPLES_MALLOC)"""
 import json, os, random, re, shutil, subprocess, sys
 
 exe, work = sys.argv[1], sys.argv[2]
+malloc = sys.argv[3] if len(sys.argv) > 3 else None
 STEPS, EVERY, OTHER = 60, 20, 7
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
@@ -39,6 +43,11 @@ def tensors_bytes(path):
 
 
 reference, _ = run("reference", EVERY)
+if malloc:
+    prefix = {"tcmalloc": "libtcmalloc", "jemalloc": "libjemalloc", "mimalloc": "libmimalloc", "system": "libc.so"}[malloc]
+    got = reference["options"]["malloc"]
+    assert got.startswith(prefix), f"built with {malloc}, but the process called malloc from {got!r}"
+    print(f"malloc: {got} ({malloc})")
 assert reference["steps"] == STEPS, reference["steps"]
 assert [v["step"] for v in reference["validation"]] == list(range(EVERY, STEPS + 1, EVERY)), reference["validation"]
 

@@ -27,6 +27,7 @@
 #include <policytrain/optim/state_layout.hpp>
 
 #if defined(__GLIBC__)
+#include <dlfcn.h>
 #include <malloc.h>
 #endif
 
@@ -38,11 +39,28 @@ inline void seed_everything(uint64_t seed) {
   std::srand(static_cast<unsigned>(seed));
 }
 
-/// What keep_freed_cpu_memory() set: whether glibc's malloc took each setting (both false with another C library,
-/// where nothing is set).
+/// The file name of the shared library whose malloc this process calls (the first definition in the global symbol
+/// scope: "libc.so.6" for glibc's, "libtcmalloc_minimal.so.4" where the program links tcmalloc with
+/// policytrain_link_malloc or runs under LD_PRELOAD), or "" where it cannot be said (not glibc's dynamic loader).
+inline std::string malloc_library() {
+#if defined(__GLIBC__)
+  if (void* f = ::dlsym(RTLD_DEFAULT, "malloc")) {
+    Dl_info info{};
+    if (::dladdr(f, &info) != 0 && info.dli_fname) {
+      const std::string path = info.dli_fname;
+      return path.substr(path.find_last_of('/') + 1);
+    }
+  }
+#endif
+  return "";
+}
+
+/// What keep_freed_cpu_memory() set: whether glibc's malloc took each setting (all false with another C library or
+/// another allocator, where nothing is set).
 struct CpuMemoryPolicy {
   bool mmap_threshold = false;   ///< M_MMAP_THRESHOLD taken: blocks up to mmap_threshold_bytes come from the heap
   bool trim_threshold = false;   ///< M_TRIM_THRESHOLD taken: the heap's free top is kept, not returned to the system
+  bool fastbins_off = false;     ///< M_MXFAST 0 taken: small freed blocks go to the tcache and the bins, no fastbins
   size_t mmap_threshold_bytes = 0;  ///< the threshold asked for
 };
 
@@ -53,16 +71,23 @@ struct CpuMemoryPolicy {
 /// large freed block and trims the heap's top, so the next step faults every page of them in again (zeroed by the
 /// kernel): tiny_lm took 2x the page faults of the same loop in another process history, 9% of its time in the
 /// kernel (bench/RESULTS.md, "tiny_lm"). The cost: the process keeps its peak heap, which a training loop reaches
-/// at every step anyway. Process-wide and for the rest of the process (glibc's dynamic mmap threshold is off from
-/// then on); the GLIBC_TUNABLES environment variable (glibc.malloc.mmap_threshold, trim_threshold) does the same
-/// without a line of code. Another C library: nothing is set.
+/// at every step anyway. And glibc's fastbins off (M_MXFAST 0): with the large blocks in the heap, every free of one
+/// (and every large request) sweeps the fastbins (malloc_consolidate); oneDNN allocates and frees small descriptors
+/// for each of the flash attention backward's block products, so that bf16 tiny_lm spent 6% of its time in those
+/// sweeps (bench/RESULTS.md, "tiny_lm", fifth measurement). Small blocks still come from glibc's per-thread cache.
+/// Process-wide and for the rest of the process (glibc's dynamic mmap threshold is off from then on); the
+/// GLIBC_TUNABLES environment variable (glibc.malloc.mmap_threshold, trim_threshold, mxfast) does the same without a
+/// line of code. Another C library, or another allocator in the process (malloc_library() not glibc's: tcmalloc and
+/// jemalloc keep freed blocks in their own caches): nothing is set.
 inline CpuMemoryPolicy keep_freed_cpu_memory(size_t mmap_threshold = size_t{32} << 20) {
   CpuMemoryPolicy p;
   p.mmap_threshold_bytes = mmap_threshold;
 #if defined(__GLIBC__)
+  if (malloc_library().rfind("libc.so", 0) != 0) return p;  // another allocator's mallopt is not glibc's
   if (mmap_threshold <= static_cast<size_t>(std::numeric_limits<int>::max()))
     p.mmap_threshold = mallopt(M_MMAP_THRESHOLD, static_cast<int>(mmap_threshold)) == 1;
   p.trim_threshold = mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max()) == 1;
+  p.fastbins_off = mallopt(M_MXFAST, 0) == 1;
 #endif
   return p;
 }
@@ -154,7 +179,7 @@ class PerfKnobs {
                      {"interop_threads", at::get_num_interop_threads()}};
     j["seed"] = o_.seed ? Json(*o_.seed) : Json(nullptr);
     // Whether glibc took the settings (false when not asked, or with another C library).
-    j["keep_freed_cpu_memory"] = memory_.mmap_threshold && memory_.trim_threshold;
+    j["keep_freed_cpu_memory"] = memory_.mmap_threshold && memory_.trim_threshold && memory_.fastbins_off;
     if (!interop_error_.empty()) j["interop_threads_error"] = interop_error_;
     return j;
   }

@@ -57,5 +57,13 @@ int main() {
     std::fprintf(stderr, "policytrain consumer: expected 24 steps and the loss at least halved\n");
     return 1;
   }
+#ifdef POLICYTRAIN_CONSUMER_MALLOC
+  // policytrain_link_malloc(consumer_compiled tcmalloc): the process calls tcmalloc's malloc.
+  if (pt::malloc_library().rfind(POLICYTRAIN_CONSUMER_MALLOC, 0) != 0) {
+    std::fprintf(stderr, "policytrain consumer: malloc comes from '%s'; expected %s (policytrain_link_malloc)\n",
+                 pt::malloc_library().c_str(), POLICYTRAIN_CONSUMER_MALLOC);
+    return 1;
+  }
+#endif
   return 0;
 }
