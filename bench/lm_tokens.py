@@ -2,7 +2,8 @@
 loop (bench/lm_plain.cpp), one run, interleaved: for each repetition, each thread count and each precision, the three
 programs one after another, so that a change of the machine's load hits all three alike. Each program trains the
 same GPT for --steps steps (AdamW with decay groups, warmup + cosine, clipping at 1.0; bf16: CPU autocast) and
-reports tokens / the training loop's wall time. Prints a Markdown table of medians (bench/RESULTS.md, "tiny_lm").
+reports tokens / the training loop's wall time. Prints a Markdown table of medians (bench/RESULTS.md, "tiny_lm"),
+then the ratios of each repetition's back-to-back runs (median, min, max).
 Usage: lm_tokens.py TINY_LM_EXE LM_PLAIN_EXE DATA_DIR [--reps 5] [--steps 20] [--threads 1,2] [--precisions fp32,bf16]
        lm_tokens.py --python-loop DATA_DIR STEPS BATCH BLOCK LAYERS D_MODEL HEADS THREADS PRECISION   (one Python run)"""
 import argparse, json, math, os, statistics, subprocess, sys, tempfile, time
@@ -110,6 +111,20 @@ def main():
             print(f"| {threads} | {precision} | {med['tiny_lm']:.0f} | {med['python']:.0f} | {med['plain']:.0f} | "
                   f"{med['tiny_lm'] / med['python']:.2f}x | {med['tiny_lm'] / med['plain']:.2f}x |" +
                   "".join(f" {med[k]:.0f} | {med['tiny_lm'] / med[k]:.2f}x |" for k in extra))
+    # The same ratios per repetition: the programs of one repetition ran one after another, so a change of the
+    # machine's load between repetitions (another tenant's job) cancels out of each one; their median and range
+    # say how far one run's ratio of medians can be trusted.
+    print("\nPer repetition (each ratio of the three programs run back to back), median [min, max]:\n")
+    print("| threads | precision | tiny_lm / Python | tiny_lm / plain |" + "".join(f" tiny_lm / {k} |" for k in extra))
+    print("|---|---|---|---|" + "---|" * len(extra))
+    for threads in a.threads.split(","):
+        for precision in a.precisions.split(","):
+            r = {k: results[(threads, precision, k)] for k in ["tiny_lm", "python", "plain"] + extra}
+            cells = []
+            for k in ["python", "plain"] + extra:
+                q = [t / o for t, o in zip(r["tiny_lm"], r[k])]
+                cells.append(f"{statistics.median(q):.2f}x [{min(q):.2f}, {max(q):.2f}]")
+            print(f"| {threads} | {precision} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
