@@ -10,9 +10,10 @@ Compiles small translation units with the project's flags (C++20, -O2, LibTorch'
   all+parallel     + #include <policytrain/parallel.hpp>      (data parallelism: c10d, Gloo, NCCL, the launcher)
   plain            bench/compile/plain.cpp: a user's program (bf16 autocast, accumulation, warmup + cosine, EMA,
                    early stopping, clipping, checkpoints with resume, a CSV log) written in plain LibTorch
-  composition      bench/compile/composition.cpp: the same program as a Trainer of ten policies
-  composition-separate  the same file with separate compilation (-DPOLICYTRAIN_SEPARATE_COMPILATION, CMake's
-                   policytrain::compiled): the heavy non-template code is only declared there
+  composition      bench/compile/composition.cpp: the same program as a Trainer of ten policies, header-only
+                   (CMake's policytrain::header_only)
+  composition-separate  the same file with separate compilation (-DPOLICYTRAIN_SEPARATE_COMPILATION, what CMake's
+                   policytrain::policytrain does): the heavy non-template code is only declared there
   library          <policytrain/src.hpp>: the one translation unit that defines that code (compiled once per
                    program, like LibTorch's own libraries; not part of any ratio)
 

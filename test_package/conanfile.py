@@ -26,5 +26,6 @@ class PolicytrainTestConan(ConanFile):
     def test(self):
         if can_run(self):
             self.run(os.path.join(self.build_folder, "consumer", "consumer"), env="conanrun")
-            # The same program with separate compilation (the package's component compiled).
+            # The same program through policytrain::compiled (the earlier name), and header-only.
             self.run(os.path.join(self.build_folder, "consumer", "consumer_compiled"), env="conanrun")
+            self.run(os.path.join(self.build_folder, "consumer", "consumer_header_only"), env="conanrun")

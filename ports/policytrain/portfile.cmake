@@ -1,5 +1,5 @@
 # Overlay port for the policytrain source tree this file lives in (header-only):
-#   vcpkg install policytrain --overlay-ports=<policytrain>/ports            (policytrain::policytrain)
+#   vcpkg install policytrain --overlay-ports=<policytrain>/ports            (policytrain::policytrain, ::header_only)
 #   vcpkg install policytrain[images] --overlay-ports=<policytrain>/ports    (and policytrain::images)
 # To package a release instead, replace SOURCE_PATH with vcpkg_from_github(OUT_SOURCE_PATH SOURCE_PATH ...).
 # CTest package.vcpkg_overlay runs this file under an emulation of vcpkg (tests/package/vcpkg_emulation.cmake).

@@ -10,9 +10,13 @@
 
 #include <policytrain/all.hpp>
 
-// consumer_compiled links policytrain::compiled, which must compile this file with separate compilation.
+// consumer and consumer_compiled link policytrain::policytrain and policytrain::compiled, which must compile this file
+// with separate compilation; consumer_header_only links policytrain::header_only, which must not.
 #if defined(POLICYTRAIN_CONSUMER_SEPARATE) && !defined(POLICYTRAIN_SEPARATE_COMPILATION)
-#  error "policytrain consumer: linking policytrain::compiled did not define POLICYTRAIN_SEPARATE_COMPILATION"
+#  error "policytrain consumer: linking policytrain::policytrain did not define POLICYTRAIN_SEPARATE_COMPILATION"
+#endif
+#if defined(POLICYTRAIN_CONSUMER_HEADER_ONLY) && (defined(POLICYTRAIN_SEPARATE_COMPILATION) || !defined(POLICYTRAIN_HEADER_ONLY))
+#  error "policytrain consumer: linking policytrain::header_only compiled this file with separate compilation"
 #endif
 
 namespace pt = policytrain;
