@@ -4,6 +4,7 @@
 // before doctest's main and exits.
 #include <doctest/doctest.h>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <future>
@@ -21,6 +22,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <policytrain/parallel.hpp>
@@ -362,7 +365,14 @@ int run_launcher(const fs::path& out) {
 int run_pieces(const fs::path& out) {
   pt::parallel::ProcessGroup group(pt::parallel::Environment::from_env(), {.timeout = std::chrono::milliseconds(20000)});
   const int rank = group.rank();
+  // SIGPIPE before and after connect(): rank 0 leaves it at the default (connect() ignores it), rank 1 installs a
+  // handler of its own first (connect() keeps it).
+  if (rank == 1) std::signal(SIGPIPE, +[](int) {});
+  struct sigaction before {}, after {};
+  ::sigaction(SIGPIPE, nullptr, &before);
   group.connect();
+  ::sigaction(SIGPIPE, nullptr, &after);
+  const auto action = [](const struct sigaction& a) { return a.sa_handler == SIG_DFL ? 0 : a.sa_handler == SIG_IGN ? 1 : 2; };
   // Rank r evaluates r + 2 samples of mean loss r + 1, metric "m" of mean 10 r, every output predicting class 0 of
   // targets 0. Over 2 ranks by hand: loss sum 1*2 + 2*3 = 8, 5 samples, m sum 0*2 + 10*3 = 30, confusion[0][0] 5.
   pt::MetricsAccumulator acc;
@@ -388,9 +398,28 @@ int run_pieces(const fs::path& out) {
   st.epoch = 3;
   state.verify_start(group, st, *net);
   agree = state.verified();
+  // abort_transport(): rank 0 closes its Gloo connections and joins no further collective; rank 1's next
+  // all-reduce must fail at once (the connection closed), not after its 20 s timeout, and say so by name.
+  const size_t connections = group.transport_connections();
+  double failed_after = -1;
+  if (rank == 0) {
+    group.abort_transport();
+    for (int i = 0; i < 600 && !fs::exists(out / "aborted1.txt"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  } else {
+    auto t = torch::ones({4});
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      group.all_reduce(t, c10d::ReduceOp::SUM, "the test's all-reduce");
+    } catch (const pt::parallel::CollectiveError& e) {
+      if (std::string(e.what()).find("the test's all-reduce failed or timed out") != std::string::npos)
+        failed_after = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    write_text(out / "aborted1.txt", "1");
+  }
   write_text(out / fmt::format("pieces{}.txt", rank),
-             fmt::format("{} {} {} {} {} {}", s.loss_sum, s.samples, s.extra.at("m").first,
-                         s.confusion[0][0].item<int64_t>(), mismatch, agree));
+             fmt::format("{} {} {} {} {} {} {} {} {} {}", s.loss_sum, s.samples, s.extra.at("m").first,
+                         s.confusion[0][0].item<int64_t>(), mismatch, agree, action(before), action(after),
+                         connections, failed_after));
   return 0;
 }
 
@@ -774,8 +803,49 @@ TEST_CASE("the pieces of parallel/ without a Trainer on 2 ranks: ProcessGroup, r
   REQUIRE(launch("pieces", out, 2) == 0);
   for (int r = 0; r < 2; ++r) {
     CAPTURE(r);
-    CHECK(counts_d(out / fmt::format("pieces{}.txt", r)) == std::vector<double>{8, 5, 30, 5, 1, 1});
+    // Then SIGPIPE's action before and after connect() (0 default, 1 ignored, 2 the program's handler), Gloo's
+    // connections, and on rank 1 the seconds its all-reduce took to fail after rank 0's abort_transport().
+    auto c = counts_d(out / fmt::format("pieces{}.txt", r));
+    REQUIRE(c.size() == 10);
+    const double connections = c[8], failed_after = c[9];
+    c.resize(8);
+    CHECK(c == std::vector<double>{8, 5, 30, 5, 1, 1, r == 0 ? 0. : 2., r == 0 ? 1. : 2.});
+    CHECK(connections >= 1);  // the other rank
+    if (r == 1) {
+      MESSAGE("rank 1's all-reduce failed " << failed_after << " s after it began (timeout 20 s; the diagnosis's 3 s included)");
+      CHECK(failed_after >= 0);    // it failed, naming the collective
+      CHECK(failed_after < 10.0);  // at once, then the 3 s diagnosis; not after the 20 s timeout
+    }
   }
+}
+
+// Why connect() ignores SIGPIPE (a defect the kill tests above showed in a third of their runs: a surviving rank
+// vanished without a word): Gloo sends with writev(), and writing to a socket whose peer is gone raises SIGPIPE,
+// whose default action ends the process silently. Here with a plain socket pair, in forked children.
+TEST_CASE("a write to a dead peer's socket: the default SIGPIPE ends the process silently, ignore_default_sigpipe makes it EPIPE") {
+  const auto child = [](bool ignore) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::signal(SIGPIPE, SIG_DFL);
+      if (ignore && !pt::parallel::detail::ignore_default_sigpipe()) ::_exit(3);
+      int fd[2];
+      if (::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) != 0) ::_exit(4);
+      ::close(fd[1]);  // the peer dies
+      char byte = 1;
+      struct iovec iov {&byte, 1};
+      const ssize_t n = ::writev(fd[0], &iov, 1);
+      ::_exit(n < 0 && errno == EPIPE ? 0 : 5);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return status;
+  };
+  const int silent = child(false);
+  CHECK(WIFSIGNALED(silent));
+  CHECK(WTERMSIG(silent) == SIGPIPE);
+  const int named = child(true);
+  REQUIRE(WIFEXITED(named));
+  CHECK(WEXITSTATUS(named) == 0);
 }
 
 // The world size is part of the run fingerprint (checkpoint::Disk): every file of a 2-rank run is refused by a

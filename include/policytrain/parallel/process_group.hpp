@@ -21,6 +21,13 @@
 #include <utility>
 #include <vector>
 
+#include <csignal>
+#include <filesystem>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
 #if !__has_include(<gloo/config.h>)
 #error "policytrain/parallel/process_group.hpp: Gloo's headers are missing (LibTorch's wheel does not ship them, but c10d's ProcessGroupGloo.hpp includes them); install Debian's libgloo-dev (scripts/setup does)"
 #endif
@@ -83,6 +90,53 @@ inline std::mutex& shared_stores_mutex() {
   return m;
 }
 
+/// Makes SIGPIPE ignored if its action is still the default (a handler the program installed, or an ignore, stays),
+/// as CPython does at start-up for every PyTorch job. Gloo sends on its sockets with writev(), which raises SIGPIPE
+/// when the peer has died; the default action ends the process at once and silently, so a surviving rank vanished
+/// without its CollectiveError whenever it was sending the moment another rank was killed (the kill tests in
+/// tests/unit/test_parallel.cpp, a third of the runs). Ignored, the write fails with EPIPE and Gloo throws.
+/// Returns whether this call changed the action.
+inline bool ignore_default_sigpipe() {
+  struct sigaction now {};
+  if (::sigaction(SIGPIPE, nullptr, &now) != 0) return false;
+  if ((now.sa_flags & SA_SIGINFO) != 0 || now.sa_handler != SIG_DFL) return false;
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  return ::sigaction(SIGPIPE, &ignore, nullptr) == 0;
+}
+
+/// The connected TCP sockets of this process (descriptors from /proc/self/fd) whose local and remote ports both
+/// differ from `except_port` (the store's: rank 0's accepted store connections and every rank's store client).
+inline std::vector<int> tcp_sockets(int except_port) {
+  std::vector<int> fds;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    int fd = -1;
+    try {
+      fd = std::stoi(entry.path().filename().string());
+    } catch (const std::exception&) {
+      continue;
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    const auto port = [](const sockaddr_storage& a) -> int {
+      if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
+      if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
+      return -1;
+    };
+    sockaddr_storage local {}, peer {};
+    socklen_t ll = sizeof local, pl = sizeof peer;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) != 0 ||
+        ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) != 0)
+      continue;  // not connected (a listener), or not a socket any more
+    const int lp = port(local), pp = port(peer);
+    if (lp < 0 || pp < 0 || lp == except_port || pp == except_port) continue;
+    fds.push_back(fd);
+  }
+  return fds;
+}
+
 }  // namespace detail
 
 /// This rank in the job the environment describes, and the collectives over every rank.
@@ -115,9 +169,11 @@ class ProcessGroup {
 
   /// Joins the job: the store (rank 0 hosts it, or torchrun's agent does), then the process group, for tensors
   /// on `device`. Idempotent; nothing with one process. Throws std::runtime_error naming MASTER_ADDR /
-  /// MASTER_PORT when that fails.
+  /// MASTER_PORT when that fails. Sets SIGPIPE to ignored if the program left it at the default
+  /// (detail::ignore_default_sigpipe: a dead peer must become an error, not a silent end).
   void connect(torch::Device device = torch::kCPU) {
     if (!active() || backend_) return;
+    detail::ignore_default_sigpipe();
     const auto& e = env_;
     c10d::TCPStoreOptions so;
     so.port = static_cast<uint16_t>(e.master_port);
@@ -163,8 +219,14 @@ class ProcessGroup {
       if (kind == "gloo") {
         auto go = c10d::ProcessGroupGloo::Options::create(o_.timeout);
         go->threads = o_.gloo_threads;
+        const auto before = detail::tcp_sockets(e.master_port);
         go->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
         backend_ = c10::make_intrusive<c10d::ProcessGroupGloo>(pg_store, e.rank, e.world_size, go);
+        // The connections Gloo made to the other ranks (its full mesh is connected in the constructor): what
+        // abort_transport() closes. Sockets opened meanwhile by another thread of the program would be taken too;
+        // the store's are not (its port is left out).
+        for (int fd : detail::tcp_sockets(e.master_port))
+          if (std::find(before.begin(), before.end(), fd) == before.end()) transport_fds_.push_back(fd);
         pg_ = c10::make_intrusive<c10d::ProcessGroup>(pg_store, e.rank, e.world_size);
         pg_->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, backend_);
         if (cuda) pg_->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::GLOO, backend_);
@@ -331,6 +393,7 @@ class ProcessGroup {
   /// cause, and the ranks that did not answer (diagnose()).
   CollectiveError collective_error(const std::string& what, const std::exception& e) {
     const std::string cause = e.what();
+    abort_transport();
     return CollectiveError(policytrain::detail::error_message(
         policytrain::detail::format("policytrain::parallel::DataParallel: {}", who()),
         policytrain::detail::format("{} failed or timed out ({}; timeout {} ms): {}; {}", what, position(),
@@ -340,6 +403,20 @@ class ProcessGroup {
         "a dead rank ends the job: restart it from the newest complete checkpoint (LaunchOptions::max_restarts, "
         "--max-restarts, torchrun --max-restarts); a rank that is only slow needs a longer timeout"));
   }
+
+  /// After a failed collective (the group cannot be used again: a failed collective ends the job), closes this
+  /// rank's Gloo connections to the other ranks (shutdown(), both ways; once), so that a rank waiting in a
+  /// collective for data from this one fails at once and checks in to the diagnosis while the store still lives,
+  /// rather than at its own timeout or when this process ends (as NCCL's communicators are aborted on an error).
+  /// Before, with 3 ranks and rank 1 killed, rank 2 could be waiting for rank 0 while rank 0 diagnosed: rank 0
+  /// named rank 2 among the silent ranks, and rank 2 failed only when rank 0 ended, taking the store (it then said
+  /// "rank 0 is dead"); seen in 2 of 10 runs of the kill test. Nothing to do for NCCL or with one process.
+  void abort_transport() {
+    for (int fd : transport_fds_) ::shutdown(fd, SHUT_RDWR);
+    transport_fds_.clear();
+  }
+  /// How many connections abort_transport() would close (Gloo's, to the other ranks: world size - 1 or more).
+  size_t transport_connections() const { return transport_fds_.size(); }
 
   /// Waits for `w`; on failure rethrows as CollectiveError naming this rank, `what` and the silent ranks.
   void wait(const c10::intrusive_ptr<c10d::Work>& w, const std::string& what) {
@@ -404,6 +481,7 @@ class ProcessGroup {
   int64_t last_beat_ns_ = 0;
   bool heartbeat_failed_ = false;
   bool store_silent_ = false;     // a diagnosis found the store silent: no further store operation
+  std::vector<int> transport_fds_;  ///< Gloo's connections to the other ranks (abort_transport())
   int64_t silent_after_ms_ = 0;
 
   /// Milliseconds since the Unix epoch (heartbeats compare across processes, and hosts).
