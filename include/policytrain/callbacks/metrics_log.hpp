@@ -70,7 +70,7 @@ class MetricsLog {
   };
   MetricsLog() = default;
   /// With the given settings.
-  explicit MetricsLog(Options o) : o_(std::move(o)) {}
+  explicit MetricsLog(Options o);
   /// Moved (the Trainer moves it into its policies), not copied (it holds the open logs). Declared here and
   /// defined with the other non-template members: the implicit ones were generated in every file that builds a
   /// Trainer with a MetricsLog (about 4 KB of code each).
@@ -273,6 +273,7 @@ class MetricsLog {
 
 // MetricsLog's non-template members: defined here header-only, in <policytrain/src.hpp> with separate compilation.
 #if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL MetricsLog::MetricsLog(Options o) : o_(std::move(o)) {}
 POLICYTRAIN_DECL MetricsLog::MetricsLog(MetricsLog&&) = default;
 POLICYTRAIN_DECL MetricsLog& MetricsLog::operator=(MetricsLog&&) = default;
 POLICYTRAIN_DECL MetricsLog::~MetricsLog() = default;

@@ -331,45 +331,17 @@ class Disk {
   void load_state_dict(const StateDict& d);
 
   // --- hooks ---
-  /// Creates the directory, removes leftover temporary files, and resumes when `resume` is set.
+  /// Creates the directory, removes leftover temporary files, and resumes when `resume` is set. The work is
+  /// fit_begin_erased's and after_resume's, through the context's view (compiled once with separate compilation):
+  /// only what needs the Trainer's type is here.
   template <class Ctx>
   void on_fit_begin(Ctx& ctx) {
-    last_write_ = Clock::now();
-    quiet_ = !ctx.is_main() && !o_.log_every_rank && !o_.sharded;
-    if (!enabled()) return;
-    if (pending_) { (void)finish_async_write(); pending_.reset(); }  // a sharded save of a fit that threw
-    if (ctx.is_main()) {
-      // One job per run directory: `run.lock` is held until fit end (or this policy's end, after an exception),
-      // taken before anything in the directory is touched.
-      std::error_code ec;
-      std::filesystem::create_directories(o_.directory, ec);  // Layout::prepare reports a failure
-      if (!ec) lock_ = RunLock::acquire(o_.directory, [this](const std::string& m) { say("{}", m); });
-      layout_.prepare();
-    }
-    // Re-read at every fit's begin: a param group added (add_param_group) since the last fit is part of the run
-    // the next checkpoints record, so that they resume with the optimizer built as they were written. A group's
-    // hyper-parameters stay those of the fit it first appeared in (a schedule has moved the momentum meanwhile;
-    // the run is the same): refresh_fingerprint.
-    // Top-k files are named after the epoch that scored (best-e<n>.ckpt): one per epoch, not per step validation.
-    if (o_.best && o_.top_k > 1 && ctx.options().val_every_steps > 0)
-      throw std::invalid_argument(policytrain::detail::error_message(
-          "policytrain::checkpoint::Disk",
-          policytrain::detail::format("top_k is {} and the fit validates every {} steps; top-k files are named after "
-                                      "epochs", o_.top_k, ctx.options().val_every_steps),
-          {}, "keep top_k at 1 (best.ckpt) in a run validated by steps, or validate at epoch ends"));
-    fingerprint_ = fingerprint_.is_null() ? fingerprint(ctx) : refresh_fingerprint(fingerprint_, fingerprint(ctx));
+    if (!fit_begin_erased(detail::SaveContext::of(ctx), ctx.options().val_every_steps)) return;
     const auto& st = ctx.state();
     const bool at_zero = st.global_step == 0 && st.epoch == 0 && st.batch_in_epoch == 0;
-    // A full resume continues the run that wrote the file (its run id, load_one); anything else is a new run. A
-    // new run from step 0 must not share the directory with another run's files, whether it loaded nothing or took
-    // its weights from a file (weights only, which may be one of them: its weights are in the model already, and the
-    // file moves with the others): its last.ckpt and best.ckpt would overwrite that run's.
-    bool continued = false;
-    if (!o_.resume.empty()) continued = resume(access(ctx));
-    if (!continued && run_id_.empty()) {
-      run_id_ = detail::new_run_id();
-      if (at_zero && (resumed_from_.empty() || o_.weights_only) && ctx.is_main()) set_aside_other_runs();
-    }
+    // A full resume continues the run that wrote the file (its run id, load_one); anything else is a new run.
+    const bool continued = !o_.resume.empty() && resume(access(ctx));
+    after_resume(continued, at_zero, ctx.is_main());
     last_saved_step_ = ctx.state().global_step;
     // Stage 3: final.pt is exported at fit end while the shards still hold the weights, gathered onto the main rank
     // parameter by parameter (ShardedDataParallel::export_weights), before the parallel policy gathers the whole
@@ -398,26 +370,9 @@ class Disk {
   template <class Ctx>
   void on_step_end(Ctx& ctx) {
     if (!enabled()) return;
-    const int64_t step = ctx.state().global_step;
     bool validated = false;
     if constexpr (requires { ctx.step_validated(); }) validated = ctx.step_validated();
-    if (validated) {
-      std::vector<std::pair<std::string, std::string>> files;
-      if (o_.last) files.emplace_back(Layout::last(), "last");
-      if (std::exchange(pending_best_, false)) files.emplace_back(Layout::best(), "best");
-      const bool periodic = o_.every_steps > 0 && step % o_.every_steps == 0;
-      if (periodic) files.emplace_back(Layout::step(step), "step");
-      if (files.empty()) return;
-      save(ctx, files, false, [this, periodic] {
-        if (periodic) layout_.rotate(run_id_, o_.keep);
-      });
-    } else if (o_.every_steps > 0 && step % o_.every_steps == 0) {
-      save(ctx, {{Layout::step(step), "step"}}, false, [this] { layout_.rotate(run_id_, o_.keep); });
-    } else if (o_.every_seconds > 0 && o_.last &&
-               ctx.agree_any(std::chrono::duration<double>(Clock::now() - last_write_).count() >= o_.every_seconds)) {
-      // Agreed: every rank saves at the same step (a sharded optimizer's state is gathered by all of them).
-      save(ctx, {{Layout::last(), "last"}}, false);
-    }
+    step_end_erased(detail::SaveContext::of(ctx), validated);
   }
 
   /// Records the metrics and marks a best / top-k save for the epoch end.
@@ -429,77 +384,16 @@ class Disk {
   /// Writes last, best and periodic epoch files; rotates epoch-/step- files.
   template <class Ctx>
   void on_epoch_end(Ctx& ctx) {
-    if (!enabled()) return;
-    const int64_t epoch = ctx.state().epoch;
-    std::vector<std::pair<std::string, std::string>> files;
-    if (o_.last) files.emplace_back(Layout::last(), "last");
-    if (std::exchange(pending_best_, false)) files.emplace_back(Layout::best(), "best");
-    std::string dropped;
-    if (std::exchange(pending_top_, false)) {
-      files.emplace_back(Layout::best_top(epoch + 1), "best");
-      if (static_cast<int64_t>(top_.size()) > o_.top_k) {
-        dropped = Layout::best_top(top_.back().second + 1);
-        top_.pop_back();
-      }
-    }
-    const bool periodic = o_.every_epochs > 0 && (epoch + 1) % o_.every_epochs == 0;
-    if (periodic) files.emplace_back(Layout::epoch(epoch + 1), "epoch");
-    if (files.empty()) return;
     // An epoch cut short (max_steps) is saved mid-epoch; a finished one resumes at the next epoch. The Trainer
     // says which (epoch_cut), since a loader of unknown length gives no batch count to compare with.
-    const bool finished = !ctx.epoch_cut();
-    save(ctx, files, finished, [this, dropped, periodic] {
-      if (!dropped.empty()) layout_.remove(dropped);
-      if (periodic) layout_.rotate(run_id_, o_.keep);
-    });
+    if (enabled()) epoch_end_erased(detail::SaveContext::of(ctx), !ctx.epoch_cut());
   }
 
   /// Writes a final last.ckpt if steps were taken since, and exports final.pt: the weights the evaluation uses
   /// (the context's with_evaluated_weights; callbacks::Ema's average with Ema, else the trained weights).
   template <class Ctx>
   void on_fit_end(Ctx& ctx) {
-    if (!enabled()) return;
-    // Every rank takes part in the save (it may gather a sharded optimizer's state); the main rank writes. There
-    // is no next save to retry at: a failure of the last write stops under either on_write_error.
-    finishing_ = true;
-    struct Finished {
-      bool& f;
-      ~Finished() { f = false; }
-    } finished{finishing_};
-    const bool save_last = o_.last && last_saved_step_ != ctx.state().global_step;
-    // A best save that failed under retry_next_save is written at this last save, with last.ckpt or alone. Its
-    // bytes are on the main rank (every rank's with sharded saves, which every rank knows of alike): ask the others.
-    bool owed = !owed_.empty() || !sharded_owed_.empty();
-    if (!save_last && !o_.sharded && o_.best && o_.on_write_error == OnWriteError::retry_next_save)
-      owed = ctx.agree_any(owed);
-    if (save_last || owed)
-      save(ctx, save_last ? std::vector<std::pair<std::string, std::string>>{{Layout::last(), "last"}}
-                          : std::vector<std::pair<std::string, std::string>>{}, false);
-    // The last asynchronous write is on disk (or its failure agreed and raised) when fit returns; a sharded one
-    // has its manifest.
-    if (o_.sharded) settle_sharded(detail::SaveContext::of(ctx));
-    else settle_write(ctx, ctx.is_main() ? finish_async_write() : std::string());
-    struct Release {
-      std::shared_ptr<RunLock>& lock;
-      ~Release() { lock.reset(); }
-    } release{lock_};  // the directory is free once the final files are written
-    // A stop on a signal (callbacks::Preemption) leaves mid-run weights: the run is not over, and final.pt (a
-    // finished run's weights) would pass them off as its result; the resumed run exports them at its end. (Every rank
-    // agreed on the stop, so every rank returns here alike.)
-    if (!o_.export_final || ctx.state().stop_at_step) return;
-    // The export is a write like the others: its failure is agreed, and stops every rank with its message. At stage 3
-    // it was written before the model was gathered (on_fit_begin's before_unshard): its failure is settled here.
-    std::string failure;
-    if (final_streamed_) {
-      failure = *std::exchange(final_streamed_, std::nullopt);
-    } else if (ctx.is_main()) {
-      try {
-        said_final(ctx.with_evaluated_weights([&] { export_weights(ctx.module(), layout_.path(Layout::final_export())); }));
-      } catch (const CheckpointError& e) {
-        failure = e.what();
-      }
-    }
-    settle_write(ctx, failure);
+    if (enabled()) fit_end_erased(detail::SaveContext::of(ctx));
   }
 
   /// Writes the current state to `files` (names in the directory, with their kind). `epoch_end`: the epoch is
@@ -528,6 +422,21 @@ class Disk {
   static Access access(Ctx& ctx) {
     return {ctx.module(), ctx.optimizer(), [&ctx] { return ctx.state_dict(); },
             [&ctx](const StateDict& d) { ctx.load_state_dict(d); }, detail::owned_parameters(ctx, true)};
+  }
+
+  /// The hooks' work, through the context's view (compiled once with separate compilation, whatever the Trainer;
+  /// checkpoint/disk_save.hpp). fit_begin_erased returns false when the policy is off (nothing more to do);
+  /// after_resume follows resume() (`continued`: it loaded a full checkpoint).
+  bool fit_begin_erased(const detail::SaveContext& c, int64_t val_every_steps);
+  void after_resume(bool continued, bool at_zero, bool is_main);
+  void step_end_erased(const detail::SaveContext& c, bool validated);
+  void epoch_end_erased(const detail::SaveContext& c, bool finished);
+  void fit_end_erased(const detail::SaveContext& c);
+  /// Every rank, after a save's write (`failure`: the main rank's, "" elsewhere) or at fit end: the ranks agree
+  /// whether it failed; then on_write_error stops every rank (CheckpointError) or logs it and goes on.
+  void settle_write(const detail::SaveContext& c, const std::string& failure) {
+    if (!c.agree_any(c.ctx, !failure.empty())) return;
+    write_failed(failure);
   }
 
   /// save's work, through the context's view (compiled once with separate compilation, whatever the Trainer).
@@ -563,13 +472,6 @@ class Disk {
   }
 
 
-  /// Every rank, after a save's write (`failure`: the main rank's, "" elsewhere) or at fit end: the ranks agree
-  /// whether it failed; then on_write_error stops every rank (CheckpointError) or logs it and goes on.
-  template <class Ctx>
-  void settle_write(Ctx& ctx, const std::string& failure) {
-    if (!ctx.agree_any(!failure.empty())) return;
-    write_failed(failure);
-  }
   /// fingerprint's work, for a parallel policy of `world_size` ranks.
   nlohmann::json fingerprint_of(torch::nn::Module& module, torch::optim::Optimizer& opt, int64_t world_size) const;
   /// The agreed failure's consequence (`failure`: "" on a rank other than the main one).

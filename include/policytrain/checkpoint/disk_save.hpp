@@ -412,6 +412,132 @@ POLICYTRAIN_DECL void ShardedWrites::submit(Disk& d, const std::shared_ptr<Shard
 #if POLICYTRAIN_DEFINE
 namespace policytrain::checkpoint {
 
+POLICYTRAIN_DECL bool Disk::fit_begin_erased(const detail::SaveContext& c, int64_t val_every_steps) {
+  last_write_ = Clock::now();
+  quiet_ = !c.is_main && !o_.log_every_rank && !o_.sharded;
+  if (!enabled()) return false;
+  if (pending_) { (void)finish_async_write(); pending_.reset(); }  // a sharded save of a fit that threw
+  if (c.is_main) {
+    // One job per run directory: `run.lock` is held until fit end (or this policy's end, after an exception),
+    // taken before anything in the directory is touched.
+    std::error_code ec;
+    std::filesystem::create_directories(o_.directory, ec);  // Layout::prepare reports a failure
+    if (!ec) lock_ = RunLock::acquire(o_.directory, [this](const std::string& m) { say("{}", m); });
+    layout_.prepare();
+  }
+  // Top-k files are named after the epoch that scored (best-e<n>.ckpt): one per epoch, not per step validation.
+  if (o_.best && o_.top_k > 1 && val_every_steps > 0)
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::checkpoint::Disk",
+        policytrain::detail::format("top_k is {} and the fit validates every {} steps; top-k files are named after "
+                                    "epochs", o_.top_k, val_every_steps),
+        {}, "keep top_k at 1 (best.ckpt) in a run validated by steps, or validate at epoch ends"));
+  // Re-read at every fit's begin: a param group added (add_param_group) since the last fit is part of the run
+  // the next checkpoints record, so that they resume with the optimizer built as they were written. A group's
+  // hyper-parameters stay those of the fit it first appeared in (a schedule has moved the momentum meanwhile;
+  // the run is the same): refresh_fingerprint.
+  auto fresh = fingerprint_of(c.module, c.optimizer, c.world_size);
+  fingerprint_ = fingerprint_.is_null() ? std::move(fresh) : refresh_fingerprint(fingerprint_, fresh);
+  return true;
+}
+
+POLICYTRAIN_DECL void Disk::after_resume(bool continued, bool at_zero, bool is_main) {
+  // A new run from step 0 must not share the directory with another run's files, whether it loaded nothing or took
+  // its weights from a file (weights only, which may be one of them: its weights are in the model already, and the
+  // file moves with the others): its last.ckpt and best.ckpt would overwrite that run's.
+  if (!continued && run_id_.empty()) {
+    run_id_ = detail::new_run_id();
+    if (at_zero && (resumed_from_.empty() || o_.weights_only) && is_main) set_aside_other_runs();
+  }
+}
+
+POLICYTRAIN_DECL void Disk::step_end_erased(const detail::SaveContext& c, bool validated) {
+  const int64_t step = c.state.global_step;
+  if (validated) {
+    std::vector<std::pair<std::string, std::string>> files;
+    if (o_.last) files.emplace_back(Layout::last(), "last");
+    if (std::exchange(pending_best_, false)) files.emplace_back(Layout::best(), "best");
+    const bool periodic = o_.every_steps > 0 && step % o_.every_steps == 0;
+    if (periodic) files.emplace_back(Layout::step(step), "step");
+    if (files.empty()) return;
+    save_erased(c, files, false, [this, periodic] {
+      if (periodic) layout_.rotate(run_id_, o_.keep);
+    });
+  } else if (o_.every_steps > 0 && step % o_.every_steps == 0) {
+    save_erased(c, {{Layout::step(step), "step"}}, false, [this] { layout_.rotate(run_id_, o_.keep); });
+  } else if (o_.every_seconds > 0 && o_.last &&
+             c.agree_any(c.ctx, std::chrono::duration<double>(Clock::now() - last_write_).count() >= o_.every_seconds)) {
+    // Agreed: every rank saves at the same step (a sharded optimizer's state is gathered by all of them).
+    save_erased(c, {{Layout::last(), "last"}}, false, {});
+  }
+}
+
+POLICYTRAIN_DECL void Disk::epoch_end_erased(const detail::SaveContext& c, bool finished) {
+  const int64_t epoch = c.state.epoch;
+  std::vector<std::pair<std::string, std::string>> files;
+  if (o_.last) files.emplace_back(Layout::last(), "last");
+  if (std::exchange(pending_best_, false)) files.emplace_back(Layout::best(), "best");
+  std::string dropped;
+  if (std::exchange(pending_top_, false)) {
+    files.emplace_back(Layout::best_top(epoch + 1), "best");
+    if (static_cast<int64_t>(top_.size()) > o_.top_k) {
+      dropped = Layout::best_top(top_.back().second + 1);
+      top_.pop_back();
+    }
+  }
+  const bool periodic = o_.every_epochs > 0 && (epoch + 1) % o_.every_epochs == 0;
+  if (periodic) files.emplace_back(Layout::epoch(epoch + 1), "epoch");
+  if (files.empty()) return;
+  save_erased(c, files, finished, [this, dropped, periodic] {
+    if (!dropped.empty()) layout_.remove(dropped);
+    if (periodic) layout_.rotate(run_id_, o_.keep);
+  });
+}
+
+POLICYTRAIN_DECL void Disk::fit_end_erased(const detail::SaveContext& c) {
+  // Every rank takes part in the save (it may gather a sharded optimizer's state); the main rank writes. There
+  // is no next save to retry at: a failure of the last write stops under either on_write_error.
+  finishing_ = true;
+  struct Finished {
+    bool& f;
+    ~Finished() { f = false; }
+  } finished{finishing_};
+  const bool save_last = o_.last && last_saved_step_ != c.state.global_step;
+  // A best save that failed under retry_next_save is written at this last save, with last.ckpt or alone. Its
+  // bytes are on the main rank (every rank's with sharded saves, which every rank knows of alike): ask the others.
+  bool owed = !owed_.empty() || !sharded_owed_.empty();
+  if (!save_last && !o_.sharded && o_.best && o_.on_write_error == OnWriteError::retry_next_save)
+    owed = c.agree_any(c.ctx, owed);
+  if (save_last || owed)
+    save_erased(c, save_last ? std::vector<std::pair<std::string, std::string>>{{Layout::last(), "last"}}
+                             : std::vector<std::pair<std::string, std::string>>{}, false, {});
+  // The last asynchronous write is on disk (or its failure agreed and raised) when fit returns; a sharded one
+  // has its manifest.
+  if (o_.sharded) settle_sharded(c);
+  else settle_write(c, c.is_main ? finish_async_write() : std::string());
+  struct Release {
+    std::shared_ptr<RunLock>& lock;
+    ~Release() { lock.reset(); }
+  } release{lock_};  // the directory is free once the final files are written
+  // A stop on a signal (callbacks::Preemption) leaves mid-run weights: the run is not over, and final.pt (a
+  // finished run's weights) would pass them off as its result; the resumed run exports them at its end. (Every rank
+  // agreed on the stop, so every rank returns here alike.)
+  if (!o_.export_final || c.state.stop_at_step) return;
+  // The export is a write like the others: its failure is agreed, and stops every rank with its message. At stage 3
+  // it was written before the model was gathered (on_fit_begin's before_unshard): its failure is settled here.
+  std::string failure;
+  if (final_streamed_) {
+    failure = *std::exchange(final_streamed_, std::nullopt);
+  } else if (c.is_main) {
+    try {
+      said_final(c.with_evaluated_weights(c.ctx, [&] { export_weights(c.module, layout_.path(Layout::final_export())); }));
+    } catch (const CheckpointError& e) {
+      failure = e.what();
+    }
+  }
+  settle_write(c, failure);
+}
+
 POLICYTRAIN_DECL void Disk::save_erased(const detail::SaveContext& c,
                                         const std::vector<std::pair<std::string, std::string>>& files, bool epoch_end,
                                         std::function<void()> after) {
