@@ -45,6 +45,15 @@ class EarlyStopping {
   EarlyStopping() = default;
   /// Throws std::invalid_argument for patience < 1.
   explicit EarlyStopping(Options o);
+  /// Copied and moved as its members are, out of line: the implicit members were generated in every file that
+  /// builds a Trainer with an EarlyStopping.
+  ///@{
+  EarlyStopping(const EarlyStopping&);
+  EarlyStopping(EarlyStopping&&) noexcept;
+  EarlyStopping& operator=(const EarlyStopping&);
+  EarlyStopping& operator=(EarlyStopping&&) noexcept;
+  ~EarlyStopping();
+  ///@}
 
   /// The settings.
   const Options& options() const { return o_; }
@@ -127,6 +136,11 @@ class EarlyStopping {
 
 // EarlyStopping's non-template members: defined here header-only, in <policytrain/src.hpp> with separate compilation.
 #if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL EarlyStopping::EarlyStopping(const EarlyStopping&) = default;
+POLICYTRAIN_DECL EarlyStopping::EarlyStopping(EarlyStopping&&) noexcept = default;
+POLICYTRAIN_DECL EarlyStopping& EarlyStopping::operator=(const EarlyStopping&) = default;
+POLICYTRAIN_DECL EarlyStopping& EarlyStopping::operator=(EarlyStopping&&) noexcept = default;
+POLICYTRAIN_DECL EarlyStopping::~EarlyStopping() = default;
 POLICYTRAIN_DECL StateDict EarlyStopping::state_dict() const {
   return {{"best", scalar_tensor(best_)}, {"best_epoch", scalar_tensor(best_epoch_)}, {"best_step", scalar_tensor(best_step_)},
           {"wait", scalar_tensor(wait_)}};

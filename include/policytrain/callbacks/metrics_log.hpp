@@ -132,29 +132,9 @@ class MetricsLog {
   /// Adds the step's phase times and writes a row every `every` steps.
   template <class Ctx>
   void after_step(Ctx& ctx, bool stepped) {
-    const PhaseTimes t = phases_.step_end();
-    const memory::PeakReading mem = peak_.read();
-    peak_pending_ = true;
-    peak_max_.rss_whole_process = mem.rss_whole_process;
-    if (mem.rss) peak_max_.rss = std::max(peak_max_.rss.value_or(0), *mem.rss);
-    if (mem.cuda) peak_max_.cuda = std::max(peak_max_.cuda.value_or(0), *mem.cuda);
-    const int64_t n = ctx.state().window_samples;
-    totals_ += t;
-    epoch_ += t;
-    ++steps_;
-    samples_ += n;
-    epoch_samples_ += n;
-    const int64_t tokens = ctx.state().window_tokens;
-    epoch_tokens_ += tokens;
-    if (o_.every <= 0 || ctx.state().global_step % o_.every != 0) return;
-    const double loss = ctx.state().loss_value();
-    if (std::isfinite(loss)) {
-      epoch_loss_sum_ += loss;
-      ++epoch_loss_n_;
-      interval_loss_sum_ += loss;
-      ++interval_loss_n_;
-    }
-    if (!steps_csv_.is_open()) return;
+    const auto& st = ctx.state();
+    if (!count_step(st.window_samples, st.window_tokens, st.global_step)) return;
+    if (!add_step_loss(st.loss_value())) return;
     std::optional<double> scale, norm;
     if constexpr (requires { ctx.template policy<Category::precision>().loss_scale(); }) {
       const double s = ctx.template policy<Category::precision>().loss_scale();
@@ -164,8 +144,8 @@ class MetricsLog {
       auto& clip = ctx.template get<GradClip>();
       if (clip.clips_by_norm() && clip.last_norm_tensor().defined()) norm = clip.last_norm();
     }
-    write_step_row(ctx.state().epoch, ctx.state().global_step, ctx.state().batch_in_epoch, loss, n, tokens, t, mem, scale,
-                   norm, stepped);
+    write_step_row(st.epoch, st.global_step, st.batch_in_epoch, step_loss_, step_n_, step_tokens_, step_t_, step_mem_,
+                   scale, norm, stepped);
   }
 
   /// Keeps the epoch's validation metrics for its row; in a fit validated by steps, writes the validation's row.
@@ -234,6 +214,11 @@ class MetricsLog {
   /// on_fit_begin's files (main rank): opens the four logs, keeping the rows up to (step0, epoch0) of a resumed run;
   /// `mid_epoch`: it resumes in the middle of epoch0, whose training loss so far is read back from steps.jsonl.
   void open_logs(int64_t step0, int64_t epoch0, bool mid_epoch);
+  /// after_step's counting (compiled once with separate compilation): the step's phase times and peak memory, its
+  /// `n` samples and `tokens` tokens; whether step `global_step` is one the log records (Options::every).
+  bool count_step(int64_t n, int64_t tokens, int64_t global_step);
+  /// A recorded step's training loss (a non-finite one is left out of the means); whether steps.csv is open.
+  bool add_step_loss(double loss);
   /// after_step's rows (steps.csv, steps.jsonl).
   void write_step_row(int64_t epoch, int64_t step, int64_t batch_in_epoch, double loss, int64_t n, int64_t tokens,
                       const PhaseTimes& t, const memory::PeakReading& mem, std::optional<double> scale,
@@ -268,6 +253,10 @@ class MetricsLog {
   memory::PeakMemory peak_;
   memory::PeakReading peak_max_;
   bool peak_pending_ = false;
+  PhaseTimes step_t_;               // the last step's times, peak memory, samples, tokens and loss (after_step)
+  memory::PeakReading step_mem_;
+  int64_t step_n_ = 0, step_tokens_ = 0;
+  double step_loss_ = 0;
   std::ofstream steps_csv_, steps_jsonl_, epochs_csv_, epochs_jsonl_, validations_csv_, validations_jsonl_;
 };
 
@@ -369,6 +358,35 @@ POLICYTRAIN_DECL std::string MetricsLog::token_columns(int64_t tokens, double se
     j["mfu"] = mfu;
   }
   return csv;
+}
+
+POLICYTRAIN_DECL bool MetricsLog::count_step(int64_t n, int64_t tokens, int64_t global_step) {
+  step_t_ = phases_.step_end();
+  step_mem_ = peak_.read();
+  peak_pending_ = true;
+  peak_max_.rss_whole_process = step_mem_.rss_whole_process;
+  if (step_mem_.rss) peak_max_.rss = std::max(peak_max_.rss.value_or(0), *step_mem_.rss);
+  if (step_mem_.cuda) peak_max_.cuda = std::max(peak_max_.cuda.value_or(0), *step_mem_.cuda);
+  step_n_ = n;
+  step_tokens_ = tokens;
+  totals_ += step_t_;
+  epoch_ += step_t_;
+  ++steps_;
+  samples_ += n;
+  epoch_samples_ += n;
+  epoch_tokens_ += tokens;
+  return o_.every > 0 && global_step % o_.every == 0;
+}
+
+POLICYTRAIN_DECL bool MetricsLog::add_step_loss(double loss) {
+  step_loss_ = loss;
+  if (std::isfinite(loss)) {
+    epoch_loss_sum_ += loss;
+    ++epoch_loss_n_;
+    interval_loss_sum_ += loss;
+    ++interval_loss_n_;
+  }
+  return steps_csv_.is_open();
 }
 
 POLICYTRAIN_DECL void MetricsLog::write_step_row(int64_t epoch, int64_t step, int64_t batch_in_epoch, double loss, int64_t n,

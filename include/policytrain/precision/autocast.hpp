@@ -103,6 +103,15 @@ class Autocast {
   Autocast() : Autocast(Options{}) {}
   /// Throws std::invalid_argument for a dtype other than fp32, bf16 or fp16.
   explicit Autocast(Options o);
+  /// Copied and moved as its members are, out of line: the implicit members were generated in every file that
+  /// builds a Trainer with an Autocast.
+  ///@{
+  Autocast(const Autocast&);
+  Autocast(Autocast&&) noexcept;
+  Autocast& operator=(const Autocast&);
+  Autocast& operator=(Autocast&&) noexcept;
+  ~Autocast();
+  ///@}
 
   /// The settings.
   const Options& options() const { return o_; }
@@ -248,6 +257,11 @@ class Autocast {
 
 // The definitions: here header-only, in <policytrain/src.hpp> with separate compilation (detail/config.hpp).
 #if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL Autocast::Autocast(const Autocast&) = default;
+POLICYTRAIN_DECL Autocast::Autocast(Autocast&&) noexcept = default;
+POLICYTRAIN_DECL Autocast& Autocast::operator=(const Autocast&) = default;
+POLICYTRAIN_DECL Autocast& Autocast::operator=(Autocast&&) noexcept = default;
+POLICYTRAIN_DECL Autocast::~Autocast() = default;
 POLICYTRAIN_DECL void Autocast::resolve(c10::DeviceType trainer_device) {
   device_ = o_.device.value_or(trainer_device);
   dtype_ = o_.dtype.value_or(default_autocast_dtype(device_));

@@ -40,33 +40,9 @@ class AutocastGuard {
   /// autocast scope). `cache_enabled` (default: unchanged) switches the cache of casted weights.
   /// Throws std::invalid_argument when `enabled` and the device or dtype is not supported.
   explicit AutocastGuard(c10::DeviceType device, std::optional<c10::ScalarType> dtype = std::nullopt,
-                         bool enabled = true, std::optional<bool> cache_enabled = std::nullopt)
-      : device_(device),
-        prev_enabled_(detail::autocast_enabled(device)),
-        prev_dtype_(detail::autocast_dtype(device)),
-        prev_cache_enabled_(detail::autocast_cache_enabled()) {
-    const c10::ScalarType fast = dtype.value_or(default_autocast_dtype(device));
-    if (enabled && !autocast_supports(device, fast))
-      throw std::invalid_argument(policytrain::detail::error_message(
-          "policytrain::precision::AutocastGuard",
-          policytrain::detail::format("autocast on {} with dtype {} is not supported; "
-                                      "use bf16 or fp16 on CPU or CUDA",
-                                      c10::DeviceTypeName(device), c10::toString(fast))));
-    // Same order as torch.autocast.__enter__.
-    detail::set_autocast_enabled(device, enabled);
-    detail::set_autocast_dtype(device, fast);
-    detail::autocast_increment_nesting();
-    detail::set_autocast_cache_enabled(cache_enabled.value_or(prev_cache_enabled_));
-  }
-
-  ~AutocastGuard() {
-    // Same order as torch.autocast.__exit__: the cache holds casts of leaf tensors that only the outermost scope
-    // may drop, since inner scopes reuse them.
-    if (detail::autocast_decrement_nesting() == 0) detail::autocast_clear_cache();
-    detail::set_autocast_enabled(device_, prev_enabled_);
-    detail::set_autocast_dtype(device_, prev_dtype_);
-    detail::set_autocast_cache_enabled(prev_cache_enabled_);
-  }
+                         bool enabled = true, std::optional<bool> cache_enabled = std::nullopt);
+  /// Leaves the scope: restores what the constructor found.
+  ~AutocastGuard();
 
   AutocastGuard(const AutocastGuard&) = delete;
   AutocastGuard& operator=(const AutocastGuard&) = delete;
@@ -77,5 +53,37 @@ class AutocastGuard {
   c10::ScalarType prev_dtype_;
   bool prev_cache_enabled_;
 };
+
+// AutocastGuard's members: defined here header-only, in <policytrain/src.hpp> with separate compilation.
+#if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL AutocastGuard::AutocastGuard(c10::DeviceType device, std::optional<c10::ScalarType> dtype, bool enabled,
+                                              std::optional<bool> cache_enabled)
+    : device_(device),
+      prev_enabled_(detail::autocast_enabled(device)),
+      prev_dtype_(detail::autocast_dtype(device)),
+      prev_cache_enabled_(detail::autocast_cache_enabled()) {
+  const c10::ScalarType fast = dtype.value_or(default_autocast_dtype(device));
+  if (enabled && !autocast_supports(device, fast))
+    throw std::invalid_argument(policytrain::detail::error_message(
+        "policytrain::precision::AutocastGuard",
+        policytrain::detail::format("autocast on {} with dtype {} is not supported; "
+                                    "use bf16 or fp16 on CPU or CUDA",
+                                    c10::DeviceTypeName(device), c10::toString(fast))));
+  // Same order as torch.autocast.__enter__.
+  detail::set_autocast_enabled(device, enabled);
+  detail::set_autocast_dtype(device, fast);
+  detail::autocast_increment_nesting();
+  detail::set_autocast_cache_enabled(cache_enabled.value_or(prev_cache_enabled_));
+}
+
+POLICYTRAIN_DECL AutocastGuard::~AutocastGuard() {
+  // Same order as torch.autocast.__exit__: the cache holds casts of leaf tensors that only the outermost scope
+  // may drop, since inner scopes reuse them.
+  if (detail::autocast_decrement_nesting() == 0) detail::autocast_clear_cache();
+  detail::set_autocast_enabled(device_, prev_enabled_);
+  detail::set_autocast_dtype(device_, prev_dtype_);
+  detail::set_autocast_cache_enabled(prev_cache_enabled_);
+}
+#endif
 
 }  // namespace policytrain::precision

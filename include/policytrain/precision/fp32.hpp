@@ -25,16 +25,23 @@
 namespace policytrain {
 
 namespace detail {
-/// "clip gradients (callbacks::GradClip), " for a message's list of remedies, or "" when a policy of the Trainer
-/// already clips (declares `bool clips() const`, true: callbacks::GradClip): advice never suggests what is on.
+/// Whether a policy of the Trainer already clips gradients (declares `bool clips() const`, true:
+/// callbacks::GradClip).
 template <class Ctx>
-std::string clip_advice(Ctx& ctx) {
+bool clips_gradients(Ctx& ctx) {
   bool clipping = false;
   if constexpr (requires { ctx.for_each_policy([](auto&) {}); })
     ctx.for_each_policy([&](auto& p) {
       if constexpr (requires { { p.clips() } -> std::convertible_to<bool>; }) clipping = clipping || p.clips();
     });
-  return clipping ? "" : "clip gradients (callbacks::GradClip), ";
+  return clipping;
+}
+/// "clip gradients (callbacks::GradClip), " for a message's list of remedies, or "" when a policy of the Trainer
+/// already clips: advice never suggests what is on.
+inline const char* clip_advice_for(bool clipping) { return clipping ? "" : "clip gradients (callbacks::GradClip), "; }
+template <class Ctx>
+std::string clip_advice(Ctx& ctx) {
+  return clip_advice_for(clips_gradients(ctx));
 }
 }  // namespace detail
 
@@ -123,34 +130,7 @@ class LossCheck {
   /// Reads what is pending; under NonFinite::error throws NonFiniteLoss naming the first bad micro-batch.
   template <class Ctx>
   void flush(Ctx& ctx, NonFinite action) {
-    if (action != NonFinite::error) return;
-    auto w = first_bad();
-    if (graph_step_.defined()) {
-      // What the captured steps found: one host read.
-      const torch::Tensor packed = torch::stack({graph_step_.to(torch::kDouble), graph_value_}).cpu();
-      const auto step = static_cast<int64_t>(packed[0].item<double>());
-      if (step >= 0) {
-        graph_step_.fill_(-1);
-        if (!w || step < w->step)
-          throw NonFiniteLoss(policytrain::detail::error_message(
-              "policytrain",
-              policytrain::detail::format(
-                  "the loss is {} at step {} (a step replayed from a CUDA graph; detected at step {}: the "
-                  "check stays on the device and is read at epoch ends, at the fit's end and before a checkpoint is "
-                  "written); lower the learning rate, {}or scale the loss (precision::Autocast with LossScaling::on), "
-                  "which skips such steps",
-                  packed[1].item<double>(), step, ctx.state().global_step, policytrain::detail::clip_advice(ctx))));
-      }
-    }
-    if (!w) return;
-    throw NonFiniteLoss(policytrain::detail::error_message(
-        "policytrain",
-        policytrain::detail::format(
-            "the loss is {} at epoch {}, step {} (micro-batch {} of the epoch; detected at step {}: the "
-            "check reads the loss every {} micro-batches, at epoch ends and before a checkpoint is written); lower the "
-            "learning rate, {}or choose NonFinite::skip to skip such steps",
-            w->value, w->epoch, w->step, w->batch, ctx.state().global_step, every,
-            policytrain::detail::clip_advice(ctx))));
+    if (action == NonFinite::error) flush_error(ctx.state().global_step, clips_gradients(ctx));
   }
 
   /// Forgets what is pending (an exception interrupted the step).
@@ -167,6 +147,8 @@ class LossCheck {
   };
   /// The first non-finite entry pending, if any; empties the buffer. One host read when anything is pending.
   std::optional<Where> first_bad();
+  /// flush under NonFinite::error, at step `global_step` of a Trainer that clips gradients or not.
+  void flush_error(int64_t global_step, bool clipping);
 
   torch::Tensor buf_;
   torch::Tensor graph_step_, graph_value_;  // the captured check's first bad step (-1: none) and its loss
@@ -176,6 +158,34 @@ class LossCheck {
 
 // The definitions: here header-only, in <policytrain/src.hpp> with separate compilation (detail/config.hpp).
 #if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL void LossCheck::flush_error(int64_t global_step, bool clipping) {
+  auto w = first_bad();
+  if (graph_step_.defined()) {
+    // What the captured steps found: one host read.
+    const torch::Tensor packed = torch::stack({graph_step_.to(torch::kDouble), graph_value_}).cpu();
+    const auto step = static_cast<int64_t>(packed[0].item<double>());
+    if (step >= 0) {
+      graph_step_.fill_(-1);
+      if (!w || step < w->step)
+        throw NonFiniteLoss(policytrain::detail::error_message(
+            "policytrain",
+            policytrain::detail::format(
+                "the loss is {} at step {} (a step replayed from a CUDA graph; detected at step {}: the "
+                "check stays on the device and is read at epoch ends, at the fit's end and before a checkpoint is "
+                "written); lower the learning rate, {}or scale the loss (precision::Autocast with LossScaling::on), "
+                "which skips such steps",
+                packed[1].item<double>(), step, global_step, policytrain::detail::clip_advice_for(clipping))));
+    }
+  }
+  if (!w) return;
+  throw NonFiniteLoss(policytrain::detail::error_message(
+      "policytrain",
+      policytrain::detail::format(
+          "the loss is {} at epoch {}, step {} (micro-batch {} of the epoch; detected at step {}: the "
+          "check reads the loss every {} micro-batches, at epoch ends and before a checkpoint is written); lower the "
+          "learning rate, {}or choose NonFinite::skip to skip such steps",
+          w->value, w->epoch, w->step, w->batch, global_step, every, policytrain::detail::clip_advice_for(clipping))));
+}
 POLICYTRAIN_DECL std::optional<LossCheck::Where> LossCheck::first_bad() {
   if (where_.empty()) return std::nullopt;
   const torch::Tensor b = buf_.narrow(0, 0, static_cast<int64_t>(where_.size()));

@@ -72,10 +72,7 @@ class Lr {
 
   Lr() = default;
   /// Throws std::invalid_argument for inconsistent options.
-  explicit Lr(LrOptions o) : o_(std::move(o)) {
-    validate();
-    best_ = worst();
-  }
+  explicit Lr(LrOptions o);
   /// Copied and moved as its members are, out of line: the implicit members were generated in every file that
   /// builds a Trainer with an Lr.
   ///@{
@@ -246,6 +243,10 @@ class Lr {
 
 // Lr's non-template members: defined here header-only, in <policytrain/src.hpp> with separate compilation.
 #if POLICYTRAIN_DEFINE
+POLICYTRAIN_DECL Lr::Lr(LrOptions o) : o_(std::move(o)) {
+  validate();
+  best_ = worst();
+}
 POLICYTRAIN_DECL Lr::Lr(const Lr&) = default;
 POLICYTRAIN_DECL Lr::Lr(Lr&&) noexcept = default;
 POLICYTRAIN_DECL Lr& Lr::operator=(const Lr&) = default;
